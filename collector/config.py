@@ -1,0 +1,121 @@
+"""Collector settings: one place, ``CLAIMWATCH_*`` environment variables, defaults that run.
+
+``KafkaConnection`` is the part both sides use to reach a cluster (TLS and SASL
+passed straight through to kafka-python); the worker reuses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from collector import record as _record
+
+
+class KafkaConnection(BaseModel):
+    """How to reach a Kafka cluster (any: Apache Kafka, Redpanda, MSK, Confluent)."""
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    client_id: str = "claimwatch"
+    security_protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
+    sasl_mechanism: str | None = None  # PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 | OAUTHBEARER
+    sasl_plain_username: str | None = None
+    sasl_plain_password: SecretStr | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_check_hostname: bool = True
+    request_timeout_ms: int = 30_000
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for kafka-python clients (secrets unwrapped here only)."""
+        kw: dict[str, Any] = {
+            "bootstrap_servers": [s.strip() for s in self.bootstrap_servers.split(",") if s.strip()],
+            "client_id": self.client_id,
+            "security_protocol": self.security_protocol,
+            "request_timeout_ms": self.request_timeout_ms,
+        }
+        if self.sasl_mechanism:
+            kw["sasl_mechanism"] = self.sasl_mechanism
+        if self.sasl_plain_username:
+            kw["sasl_plain_username"] = self.sasl_plain_username
+        if self.sasl_plain_password is not None:
+            kw["sasl_plain_password"] = self.sasl_plain_password.get_secret_value()
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            value = getattr(self, name)
+            if value:
+                kw[name] = value
+        if self.security_protocol in ("SSL", "SASL_SSL"):
+            kw["ssl_check_hostname"] = self.ssl_check_hostname
+        return kw
+
+
+class SamplingSettings(BaseModel):
+    """Which traces get judged. See ``collector.sampling``."""
+
+    ratio: float = Field(1.0, ge=0.0, le=1.0)
+    #: per-slice overrides, e.g. {"route=billing": 0.5, "release=canary-7": 1.0}
+    slice_ratios: dict[str, float] = Field(default_factory=dict)
+    always_keep_errors: bool = True
+    #: attribute names whose truthy / negative value forces keep (user feedback)
+    feedback_attributes: list[str] = Field(
+        default_factory=lambda: ["user.feedback", "feedback.score", "feedback.negative"]
+    )
+    #: release values always kept (canaries)
+    keep_releases: list[str] = Field(default_factory=list)
+    #: token bucket: sustained records/s and burst; 0 disables the limit
+    rate_per_second: float = 0.0
+    burst: int = 100
+
+
+class CollectorSettings(BaseSettings):
+    """Settings for ``RagTraceProcessor`` (env: ``CLAIMWATCH_*``, nested with ``__``)."""
+
+    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore")
+
+    kafka: KafkaConnection = Field(default_factory=KafkaConnection)
+    topic: str = "claimwatch.traces"
+    sampling: SamplingSettings = Field(default_factory=SamplingSettings)
+
+    # slices: static labels of this process + span attributes mapped to slice names
+    release: str | None = None
+    environment: str | None = None
+    static_slices: dict[str, str] = Field(default_factory=dict)
+    slice_attributes: dict[str, str] = Field(
+        default_factory=lambda: {
+            "release": "service.version",
+            "environment": "deployment.environment",
+            "route": "claimwatch.route",
+            "model": "llm.model_name",
+        }
+    )
+
+    # assembly
+    late_span_wait_s: float = 0.5
+    trace_ttl_s: float = 120.0
+    max_buffered_traces: int = 2_000
+    max_spans_per_trace: int = 512
+
+    # record limits
+    max_contexts: int = _record.DEFAULT_MAX_CONTEXTS
+    max_text_chars: int = _record.DEFAULT_MAX_TEXT_CHARS
+    max_record_bytes: int = _record.DEFAULT_MAX_RECORD_BYTES
+
+    # sink
+    queue_size: int = 10_000
+    acks: str = "1"  # "0" | "1" | "all"
+    compression_type: str | None = "gzip"
+    linger_ms: int = 50
+    retries: int = 3
+    max_block_ms: int = 2_000
+    flush_timeout_s: float = 5.0
+
+    # redaction (applied before anything leaves the process)
+    redact_emails: bool = False
+    redact_phones: bool = False
+    redact_cards: bool = False
+    redact_patterns: list[str] = Field(default_factory=list)
+
+    metrics_port: int | None = None

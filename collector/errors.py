@@ -1,0 +1,36 @@
+"""Errors raised by the collector package.
+
+Hierarchy::
+
+    ClaimwatchError                 base of every claimwatch error (both packages)
+    ├── ConfigError                 invalid settings (bad regex, unknown option)
+    └── RecordError                 a RagTrace that can't be used
+        └── RecordDecodeError       bytes that are not a valid RagTrace; ``reason``
+                                    is a short bounded label (not_json, not_object,
+                                    schema_version, invalid) used in metrics and DLQ headers
+
+The span processor itself never raises into the host app: every failure on the
+app's thread is caught, counted with a reason and logged.
+"""
+
+from __future__ import annotations
+
+
+class ClaimwatchError(Exception):
+    """Base class of all claimwatch errors."""
+
+
+class ConfigError(ClaimwatchError):
+    """Settings that cannot work (raised at start-up, never mid-stream)."""
+
+
+class RecordError(ClaimwatchError):
+    """A record that cannot be used."""
+
+
+class RecordDecodeError(RecordError):
+    """Bytes that do not decode to a supported ``RagTrace``."""
+
+    def __init__(self, message: str, *, reason: str = "invalid") -> None:
+        super().__init__(message)
+        self.reason = reason

@@ -1,0 +1,85 @@
+"""structlog set-up shared by the collector and the worker.
+
+Small composable processors:
+
+- ``add_otel_ids``: adds ``trace_id``/``span_id`` of the current OTel span.
+- ``redact_secrets``: masks values of keys that look like credentials (api_key,
+  password, token, secret, authorization, sasl_*) and any ``sk-ant-...`` string,
+  so an API key never reaches a log line.
+
+JSON lines in production, coloured console output when stderr is a TTY.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from typing import Any
+
+import structlog
+
+_SECRET_KEY = re.compile(r"(api[_-]?key|password|passwd|secret|token|authorization|sasl_plain)", re.I)
+_SECRET_VALUE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}|sk-[A-Za-z0-9]{20,}")
+MASK = "***"
+
+
+def add_otel_ids(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Add the current OTel trace/span ids (when a span is recording)."""
+    try:
+        from opentelemetry import trace
+
+        ctx = trace.get_current_span().get_span_context()
+        if ctx.is_valid:
+            event.setdefault("trace_id", format(ctx.trace_id, "032x"))
+            event.setdefault("span_id", format(ctx.span_id, "016x"))
+    except Exception:  # pragma: no cover - logging must never fail
+        pass
+    return event
+
+
+def _mask(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SECRET_VALUE.sub(MASK, value)
+    if isinstance(value, dict):
+        return {k: (MASK if _SECRET_KEY.search(str(k)) else _mask(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_mask(v) for v in value)
+    return value
+
+
+def redact_secrets(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Mask credential-looking keys and API-key-looking strings."""
+    for key in list(event):
+        if key != "event" and _SECRET_KEY.search(key) and "tokens" not in key:
+            event[key] = MASK
+        else:
+            event[key] = _mask(event[key])
+    return event
+
+
+def configure_logging(level: str = "INFO", json_logs: bool | None = None) -> None:
+    """Configure structlog once per process (idempotent)."""
+    if json_logs is None:
+        json_logs = not sys.stderr.isatty()
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer(colors=True)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            add_otel_ids,
+            redact_secrets,
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(name: str) -> Any:
+    return structlog.get_logger(name)

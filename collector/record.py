@@ -1,0 +1,193 @@
+"""The wire contract between the collector and the evaluator worker.
+
+One :class:`RagTrace` per RAG request: the question, the answer, the retrieved
+context chunks and bounded slice labels. JSON on the wire (UTF-8), keyed by
+``trace_id``. This module is the only thing both sides share, so it changes
+only by adding optional fields; anything else bumps ``schema_version``.
+
+Size limits are hard: :func:`enforce_limits` trims a record to fit (drops
+context chunks past the maximum, then shortens the longest texts) and records
+what it cut in ``truncation``. It never raises on big input.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SCHEMA_VERSION = 1
+SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
+
+#: Kafka's default ``message.max.bytes`` is ~1 MB; stay clear of it.
+DEFAULT_MAX_RECORD_BYTES = 900_000
+DEFAULT_MAX_CONTEXTS = 64
+DEFAULT_MAX_TEXT_CHARS = 100_000
+
+AttributeValue = Union[str, int, float, bool]
+
+_TRUNCATION_MARK = " …[truncated]"
+
+
+class Context(BaseModel):
+    """One retrieved chunk, in retrieval order."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    content: str = ""
+    score: float | None = None
+    source: str | None = None
+
+
+class Truncation(BaseModel):
+    """What :func:`enforce_limits` cut to make the record fit."""
+
+    contexts_dropped: int = 0
+    chars_removed: int = 0
+    fields: list[str] = Field(default_factory=list)
+    original_bytes: int = 0
+
+
+class RagTrace(BaseModel):
+    """One RAG request as the evaluator sees it (schema version 1)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = SCHEMA_VERSION
+    trace_id: str
+    root_span_id: str | None = None
+    span_ids: list[str] = Field(default_factory=list)
+    start_time_unix_nano: int | None = None
+    end_time_unix_nano: int | None = None
+    question: str | None = None
+    answer: str = ""
+    contexts: list[Context] = Field(default_factory=list)
+    slices: dict[str, str] = Field(default_factory=dict)
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    convention: str | None = None
+    truncation: Truncation | None = None
+
+    @field_validator("contexts", mode="before")
+    @classmethod
+    def _contexts_from_strings(cls, value: Any) -> Any:
+        """Accept plain strings for contexts (batch input files use them)."""
+        if isinstance(value, list):
+            return [{"content": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("slices", mode="before")
+    @classmethod
+    def _slices_as_strings(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): str(v) for k, v in value.items() if v is not None}
+        return value
+
+    # -- wire format -------------------------------------------------------
+    def to_json_bytes(self) -> bytes:
+        """Serialise for Kafka (compact JSON, UTF-8, no nulls dropped)."""
+        return self.model_dump_json().encode("utf-8")
+
+    @classmethod
+    def from_json_bytes(cls, data: bytes | str) -> "RagTrace":
+        """Decode one Kafka value; raises ``RecordDecodeError`` with the reason."""
+        from collector.errors import RecordDecodeError
+
+        try:
+            raw = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise RecordDecodeError(f"not JSON: {exc}", reason="not_json") from exc
+        if not isinstance(raw, dict):
+            raise RecordDecodeError("record is not a JSON object", reason="not_object")
+        version = raw.get("schema_version", SCHEMA_VERSION)
+        if version not in SUPPORTED_SCHEMA_VERSIONS:
+            raise RecordDecodeError(
+                f"unsupported schema_version {version!r} (this worker knows {sorted(SUPPORTED_SCHEMA_VERSIONS)})",
+                reason="schema_version",
+            )
+        try:
+            return cls.model_validate(raw)
+        except ValueError as exc:
+            raise RecordDecodeError(f"invalid record: {exc}", reason="invalid") from exc
+
+    @property
+    def key(self) -> bytes:
+        """Kafka key: the trace id, so a trace's records share a partition."""
+        return self.trace_id.encode("ascii", "replace")
+
+
+def _cut(text: str, limit: int) -> tuple[str, int]:
+    if len(text) <= limit:
+        return text, 0
+    keep = max(0, limit - len(_TRUNCATION_MARK))
+    return text[:keep] + _TRUNCATION_MARK, len(text) - keep
+
+
+def enforce_limits(
+    record: RagTrace,
+    *,
+    max_contexts: int = DEFAULT_MAX_CONTEXTS,
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+) -> RagTrace:
+    """Return a copy of ``record`` that fits the limits, noting every cut.
+
+    Order: drop chunks past ``max_contexts`` (retrieval order kept, so the
+    best-ranked survive); cap every text at ``max_text_chars``; then, while the
+    JSON is over ``max_bytes``, halve the longest remaining text. Attributes
+    are dropped before any text that is judged.
+    """
+    rec = record.model_copy(deep=True)
+    trunc = Truncation()
+    if len(rec.contexts) > max_contexts:
+        trunc.contexts_dropped = len(rec.contexts) - max_contexts
+        rec.contexts = rec.contexts[:max_contexts]
+        trunc.fields.append("contexts")
+
+    def cap(name: str, text: str | None, limit: int) -> str | None:
+        if text is None:
+            return None
+        new, removed = _cut(text, limit)
+        if removed:
+            trunc.chars_removed += removed
+            if name not in trunc.fields:
+                trunc.fields.append(name)
+        return new
+
+    rec.question = cap("question", rec.question, max_text_chars)
+    rec.answer = cap("answer", rec.answer, max_text_chars) or ""
+    for ctx in rec.contexts:
+        ctx.content = cap("contexts.content", ctx.content, max_text_chars) or ""
+
+    size = len(rec.to_json_bytes())
+    if size > max_bytes and rec.attributes:
+        rec.attributes = {}
+        trunc.fields.append("attributes")
+        size = len(rec.to_json_bytes())
+    guard = 0
+    while size > max_bytes and guard < 200:
+        guard += 1
+        # the longest text gives way first; the answer is protected until last
+        candidates: list[tuple[int, str, int]] = [
+            (len(c.content), "contexts.content", i) for i, c in enumerate(rec.contexts)
+        ]
+        candidates.append((len(rec.question or ""), "question", -1))
+        longest = max(candidates)
+        if longest[0] < 64:
+            candidates = [(len(rec.answer), "answer", -1)]
+            longest = candidates[0]
+            if longest[0] < 64:
+                break
+        length, name, idx = longest
+        if name == "contexts.content":
+            rec.contexts[idx].content = cap(name, rec.contexts[idx].content, length // 2) or ""
+        elif name == "question":
+            rec.question = cap(name, rec.question, length // 2)
+        else:
+            rec.answer = cap(name, rec.answer, length // 2) or ""
+        size = len(rec.to_json_bytes())
+    if trunc.fields:
+        trunc.original_bytes = len(record.to_json_bytes())
+        rec.truncation = trunc
+    return rec

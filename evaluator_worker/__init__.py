@@ -1,0 +1,1 @@
+"""claimwatch evaluator worker: Kafka consumer-group workers that judge RAG answers claim by claim."""

@@ -1,0 +1,76 @@
+"""Worker settings: one place, ``CLAIMWATCH_*`` environment variables (nested with ``__``), defaults that run."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from collector.config import KafkaConnection
+from evaluator_worker.metrics import DEFAULT_SLICE_LABELS
+
+
+class ConsumerTuning(BaseModel):
+    """Consumer-group timing. Short timeouts make joins and failover fast (seconds, not minutes)."""
+
+    group_id: str = "claimwatch-evaluators"
+    session_timeout_ms: int = 6_000
+    heartbeat_interval_ms: int = 1_000
+    max_poll_interval_ms: int = 60_000
+    max_poll_records: int = 50
+    auto_offset_reset: str = "earliest"
+    poll_timeout_ms: int = 500
+
+
+class AnthropicSettings(BaseModel):
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    #: verifier model; pick one from a different family than the generator when you can
+    model: str = "claude-sonnet-4-5"
+    #: claim extraction model (cheaper is fine)
+    extract_model: str = "claude-haiku-4-5"
+    max_tokens: int = 4096
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    #: claims per verify call; larger answers are split
+    max_claims_per_call: int = 40
+    #: USD per million tokens: {model: {"input": x, "output": y, "cache_read": z, "cache_creation": w}}
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+class CascadeSettings(BaseModel):
+    first: str = "heuristic"
+    second: str = "anthropic"
+    #: claims whose first-judge confidence is below this go to the second judge
+    escalate_below: float = 0.8
+    #: USD per hour the second judge may spend; past it claims keep the first verdict
+    budget_usd_per_hour: float = 5.0
+    #: share of confident claims also sent to the second judge to measure agreement
+    agreement_sample: float = 0.02
+
+
+class WorkerSettings(BaseSettings):
+    """Settings for ``claimwatch worker`` / ``score`` / ``verify``."""
+
+    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore")
+
+    kafka: KafkaConnection = Field(default_factory=KafkaConnection)
+    consumer: ConsumerTuning = Field(default_factory=ConsumerTuning)
+    topic: str = "claimwatch.traces"
+    results_topic: str | None = "claimwatch.results"
+    dead_letter_topic: str = "claimwatch.dead-letter"
+
+    judge: str = "heuristic"
+    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    cascade: CascadeSettings = Field(default_factory=CascadeSettings)
+    nli_model: str | None = None
+
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = 9464
+    slice_labels: list[str] = Field(default_factory=lambda: list(DEFAULT_SLICE_LABELS))
+    slice_values: dict[str, list[str]] = Field(default_factory=dict)
+    max_values_per_label: int = 50
+
+    dedupe_window: int = 100_000
+    #: include question/answer text in result records (off when redaction matters downstream)
+    results_include_text: bool = True
+    log_level: str = "INFO"

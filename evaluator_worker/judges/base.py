@@ -1,0 +1,121 @@
+"""The judge interface every judge implements, and the verdict types.
+
+A judge does two things:
+
+- ``extract_claims(answer, question)`` -> ``Extraction`` (atomic claims, usage)
+- ``verify(claims, contexts, question)`` -> ``Verification`` (one verdict per claim id, usage)
+
+Contract: ``verify`` returns exactly one ``ClaimVerdict`` per claim id, or
+raises ``JudgeError``. The pipeline checks this anyway (``complete_verdicts``):
+a missing verdict becomes ``ERROR``, never silently dropped, so the score's
+denominator is always the number of claims, not the number of verdicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol, Sequence, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+
+class Verdict(str, Enum):
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+    CONTRADICTED = "CONTRADICTED"
+    #: the judge failed on this claim: never counted as supported or contradicted
+    ERROR = "ERROR"
+
+    @property
+    def label(self) -> str:
+        """Lower-case metric label value."""
+        return self.value.lower()
+
+
+JUDGED = (Verdict.SUPPORTED, Verdict.UNSUPPORTED, Verdict.CONTRADICTED)
+
+
+class Claim(BaseModel):
+    """One atomic, independently verifiable statement from the answer."""
+
+    id: str
+    text: str
+    #: index of the answer sentence it came from (for display)
+    sentence: int | None = None
+
+
+class ClaimVerdict(BaseModel):
+    claim_id: str
+    verdict: Verdict
+    #: verbatim span from the context that decided it (None when unsupported)
+    evidence: str | None = None
+    #: index of the context chunk the evidence came from
+    context_index: int | None = None
+    confidence: float = Field(0.5, ge=0.0, le=1.0)
+    reason: str | None = None
+
+
+@dataclass
+class Usage:
+    """What a judge call cost. Added up per answer and exported as metrics."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float = 0.0
+    model: str | None = None
+    retries: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            model=self.model or other.model,
+            retries=self.retries + other.retries,
+        )
+
+
+@dataclass
+class Extraction:
+    claims: list[Claim]
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class Verification:
+    verdicts: list[ClaimVerdict]
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """What the pipeline needs from a judge."""
+
+    name: str
+
+    def extract_claims(self, answer: str, question: str | None = None) -> Extraction: ...
+
+    def verify(
+        self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None
+    ) -> Verification: ...
+
+
+def complete_verdicts(claims: Sequence[Claim], verdicts: Sequence[ClaimVerdict]) -> list[ClaimVerdict]:
+    """One verdict per claim, in claim order: missing ids become ERROR, extras and duplicates are ignored."""
+    by_id: dict[str, ClaimVerdict] = {}
+    for v in verdicts:
+        by_id.setdefault(v.claim_id, v)
+    out = []
+    for c in claims:
+        v = by_id.get(c.id)
+        if v is None:
+            v = ClaimVerdict(claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0, reason="judge returned no verdict")
+        out.append(v)
+    return out

@@ -1,0 +1,148 @@
+"""The worker's Prometheus metrics: declared once, label children cached, labels bounded.
+
+Slice labels (default ``release, model, route, environment``) pass through
+:class:`SliceGuard`: a configured allow-list of values per label, else the first
+``max_values_per_label`` distinct values seen by this process; anything else
+becomes ``other`` and a missing value becomes ``unknown``. Claim text, trace ids
+and questions are never labels.
+
+Metric reference (all prefixed ``claimwatch_``):
+
+=========================================  =========  ==========================================
+name                                       type       labels
+=========================================  =========  ==========================================
+claims_total                               counter    verdict (supported|unsupported|contradicted|error), <slices>
+answers_total                              counter    outcome (evaluated|abstained|failed), <slices>
+answers_with_unsupported_total             counter    <slices>   any UNSUPPORTED or CONTRADICTED claim
+answers_with_contradicted_total            counter    <slices>   any CONTRADICTED claim
+answer_faithfulness_ratio                  histogram  <slices>   per-answer supported/judged claims
+answer_claims                              histogram  <slices>   claims per answer
+records_total                              counter    outcome (processed|dead_lettered|duplicate|failed)
+dead_letters_total                         counter    reason
+judge_latency_seconds                      histogram  judge, operation (extract|verify)
+judge_calls_total                          counter    judge, model
+judge_tokens_total                         counter    judge, model, kind (input|output|cache_read|cache_creation)
+judge_cost_dollars_total                   counter    judge, model
+judge_errors_total                         counter    judge, reason
+evaluation_duration_seconds                histogram  -          decode -> results recorded, per record
+consumer_lag_records                       gauge      topic      sum over this worker's assigned partitions
+last_evaluation_timestamp_seconds          gauge      -
+worker_up                                  gauge      -          1 while consuming
+=========================================  =========  ==========================================
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+DEFAULT_SLICE_LABELS: tuple[str, ...] = ("release", "model", "route", "environment")
+OTHER = "other"
+UNKNOWN = "unknown"
+RATIO_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CLAIM_COUNT_BUCKETS = (0, 1, 2, 3, 5, 8, 13, 21, 34, 55)
+
+
+class SliceGuard:
+    """Maps raw slice values to a bounded set of label values."""
+
+    def __init__(
+        self,
+        labels: Iterable[str] = DEFAULT_SLICE_LABELS,
+        allowed: Mapping[str, Iterable[str]] | None = None,
+        max_values_per_label: int = 50,
+    ) -> None:
+        self.labels = tuple(labels)
+        self._allowed = {k: frozenset(v) for k, v in (allowed or {}).items()}
+        self._max = max_values_per_label
+        self._seen: dict[str, set[str]] = {name: set() for name in self.labels}
+        self._lock = threading.Lock()
+
+    def value(self, label: str, raw: str | None) -> str:
+        if raw is None or raw == "":
+            return UNKNOWN
+        raw = str(raw)[:128]
+        allowed = self._allowed.get(label)
+        if allowed is not None:
+            return raw if raw in allowed else OTHER
+        seen = self._seen[label]
+        if raw in seen:
+            return raw
+        with self._lock:
+            if raw in seen:
+                return raw
+            if len(seen) < self._max:
+                seen.add(raw)
+                return raw
+        return OTHER
+
+    def labels_for(self, slices: Mapping[str, str]) -> dict[str, str]:
+        return {name: self.value(name, slices.get(name)) for name in self.labels}
+
+
+class WorkerMetrics:
+    """All worker metrics on one registry (a fresh registry per instance keeps tests isolated)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, guard: SliceGuard | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.guard = guard or SliceGuard()
+        s = list(self.guard.labels)
+        r = self.registry
+        self.claims = Counter("claimwatch_claims", "Claims judged, by verdict and slice.", ["verdict", *s], registry=r)
+        self.answers = Counter(
+            "claimwatch_answers", "Answers processed, by outcome and slice.", ["outcome", *s], registry=r
+        )
+        self.answers_with_unsupported = Counter(
+            "claimwatch_answers_with_unsupported",
+            "Answers with at least one UNSUPPORTED or CONTRADICTED claim.",
+            s,
+            registry=r,
+        )
+        self.answers_with_contradicted = Counter(
+            "claimwatch_answers_with_contradicted", "Answers with at least one CONTRADICTED claim.", s, registry=r
+        )
+        self.answer_faithfulness = Histogram(
+            "claimwatch_answer_faithfulness_ratio",
+            "Per-answer faithfulness (supported / judged claims), answers with claims only.",
+            s,
+            buckets=RATIO_BUCKETS,
+            registry=r,
+        )
+        self.answer_claims = Histogram(
+            "claimwatch_answer_claims", "Claims per answer.", s, buckets=CLAIM_COUNT_BUCKETS, registry=r
+        )
+        self.records = Counter("claimwatch_records", "Kafka records handled, by outcome.", ["outcome"], registry=r)
+        self.dead_letters = Counter(
+            "claimwatch_dead_letters", "Records sent to the dead-letter topic, by reason.", ["reason"], registry=r
+        )
+        self.judge_latency = Histogram(
+            "claimwatch_judge_latency_seconds",
+            "Judge call latency.",
+            ["judge", "operation"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.judge_calls = Counter("claimwatch_judge_calls", "LLM/model calls made by judges.", ["judge", "model"], registry=r)
+        self.judge_tokens = Counter(
+            "claimwatch_judge_tokens", "Judge tokens.", ["judge", "model", "kind"], registry=r
+        )
+        self.judge_cost = Counter(
+            "claimwatch_judge_cost_dollars", "Estimated judge cost in US dollars.", ["judge", "model"], registry=r
+        )
+        self.judge_errors = Counter("claimwatch_judge_errors", "Judge failures, by reason.", ["judge", "reason"], registry=r)
+        self.evaluation_duration = Histogram(
+            "claimwatch_evaluation_duration_seconds",
+            "Time to evaluate one record (decode to results recorded).",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.consumer_lag = Gauge(
+            "claimwatch_consumer_lag_records", "Records behind the log end on assigned partitions.", ["topic"], registry=r
+        )
+        self.last_evaluation = Gauge(
+            "claimwatch_last_evaluation_timestamp_seconds", "Unix time of the last evaluated answer.", registry=r
+        )
+        self.up = Gauge("claimwatch_worker_up", "1 while the worker is consuming.", registry=r)

@@ -1,0 +1,127 @@
+"""Claims and verdicts -> ``AnswerResult``: the per-answer scores.
+
+Definitions (never NaN):
+
+- ``judged`` = claims whose verdict is not ERROR.
+- ``faithfulness`` = supported / judged; ``None`` when nothing was judged.
+- ``hallucination_rate`` = (unsupported + contradicted) / judged; ``None`` likewise.
+- An answer with no claims (abstention, "I don't know", empty) has
+  ``outcome="abstained"``, faithfulness ``None`` and its own counter.
+- An answer whose every claim is ERROR has ``outcome="failed"``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from pydantic import BaseModel, Field
+
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Usage, Verdict
+
+
+class ClaimResult(BaseModel):
+    id: str
+    text: str
+    verdict: Verdict
+    evidence: str | None = None
+    context_index: int | None = None
+    confidence: float = 0.5
+    reason: str | None = None
+
+
+class AnswerResult(BaseModel):
+    """One evaluated answer, as written to the results topic and ``claimwatch score`` output."""
+
+    trace_id: str
+    judge: str
+    outcome: str  # evaluated | abstained | failed
+    slices: dict[str, str] = Field(default_factory=dict)
+    question: str | None = None
+    answer: str | None = None
+    claims: list[ClaimResult] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    faithfulness: float | None = None
+    hallucination_rate: float | None = None
+    error: str | None = None
+    usage: dict[str, float | int | str | None] = Field(default_factory=dict)
+    evaluated_at: float = Field(default_factory=time.time)
+
+    @property
+    def has_unsupported(self) -> bool:
+        return self.counts.get("UNSUPPORTED", 0) + self.counts.get("CONTRADICTED", 0) > 0
+
+    @property
+    def has_contradicted(self) -> bool:
+        return self.counts.get("CONTRADICTED", 0) > 0
+
+
+def count_verdicts(verdicts: Sequence[ClaimVerdict]) -> dict[str, int]:
+    counts = {v.value: 0 for v in Verdict}
+    for cv in verdicts:
+        counts[cv.verdict.value] += 1
+    return counts
+
+
+def score(
+    trace_id: str,
+    judge: str,
+    claims: Sequence[Claim],
+    verdicts: Sequence[ClaimVerdict],
+    *,
+    slices: dict[str, str] | None = None,
+    question: str | None = None,
+    answer: str | None = None,
+    usage: Usage | None = None,
+    error: str | None = None,
+) -> AnswerResult:
+    """Build the result; ``verdicts`` must already be complete (one per claim, in order)."""
+    if len(verdicts) != len(claims):
+        raise ValueError(f"{len(claims)} claims but {len(verdicts)} verdicts: complete them first")
+    counts = count_verdicts(verdicts)
+    judged = counts["SUPPORTED"] + counts["UNSUPPORTED"] + counts["CONTRADICTED"]
+    if not claims:
+        outcome = "abstained"
+    elif judged == 0:
+        outcome = "failed"
+    else:
+        outcome = "evaluated"
+    faithfulness = counts["SUPPORTED"] / judged if judged else None
+    halluc = (counts["UNSUPPORTED"] + counts["CONTRADICTED"]) / judged if judged else None
+    return AnswerResult(
+        trace_id=trace_id,
+        judge=judge,
+        outcome=outcome,
+        slices=dict(slices or {}),
+        question=question,
+        answer=answer,
+        claims=[
+            ClaimResult(
+                id=c.id,
+                text=c.text,
+                verdict=v.verdict,
+                evidence=v.evidence,
+                context_index=v.context_index,
+                confidence=v.confidence,
+                reason=v.reason,
+            )
+            for c, v in zip(claims, verdicts)
+        ],
+        counts=counts,
+        faithfulness=faithfulness,
+        hallucination_rate=halluc,
+        error=error,
+        usage=(
+            {
+                "calls": usage.calls,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cache_read_tokens": usage.cache_read_tokens,
+                "cache_creation_tokens": usage.cache_creation_tokens,
+                "cost_usd": round(usage.cost_usd, 8),
+                "model": usage.model,
+            }
+            if usage
+            else {}
+        ),
+    )
