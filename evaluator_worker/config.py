@@ -71,6 +71,8 @@ class WorkerSettings(BaseSettings):
     max_values_per_label: int = 50
 
     dedupe_window: int = 100_000
+    #: results read back from the results topic on every partition assignment to seed the window
+    dedupe_seed_records: int = 20_000
     #: include question/answer text in result records (off when redaction matters downstream)
     results_include_text: bool = True
     log_level: str = "INFO"

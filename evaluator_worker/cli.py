@@ -1,0 +1,232 @@
+"""``claimwatch`` command line: worker, score, verify, calibrate, gate, demo.
+
+Settings come from ``CLAIMWATCH_*`` environment variables (see
+``evaluator_worker.config``); flags override the most common ones.
+Exit codes: 0 ok, 1 failure (gate: rollback), 2 usage error (gate: hold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from typing import Sequence
+
+from collector.errors import ClaimwatchError
+from collector.logs import configure_logging, get_logger
+from evaluator_worker.config import WorkerSettings
+
+log = get_logger("claimwatch")
+
+
+def _settings(args: argparse.Namespace) -> WorkerSettings:
+    s = WorkerSettings()
+    if getattr(args, "bootstrap", None):
+        s.kafka.bootstrap_servers = args.bootstrap
+    if getattr(args, "topic", None):
+        s.topic = args.topic
+    if getattr(args, "group", None):
+        s.consumer.group_id = args.group
+    if getattr(args, "judge", None):
+        s.judge = args.judge
+    if getattr(args, "metrics_port", None) is not None:
+        s.metrics_port = args.metrics_port
+    return s
+
+
+def _metrics(settings: WorkerSettings):
+    from evaluator_worker.metrics import SliceGuard, WorkerMetrics
+
+    guard = SliceGuard(settings.slice_labels, settings.slice_values or None, settings.max_values_per_label)
+    return WorkerMetrics(guard=guard)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from prometheus_client import start_http_server
+
+    from evaluator_worker.consumer import Worker
+    from evaluator_worker.judges.registry import get_judge
+    from evaluator_worker.pipeline import Evaluator
+
+    settings = _settings(args)
+    metrics = _metrics(settings)
+    judge = get_judge(settings.judge, settings)
+    evaluator = Evaluator(judge, metrics, include_text=settings.results_include_text)
+    server = None
+    if settings.metrics_port >= 0:
+        server, _thread = start_http_server(settings.metrics_port, addr=settings.metrics_host, registry=metrics.registry)
+    worker = Worker(settings, evaluator)
+
+    def _stop(signum, _frame):
+        log.info("signal received, finishing in-flight record", signal=signum)
+        worker.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    log.info("worker starting", topic=settings.topic, group=settings.consumer.group_id, judge=judge.name,
+             bootstrap=settings.kafka.bootstrap_servers, metrics_port=settings.metrics_port)
+    n = worker.run(max_records=args.max_records, idle_timeout_s=args.idle_timeout)
+    log.info("worker stopped", processed=n)
+    if server is not None:
+        server.shutdown()
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from evaluator_worker.batch import score_file
+    from evaluator_worker.judges.registry import get_judge
+    from evaluator_worker.pipeline import Evaluator
+
+    settings = _settings(args)
+    evaluator = Evaluator(get_judge(settings.judge, settings), _metrics(settings))
+    out = sys.stdout if args.output in (None, "-") else args.output
+    stats = score_file(evaluator, args.input, out)
+    print(f"scored {stats.written} answers, skipped {stats.skipped} bad lines", file=sys.stderr)
+    return 1 if stats.read and not stats.written else 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from evaluator_worker.batch import verify_file
+    from evaluator_worker.judges.registry import get_judge
+
+    settings = _settings(args)
+    judge = get_judge(settings.judge, settings)
+    out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
+    try:
+        stats = verify_file(judge, args.input, out)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    print(f"verified {stats.written} claims, skipped {stats.skipped} bad lines", file=sys.stderr)
+    return 1 if stats.read and not stats.written else 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from evaluator_worker import calibration
+    from evaluator_worker.judges.registry import get_judge
+    from evaluator_worker.progress import Progress
+
+    settings = _settings(args)
+    judge = get_judge(settings.judge, settings)
+    if args.halueval:
+        from evaluator_worker import halueval
+
+        items = halueval.load_pairs(args.halueval, limit=args.limit)
+        with Progress(len(items), "calibrating") as bar:
+            report = calibration.calibrate_answers(judge, items, progress=lambda *_: bar.advance())
+    elif args.answers:
+        items = calibration.load_labeled_answers(args.input)
+        with Progress(len(items), "calibrating") as bar:
+            report = calibration.calibrate_answers(judge, items, progress=lambda *_: bar.advance())
+    else:
+        items = calibration.load_labeled_claims(args.input)
+        if args.limit:
+            items = items[: args.limit]
+        with Progress(len(items), "calibrating") as bar:
+            report = calibration.calibrate_claims(judge, items, progress=lambda *_: bar.advance())
+    if args.json:
+        print(json.dumps(report.to_json(), indent=None if args.compact else 2, ensure_ascii=False))
+    else:
+        print(report.to_text())
+    return 0
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from evaluator_worker.gate import run_gate
+
+    code, text = run_gate(
+        args.prometheus,
+        baseline=args.baseline,
+        candidate=args.candidate,
+        window=args.window,
+        min_claims=args.min_claims,
+        as_json=args.json,
+    )
+    print(text)
+    return code
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from evaluator_worker.demo import run_demo
+
+    return run_demo(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="claimwatch", description="Claim-level faithfulness monitoring for RAG.")
+    p.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING (default: CLAIMWATCH_LOG_LEVEL or INFO)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def judge_flag(sp):
+        sp.add_argument("--judge", default=None, help="heuristic (default), anthropic, nli, cascade, or module:factory")
+
+    w = sub.add_parser("worker", help="consume RagTrace records from Kafka, judge them, export metrics")
+    w.add_argument("--bootstrap", help="Kafka bootstrap servers (CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
+    w.add_argument("--topic")
+    w.add_argument("--group")
+    judge_flag(w)
+    w.add_argument("--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT, default 9464; -1 off)")
+    w.add_argument("--max-records", type=int, default=None, help=argparse.SUPPRESS)
+    w.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
+    w.set_defaults(func=cmd_worker)
+
+    s = sub.add_parser("score", help="score RagTrace JSONL offline (same code path as the worker)")
+    s.add_argument("input", help="JSONL: question, answer, contexts (strings or objects), optional slices; - for stdin")
+    s.add_argument("--output", "-o", default=None, help="results JSONL (default stdout)")
+    judge_flag(s)
+    s.set_defaults(func=cmd_score)
+
+    v = sub.add_parser("verify", help="claim-level verification: {claim, context} JSONL in, + verdict/evidence out")
+    v.add_argument("input")
+    v.add_argument("--output", "-o", default=None)
+    judge_flag(v)
+    v.set_defaults(func=cmd_verify)
+
+    c = sub.add_parser("calibrate", help="measure a judge against labeled claims (or answers)")
+    c.add_argument("input", nargs="?", help="labeled claims JSONL")
+    judge_flag(c)
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.add_argument("--compact", action="store_true", help=argparse.SUPPRESS)
+    c.add_argument("--answers", action="store_true", help="input is labeled answers (faithful/hallucinated)")
+    c.add_argument("--halueval", choices=["dialogue", "summarization", "qa"], help="HaluEval split (length-matched pairs)")
+    c.add_argument("--limit", type=int, default=None)
+    c.set_defaults(func=cmd_calibrate)
+
+    g = sub.add_parser("gate", help="release gate: promote (0) / rollback (1) / hold (2) from Prometheus")
+    g.add_argument("--prometheus", required=True, help="Prometheus base URL")
+    g.add_argument("--baseline", required=True)
+    g.add_argument("--candidate", required=True)
+    g.add_argument("--window", default="1h")
+    g.add_argument("--min-claims", type=int, default=200)
+    g.add_argument("--json", action="store_true")
+    g.set_defaults(func=cmd_gate)
+
+    d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
+    judge_flag(d)
+    d.add_argument("--summary-json", default=None, help="write the summary here")
+    d.add_argument("--requests", type=int, default=240, help="requests per release")
+    d.add_argument("--fault-rate", type=float, default=0.3, help="share of candidate answers with an injected failure")
+    d.add_argument("--no-prometheus", action="store_true", help="don't start Prometheus even if installed")
+    d.add_argument("--workers", type=int, default=1)
+    d.add_argument("--seed", type=int, default=7)
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = args.log_level or WorkerSettings().log_level
+    configure_logging(level)
+    try:
+        return int(args.func(args) or 0)
+    except ClaimwatchError as exc:
+        print(f"claimwatch: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

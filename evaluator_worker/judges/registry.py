@@ -1,0 +1,43 @@
+"""Build a judge by name: ``heuristic`` (default), ``anthropic``, ``nli``, ``cascade``,
+or ``package.module:factory`` for a judge of your own (called with the settings)."""
+
+from __future__ import annotations
+
+import importlib
+
+from evaluator_worker.config import WorkerSettings
+from evaluator_worker.errors import ConfigError
+from evaluator_worker.judges.base import Judge
+
+JUDGES = ("heuristic", "anthropic", "nli", "cascade")
+
+
+def get_judge(name: str, settings: WorkerSettings | None = None) -> Judge:
+    settings = settings or WorkerSettings()
+    if name == "heuristic":
+        from evaluator_worker.judges.heuristic import HeuristicJudge
+
+        return HeuristicJudge()
+    if name == "anthropic":
+        from evaluator_worker.judges.anthropic import AnthropicJudge
+
+        return AnthropicJudge(settings.anthropic)
+    if name == "nli":
+        from evaluator_worker.judges.nli import NLIJudge
+
+        if not settings.nli_model:
+            raise ConfigError("the nli judge needs a model: set CLAIMWATCH_NLI_MODEL to a Hugging Face id or a local directory")
+        return NLIJudge(settings.nli_model)
+    if name == "cascade":
+        from evaluator_worker.judges.cascade import CascadeJudge
+
+        c = settings.cascade
+        return CascadeJudge(get_judge(c.first, settings), get_judge(c.second, settings), c)
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"cannot load judge {name!r}: {exc}") from exc
+        return factory(settings)
+    raise ConfigError(f"unknown judge {name!r}: choose one of {', '.join(JUDGES)} or module:factory")

@@ -1,0 +1,78 @@
+"""Helpers for integration tests on the real broker: topics, producing, draining."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from evaluator_worker.config import WorkerSettings
+
+FAST = dict(session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=10000)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 4) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def produce(bootstrap: str, topic: str, items: list[tuple[bytes | None, bytes]]) -> None:
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for key, value in items:
+        p.send(topic, key=key, value=value)
+    p.flush(30)
+    p.close()
+
+
+def drain(bootstrap: str, topic: str, expect: int, timeout_s: float = 30.0) -> list:
+    """Read ``topic`` from the beginning until ``expect`` messages or timeout."""
+    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+                      group_id=None, consumer_timeout_ms=1000)
+    out = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < expect and time.monotonic() < deadline:
+            batch = c.poll(timeout_ms=500)
+            for msgs in batch.values():
+                out.extend(msgs)
+    finally:
+        c.close()
+    return out
+
+
+def worker_settings(bootstrap: str, topic: str, **kw) -> WorkerSettings:
+    s = WorkerSettings()
+    s.kafka.bootstrap_servers = bootstrap
+    s.topic = topic
+    s.results_topic = kw.pop("results_topic", topic + ".results")
+    s.dead_letter_topic = kw.pop("dead_letter_topic", topic + ".dlq")
+    s.consumer.group_id = kw.pop("group", topic + "-g")
+    s.consumer.session_timeout_ms = 6000
+    s.consumer.heartbeat_interval_ms = 1000
+    s.consumer.max_poll_interval_ms = 10000
+    s.consumer.max_poll_records = kw.pop("max_poll_records", 20)
+    for k, v in kw.items():
+        setattr(s, k, v)
+    return s
+
+
+def scrape(url: str) -> dict[tuple, float]:
+    """Parse a /metrics page into {(name, frozenset(labels)): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    body = urllib.request.urlopen(url, timeout=5).read().decode()
+    out = {}
+    for fam in text_string_to_metric_families(body):
+        for s in fam.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def total(samples: dict, name: str, **labels) -> float:
+    want = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and want <= set(ls))

@@ -1,0 +1,101 @@
+"""The Evaluator: judge failures, dropped claims, retries, metrics, never NaN."""
+
+from prometheus_client import generate_latest
+
+from collector.record import RagTrace
+from evaluator_worker.metrics import SliceGuard, WorkerMetrics
+from evaluator_worker.pipeline import Evaluator
+from tests.fakes.judges import FlakyJudge, TagJudge
+
+
+def _trace(answer, **kw):
+    return RagTrace(trace_id="t" * 32, question="q", answer=answer, contexts=[{"content": "ctx"}],
+                    slices=kw.pop("slices", {"release": "v1", "route": "faq"}), **kw)
+
+
+def _sample(metrics, name, **labels):
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def test_verdicts_are_counted_per_verdict_and_slice():
+    """Each claim increments claimwatch_claims_total for its verdict and slice."""
+    m = WorkerMetrics()
+    ev = Evaluator(TagJudge(), m)
+    r = ev.evaluate(_trace("Fine. Wrong [C]. Made up [U]. Also fine."))
+    ev.record(r)
+    base = dict(release="v1", model="unknown", route="faq", environment="unknown")
+    assert _sample(m, "claimwatch_claims_total", verdict="supported", **base) == 2
+    assert _sample(m, "claimwatch_claims_total", verdict="contradicted", **base) == 1
+    assert _sample(m, "claimwatch_claims_total", verdict="unsupported", **base) == 1
+    assert _sample(m, "claimwatch_answers_with_contradicted_total", **base) == 1
+    assert _sample(m, "claimwatch_answer_faithfulness_ratio_sum", **base) == 0.5
+
+
+def test_judge_that_drops_a_claim_gets_error_not_inflated_score():
+    """A dropped claim is ERROR; faithfulness is over judged claims only and the drop is visible."""
+    ev = Evaluator(TagJudge(), WorkerMetrics())
+    r = ev.evaluate(_trace("Fine. Silently dropped [DROP]."))
+    assert r.counts["ERROR"] == 1 and r.counts["SUPPORTED"] == 1
+    assert r.claims[1].verdict.value == "ERROR"
+
+
+def test_malformed_judge_output_marks_claims_error_and_counts_it():
+    """JudgeOutputError -> outcome failed, every claim ERROR, judge error counter moves."""
+    m = WorkerMetrics()
+    ev = Evaluator(TagJudge(), m)
+    r = ev.evaluate(_trace("Fine. Broken [BOOM]."))
+    ev.record(r)
+    assert r.outcome == "failed" and r.counts["ERROR"] == 2 and r.counts["SUPPORTED"] == 0
+    assert _sample(m, "claimwatch_judge_errors_total", judge="tag", reason="bad_output") == 1
+
+
+def test_rate_limit_then_success_is_retried_with_backoff():
+    """Two 429s then success: verdicts are real, two backoff sleeps happened."""
+    sleeps = []
+    ev = Evaluator(FlakyJudge(failures=2), WorkerMetrics(), transient_retries=3, sleep=sleeps.append)
+    r = ev.evaluate(_trace("Fine."))
+    assert r.outcome == "evaluated" and r.counts["SUPPORTED"] == 1
+    assert sleeps == [1.0, 2.0]
+
+
+def test_persistent_rate_limit_fails_the_answer_without_verdicts():
+    """A judge that keeps failing never produces SUPPORTED or CONTRADICTED."""
+    ev = Evaluator(FlakyJudge(failures=100), WorkerMetrics(), transient_retries=2, sleep=lambda s: None)
+    r = ev.evaluate(_trace("Fine. Also fine."))
+    assert r.outcome == "failed"
+    assert r.counts["SUPPORTED"] == 0 and r.counts["CONTRADICTED"] == 0 and r.counts["ERROR"] == 2
+
+
+def test_abstention_counts_as_abstained_not_nan():
+    """'I don't know' -> outcome abstained, its own counter, no faithfulness observation."""
+    m = WorkerMetrics()
+    ev = Evaluator(TagJudge(), m)
+    r = ev.evaluate(_trace("I don't know."))
+    ev.record(r)
+    base = dict(release="v1", model="unknown", route="faq", environment="unknown")
+    assert r.outcome == "abstained"
+    assert _sample(m, "claimwatch_answers_total", outcome="abstained", **base) == 1
+    assert _sample(m, "claimwatch_answer_faithfulness_ratio_count", **base) == 0
+    assert b"NaN" not in generate_latest(m.registry)
+
+
+def test_slice_values_are_bounded():
+    """100k distinct release values create at most max_values_per_label + 'other' series."""
+    m = WorkerMetrics(guard=SliceGuard(max_values_per_label=5))
+    ev = Evaluator(TagJudge(), m)
+    for i in range(100_000):
+        m.guard.value("release", f"r{i}")
+    r = ev.evaluate(_trace("Fine.", slices={"release": "r99999"}))
+    ev.record(r)
+    releases = {s.labels["release"] for s in m.claims.collect()[0].samples}
+    assert releases <= {"r0", "r1", "r2", "r3", "r4", "other"}
+    assert "other" in releases
+
+
+def test_no_text_in_metrics():
+    """Claim text, questions and trace ids never appear in the exposition."""
+    m = WorkerMetrics()
+    ev = Evaluator(TagJudge(), m)
+    ev.record(ev.evaluate(_trace("Secret claim about Zanzibar [C].")))
+    body = generate_latest(m.registry).decode()
+    assert "Zanzibar" not in body and "t" * 32 not in body
