@@ -28,6 +28,8 @@ evaluation_duration_seconds                histogram  -          decode -> resul
 consumer_lag_records                       gauge      topic      sum over this worker's assigned partitions
 last_evaluation_timestamp_seconds          gauge      -
 worker_up                                  gauge      -          1 while consuming
+cascade_claims_total                       counter    decided_by (first|second|first_over_budget|first_fallback)
+cascade_agreement_total                    counter    agree (true|false)   sampled claims judged by both
 =========================================  =========  ==========================================
 """
 
@@ -146,3 +148,15 @@ class WorkerMetrics:
             "claimwatch_last_evaluation_timestamp_seconds", "Unix time of the last evaluated answer.", registry=r
         )
         self.up = Gauge("claimwatch_worker_up", "1 while the worker is consuming.", registry=r)
+        self.cascade_claims = Counter(
+            "claimwatch_cascade_claims",
+            "Claims decided by the cascade judge, by which judge decided (first|second|first_over_budget|first_fallback).",
+            ["decided_by"],
+            registry=r,
+        )
+        self.cascade_agreement = Counter(
+            "claimwatch_cascade_agreement",
+            "Sampled confident claims judged by both cascade judges, by agreement (true|false).",
+            ["agree"],
+            registry=r,
+        )

@@ -53,6 +53,9 @@ class Evaluator:
         self.include_text = include_text
         self._sleep = sleep
         self._clock = clock
+        bind = getattr(judge, "bind_metrics", None)
+        if metrics is not None and callable(bind):
+            bind(metrics)
 
     # -- judging -------------------------------------------------------------
     def _call(self, operation: str, fn: Callable[[], object]) -> object:

@@ -1,0 +1,151 @@
+"""Realistic faithfulness failures the demo's candidate release injects.
+
+Each injector rewrites one answer sentence (or adds one) and returns the new
+answer, or ``None`` when it does not apply to that answer. The kinds follow the
+literature on RAG hallucinations: numeric drift, speaker attribution drift,
+implicit-knowledge insertion, hedge inflation and outright contradiction.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Callable
+
+from evaluator_worker.demo.corpus import Question
+
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)")
+_SPEAKER = re.compile(r"^(?P<who>[A-Z][\w.]*(?: [A-Z][\w.-]*)+) said,")
+SPEAKERS = ("Chef Nadia Okafor", "Dr. Helen Park", "Chair Maria Lopez", "Engineer John Bradfield", "Governor DeWitt Clinton")
+
+WORLD_KNOWLEDGE = {
+    "recipe-cookies": "Chocolate chip cookies were invented by Ruth Wakefield in 1938.",
+    "recipe-bread": "Sourdough bread originated in ancient Egypt around 1500 BC.",
+    "med-statin": "Atorvastatin is sold under the brand name Lipitor by Pfizer.",
+    "med-vitd": "Vitamin D deficiency affects about one billion people worldwide.",
+    "fin-rates": "The bank's governor is appointed for an eight-year term.",
+    "fin-fund": "The fund holds more than 4,000 companies across 49 countries.",
+    "prod-router": "The X200 has four gigabit Ethernet ports.",
+    "prod-battery": "The H5 headphones weigh 250 grams.",
+    "hist-bridge": "The bridge is nicknamed the Coathanger by locals.",
+    "hist-canal": "The canal made New York City the country's leading port.",
+}
+
+_HEDGES = [
+    (re.compile(r"\breduces\b"), "may reduce"),
+    (re.compile(r"\bhelps\b"), "might help"),
+    (re.compile(r"\bsupports\b"), "may support"),
+    (re.compile(r"\blast up to\b"), "may last up to"),
+    (re.compile(r"\btakes\b"), "can take"),
+    (re.compile(r"\bgives\b"), "may give"),
+    (re.compile(r"\btracks\b"), "may track"),
+    (re.compile(r"\bis\b"), "is probably"),
+    (re.compile(r"\bwas\b"), "was reportedly"),
+    (re.compile(r"\bneeds\b"), "may need"),
+]
+
+_NEGATIONS = [
+    (re.compile(r"\bis not\b"), "is"),
+    (re.compile(r"\bare not\b"), "are"),
+    (re.compile(r"\bwill not\b"), "will"),
+    (re.compile(r"\breduces\b"), "does not reduce"),
+    (re.compile(r"\bhelps\b"), "does not help"),
+    (re.compile(r"\bsupports\b"), "does not support"),
+    (re.compile(r"\bcan be\b"), "cannot be"),
+    (re.compile(r"\bare installed\b"), "are never installed"),
+    (re.compile(r"\bare reinvested\b"), "are not reinvested"),
+    (re.compile(r"\bis printed\b"), "is not printed"),
+    (re.compile(r"\bshould\b"), "should not"),
+    (re.compile(r"\bis\b"), "is not"),
+    (re.compile(r"\bwas\b"), "was not"),
+    (re.compile(r"\bneeds\b"), "does not need"),
+]
+
+
+def _first_sub(patterns, sentence: str) -> str | None:
+    for pat, repl in patterns:
+        if pat.search(sentence):
+            return pat.sub(repl, sentence, count=1)
+    return None
+
+
+def numeric_drift(sentences: list[str], q: Question, rng: random.Random) -> list[str] | None:
+    for i, s in enumerate(sentences):
+        m = _NUMBER.search(s)
+        if not m:
+            continue
+        raw = m.group(1)
+        value = float(raw)
+        if value >= 1000 and value < 2100 and "." not in raw:  # a year: shift it
+            new = str(int(value) + rng.choice([-3, -2, 2, 3]))
+        elif "." in raw:
+            new = f"{value + rng.choice([0.5, 1.0, -0.5]):.{len(raw.split('.')[1])}f}"
+        else:
+            new = str(int(value) + max(1, round(value * rng.choice([0.2, 0.5, -0.3]))))
+        if new == raw:
+            new = str(int(value) + 1)
+        out = list(sentences)
+        out[i] = s[: m.start(1)] + new + s[m.end(1):]
+        return out
+    return None
+
+
+def speaker_drift(sentences: list[str], q: Question, rng: random.Random) -> list[str] | None:
+    for i, s in enumerate(sentences):
+        m = _SPEAKER.match(s)
+        if m:
+            who = m.group("who")
+            other = rng.choice([p for p in SPEAKERS if p != who])
+            out = list(sentences)
+            out[i] = other + s[len(who):]
+            return out
+    return None
+
+
+def knowledge_insertion(sentences: list[str], q: Question, rng: random.Random) -> list[str] | None:
+    extra = WORLD_KNOWLEDGE.get(q.doc_id)
+    return [*sentences, extra] if extra else None
+
+
+def hedge_inflation(sentences: list[str], q: Question, rng: random.Random) -> list[str] | None:
+    for i, s in enumerate(sentences):
+        if _SPEAKER.match(s):
+            continue
+        new = _first_sub(_HEDGES, s)
+        if new:
+            out = list(sentences)
+            out[i] = new
+            return out
+    return None
+
+
+def contradiction(sentences: list[str], q: Question, rng: random.Random) -> list[str] | None:
+    for i, s in enumerate(sentences):
+        if _SPEAKER.match(s):
+            continue
+        new = _first_sub(_NEGATIONS, s)
+        if new:
+            out = list(sentences)
+            out[i] = new
+            return out
+    return None
+
+
+FAULTS: dict[str, Callable[[list[str], Question, random.Random], list[str] | None]] = {
+    "numeric_drift": numeric_drift,
+    "speaker_drift": speaker_drift,
+    "knowledge_insertion": knowledge_insertion,
+    "hedge_inflation": hedge_inflation,
+    "contradiction": contradiction,
+}
+
+
+def inject(sentences: list[str], q: Question, rng: random.Random, preferred: str) -> tuple[list[str], str] | None:
+    """Apply ``preferred`` if it fits this answer, else the next kind that does."""
+    kinds = list(FAULTS)
+    start = kinds.index(preferred)
+    for kind in kinds[start:] + kinds[:start]:
+        out = FAULTS[kind](sentences, q, rng)
+        if out is not None and out != sentences:
+            return out, kind
+    return None

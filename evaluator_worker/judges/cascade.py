@@ -1,0 +1,128 @@
+"""Cascade judge: a cheap first judge decides the confident claims, a stronger one the rest.
+
+- Claims the first judge is unsure of (confidence below ``escalate_below``, or
+  ERROR) go to the second judge (e.g. Claude) in one batched call per answer.
+- A deterministic sample (``agreement_sample``) of the confident claims also goes
+  to the second judge; their agreement is counted, so drift in the cheap judge
+  shows in Grafana (``claimwatch_cascade_agreement_total{agree}``).
+- The second judge spends at most ``budget_usd_per_hour`` (sliding hour, from the
+  usage it reports); over budget, claims keep the first verdict
+  (``decided_by="first_over_budget"``). A failing second judge also leaves the
+  first verdict in place (``decided_by="first_fallback"``) and is counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import deque
+from typing import Callable, Sequence
+
+from collector.logs import get_logger
+from evaluator_worker.config import CascadeSettings
+from evaluator_worker.errors import JudgeError
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Judge, Usage, Verdict, Verification
+
+log = get_logger(__name__)
+
+
+def _in_sample(text: str, rate: float) -> bool:
+    if rate <= 0:
+        return False
+    h = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest(), "big")
+    return h < rate * 2**64
+
+
+class CascadeJudge:
+    def __init__(
+        self,
+        first: Judge,
+        second: Judge,
+        settings: CascadeSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.first = first
+        self.second = second
+        self.settings = settings or CascadeSettings()
+        self.name = "cascade"
+        self._clock = clock
+        self._spend: deque[tuple[float, float]] = deque()
+        self._lock = threading.Lock()
+        self._metrics = None
+        self.stats = {"first": 0, "second": 0, "first_over_budget": 0, "first_fallback": 0, "agree": 0, "disagree": 0}
+
+    def bind_metrics(self, metrics) -> None:
+        """Called by the Evaluator so escalation and agreement become metrics."""
+        self._metrics = metrics
+
+    # -- budget ----------------------------------------------------------------
+    def spent_last_hour(self) -> float:
+        now = self._clock()
+        with self._lock:
+            while self._spend and now - self._spend[0][0] > 3600:
+                self._spend.popleft()
+            return sum(c for _, c in self._spend)
+
+    def _charge(self, usage: Usage) -> None:
+        with self._lock:
+            self._spend.append((self._clock(), usage.cost_usd))
+
+    def _count(self, decided_by: str, n: int = 1) -> None:
+        self.stats[decided_by] += n
+        if self._metrics is not None and n:
+            self._metrics.cascade_claims.labels(decided_by).inc(n)
+
+    def _agreement(self, agree: bool) -> None:
+        self.stats["agree" if agree else "disagree"] += 1
+        if self._metrics is not None:
+            self._metrics.cascade_agreement.labels("true" if agree else "false").inc()
+
+    # -- judge protocol ------------------------------------------------------------
+    def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
+        return self.first.extract_claims(answer, question)
+
+    def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification:
+        first = self.first.verify(claims, contexts, question)
+        usage = first.usage
+        by_id = {v.claim_id: v for v in first.verdicts}
+        uncertain = [
+            c for c in claims
+            if c.id not in by_id or by_id[c.id].verdict == Verdict.ERROR or by_id[c.id].confidence < self.settings.escalate_below
+        ]
+        uncertain_ids = {c.id for c in uncertain}
+        sampled = [c for c in claims if c.id not in uncertain_ids and _in_sample(c.text, self.settings.agreement_sample)]
+        to_second = uncertain + sampled
+        final: dict[str, ClaimVerdict] = dict(by_id)
+        if not to_second:
+            self._count("first", len(claims))
+            return Verification([final[c.id] for c in claims if c.id in final], usage)
+        if self.spent_last_hour() >= self.settings.budget_usd_per_hour:
+            self._count("first_over_budget", len(uncertain))
+            self._count("first", len(claims) - len(uncertain))
+            return Verification([final[c.id] for c in claims if c.id in final], usage)
+        try:
+            second = self.second.verify(to_second, contexts, question)
+        except JudgeError as exc:
+            log.warning("cascade second judge failed; keeping first verdicts", reason=exc.reason)
+            if self._metrics is not None:
+                self._metrics.judge_errors.labels(self.second.name, exc.reason).inc()
+            self._count("first_fallback", len(uncertain))
+            self._count("first", len(claims) - len(uncertain))
+            return Verification([final[c.id] for c in claims if c.id in final], usage)
+        self._charge(second.usage)
+        usage = usage + second.usage
+        usage.model = second.usage.model or usage.model
+        second_by_id = {v.claim_id: v for v in second.verdicts}
+        for c in uncertain:
+            if c.id in second_by_id and second_by_id[c.id].verdict != Verdict.ERROR:
+                final[c.id] = second_by_id[c.id]
+        self._count("second", sum(1 for c in uncertain if c.id in second_by_id))
+        self._count("first_fallback", sum(1 for c in uncertain if c.id not in second_by_id))
+        self._count("first", len(claims) - len(uncertain))
+        for c in sampled:
+            s = second_by_id.get(c.id)
+            if s is not None and s.verdict != Verdict.ERROR:
+                self._agreement(s.verdict == final[c.id].verdict)
+        return Verification([final[c.id] for c in claims if c.id in final], usage)

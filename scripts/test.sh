@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up (idempotent) and run the whole test suite: unit tests, then integration tests
+# against the real Kafka-protocol broker and real Prometheus. The broker is the one at
+# $CLAIMWATCH_TEST_BOOTSTRAP when set (.ci/run starts one), else the tests start their own.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec python3 -m pytest -q -p no:cacheprovider "$@"

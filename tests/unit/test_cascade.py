@@ -1,0 +1,79 @@
+"""The cascade judge: escalation, budget, fallback and agreement sampling."""
+
+from typing import Sequence
+
+from evaluator_worker.config import CascadeSettings
+from evaluator_worker.errors import JudgeUnavailable
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
+from evaluator_worker.judges.cascade import CascadeJudge
+from evaluator_worker.metrics import WorkerMetrics
+from evaluator_worker.pipeline import Evaluator
+
+
+class Scripted:
+    """Returns the verdict/confidence given per claim text: {'text': (Verdict, confidence)}."""
+
+    def __init__(self, name, script, cost=0.0, fail=False):
+        self.name, self.script, self.cost, self.fail = name, script, cost, fail
+        self.seen: list[str] = []
+
+    def extract_claims(self, answer, question=None):
+        return Extraction([Claim(id=f"c{i}", text=t) for i, t in enumerate(answer.split("|"))])
+
+    def verify(self, claims: Sequence[Claim], contexts, question=None):
+        if self.fail:
+            raise JudgeUnavailable("down")
+        self.seen += [c.text for c in claims]
+        out = [ClaimVerdict(claim_id=c.id, verdict=self.script[c.text][0], confidence=self.script[c.text][1]) for c in claims]
+        return Verification(out, Usage(calls=1, cost_usd=self.cost, model=self.name))
+
+
+CLAIMS = [Claim(id="c0", text="sure"), Claim(id="c1", text="unsure")]
+
+
+def test_only_uncertain_claims_are_escalated():
+    """A confident first verdict stands; an unsure one is replaced by the second judge's."""
+    first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.95), "unsure": (Verdict.SUPPORTED, 0.4)})
+    second = Scripted("c", {"unsure": (Verdict.CONTRADICTED, 0.9), "sure": (Verdict.SUPPORTED, 0.9)})
+    j = CascadeJudge(first, second, CascadeSettings(escalate_below=0.8, agreement_sample=0.0))
+    out = j.verify(CLAIMS, ["ctx"])
+    assert [v.verdict for v in out.verdicts] == [Verdict.SUPPORTED, Verdict.CONTRADICTED]
+    assert second.seen == ["unsure"]
+    assert j.stats["second"] == 1 and j.stats["first"] == 1
+
+
+def test_over_budget_keeps_first_verdicts():
+    """Once the hour's budget is spent, uncertain claims keep the cheap verdict and are counted."""
+    now = [0.0]
+    first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.95), "unsure": (Verdict.UNSUPPORTED, 0.3)})
+    second = Scripted("c", {"unsure": (Verdict.SUPPORTED, 0.9)}, cost=1.0)
+    j = CascadeJudge(first, second, CascadeSettings(budget_usd_per_hour=1.0, agreement_sample=0.0), clock=lambda: now[0])
+    j.verify(CLAIMS, ["ctx"])  # spends 1.0
+    out = j.verify(CLAIMS, ["ctx"])
+    assert out.verdicts[1].verdict == Verdict.UNSUPPORTED
+    assert j.stats["first_over_budget"] == 1
+    now[0] = 3601.0  # an hour later the budget is back
+    assert j.verify(CLAIMS, ["ctx"]).verdicts[1].verdict == Verdict.SUPPORTED
+
+
+def test_second_judge_failure_falls_back_to_first():
+    """A failing second judge leaves the first verdicts and counts the fallback."""
+    first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.95), "unsure": (Verdict.UNSUPPORTED, 0.3)})
+    j = CascadeJudge(first, Scripted("c", {}, fail=True), CascadeSettings(agreement_sample=0.0))
+    out = j.verify(CLAIMS, ["ctx"])
+    assert [v.verdict for v in out.verdicts] == [Verdict.SUPPORTED, Verdict.UNSUPPORTED]
+    assert j.stats["first_fallback"] == 1
+
+
+def test_agreement_is_sampled_and_exported():
+    """With sample rate 1.0, confident claims are double-judged and agreement reaches the metrics."""
+    first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.95), "unsure": (Verdict.SUPPORTED, 0.95)})
+    second = Scripted("c", {"sure": (Verdict.SUPPORTED, 0.9), "unsure": (Verdict.CONTRADICTED, 0.9)})
+    m = WorkerMetrics()
+    j = CascadeJudge(first, second, CascadeSettings(agreement_sample=1.0))
+    Evaluator(j, m)
+    out = j.verify(CLAIMS, ["ctx"])
+    assert [v.verdict for v in out.verdicts] == [Verdict.SUPPORTED, Verdict.SUPPORTED]  # sampled claims keep the first verdict
+    assert m.registry.get_sample_value("claimwatch_cascade_agreement_total", {"agree": "true"}) == 1
+    assert m.registry.get_sample_value("claimwatch_cascade_agreement_total", {"agree": "false"}) == 1
+    assert m.registry.get_sample_value("claimwatch_cascade_claims_total", {"decided_by": "first"}) == 2
