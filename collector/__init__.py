@@ -1,5 +1,14 @@
 """claimwatch collector: an OpenTelemetry SpanProcessor that turns RAG traces into ``RagTrace`` records on Kafka."""
 
-__all__ = ["RagTrace", "Context"]
+__all__ = ["RagTrace", "Context", "RagTraceProcessor", "check_provider"]
 
 from collector.record import Context, RagTrace  # noqa: E402
+
+
+def __getattr__(name: str):
+    """Import the processor lazily, so ``collector.record`` stays light for the worker."""
+    if name in ("RagTraceProcessor", "check_provider"):
+        from collector import processor
+
+        return getattr(processor, name)
+    raise AttributeError(name)

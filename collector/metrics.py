@@ -1,0 +1,133 @@
+"""The collector's own Prometheus metrics (self-observability of the span processor).
+
+Declared once per registry and cached, so several processors (or a re-created
+one after a fork) share the same collectors instead of raising "Duplicated
+timeseries". Labels are small fixed sets (outcome, reason, queue); never text,
+ids or anything that comes from a span.
+
+Units of ``claimwatch_collector_dropped_total{reason}``: span-level reasons
+(``span_queue_full``, ``late_span``, ``too_many_spans``, ``shutdown``) count
+spans; trace-level reasons (``ttl_evicted``, ``buffer_full``,
+``incomplete_at_shutdown``) count traces; record-level reasons (``queue_full``,
+``produce_error``, ``sink_shutdown``, ``serialise_error``, ``internal``) count records.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+#: Known drop reasons (documented in docs/collector.md); others are mapped to "other".
+DROP_REASONS = frozenset(
+    {
+        "span_queue_full",
+        "shutdown",
+        "late_span",
+        "too_many_spans",
+        "ttl_evicted",
+        "buffer_full",
+        "incomplete_at_shutdown",
+        "queue_full",
+        "produce_error",
+        "sink_shutdown",
+        "serialise_error",
+        "missing_content",
+        "internal",
+    }
+)
+TRACE_OUTCOMES = frozenset({"assembled", "not_rag", "sampled_in", "sampled_out", "queued"})
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass(frozen=True)
+class CollectorMetrics:
+    """Handles on the collector's metric families (one instance per registry)."""
+
+    spans: Counter
+    traces: Counter
+    dropped: Counter
+    queue_depth: Gauge
+    buffered_traces: Gauge
+    produce_latency: Histogram
+    produce_errors: Counter
+    truncated: Counter
+    sampling: Counter
+
+    def drop(self, reason: str, amount: int = 1) -> None:
+        """Count ``amount`` drops with a bounded ``reason``."""
+        if amount <= 0:
+            return
+        self.dropped.labels(reason=reason if reason in DROP_REASONS else "other").inc(amount)
+
+    def trace(self, outcome: str, amount: int = 1) -> None:
+        """Count traces by outcome (assembled, not_rag, sampled_in, sampled_out, queued)."""
+        self.traces.labels(outcome=outcome if outcome in TRACE_OUTCOMES else "other").inc(amount)
+
+    def produce_error(self, reason: str) -> None:
+        """Count a failed produce (reason = Kafka error class name, a finite set)."""
+        self.produce_errors.labels(reason=_bounded(reason)).inc()
+        self.drop("produce_error")
+
+
+def _bounded(label: str, limit: int = 48) -> str:
+    clean = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in label)[:limit]
+    return clean or "unknown"
+
+
+_CACHE: dict[int, tuple[CollectorRegistry, CollectorMetrics]] = {}
+_LOCK = threading.Lock()
+
+
+def get_metrics(registry: CollectorRegistry | None = None) -> CollectorMetrics:
+    """Return the collector metrics registered on ``registry`` (default: the global REGISTRY)."""
+    reg = REGISTRY if registry is None else registry
+    with _LOCK:
+        cached = _CACHE.get(id(reg))
+        if cached is not None and cached[0] is reg:
+            return cached[1]
+        metrics = CollectorMetrics(
+            spans=Counter(
+                "claimwatch_collector_spans_total", "Spans handled by the collector's background thread", registry=reg
+            ),
+            traces=Counter(
+                "claimwatch_collector_traces_total", "Traces by outcome", ["outcome"], registry=reg
+            ),
+            dropped=Counter(
+                "claimwatch_collector_dropped_total",
+                "Spans, traces or records dropped by the collector, by reason",
+                ["reason"],
+                registry=reg,
+            ),
+            queue_depth=Gauge(
+                "claimwatch_collector_queue_depth",
+                "Items waiting in the collector's queues (queue=span|sink)",
+                ["queue"],
+                registry=reg,
+            ),
+            buffered_traces=Gauge(
+                "claimwatch_collector_buffered_traces", "Traces being assembled (waiting for their root span)", registry=reg
+            ),
+            produce_latency=Histogram(
+                "claimwatch_collector_produce_latency_seconds",
+                "Time from producer.send to broker acknowledgement",
+                buckets=_LATENCY_BUCKETS,
+                registry=reg,
+            ),
+            produce_errors=Counter(
+                "claimwatch_collector_produce_errors_total", "Failed produce attempts by error class", ["reason"], registry=reg
+            ),
+            truncated=Counter(
+                "claimwatch_collector_truncated_total", "Records cut by enforce_limits to fit the size limits", registry=reg
+            ),
+            sampling=Counter(
+                "claimwatch_collector_sampling_decisions_total",
+                "Sampling decisions by result and reason",
+                ["decision", "reason"],
+                registry=reg,
+            ),
+        )
+        _CACHE[id(reg)] = (reg, metrics)
+        return metrics

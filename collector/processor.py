@@ -1,0 +1,343 @@
+"""``RagTraceProcessor``: the OpenTelemetry SpanProcessor that feeds claimwatch.
+
+The app's thread does O(1) work in ``on_end``: append the finished span to a
+bounded deque and return (no lock, no I/O, never raises; a full queue is
+counted as ``span_queue_full``). One daemon thread does the rest::
+
+    span -> conventions.extract -> assembler (per trace) -> complete trace
+         -> conventions.build (not RAG? count) -> sampler -> redactor
+         -> record.enforce_limits -> sink.submit (Kafka)
+
+Install next to an existing TracerProvider (see docs/collector.md)::
+
+    from collector import RagTraceProcessor, check_provider
+    tracer_provider.add_span_processor(RagTraceProcessor.from_env())
+    check_provider(tracer_provider)
+
+Fork safety: an ``os.register_at_fork(after_in_child=...)`` hook gives a forked
+child (gunicorn workers) a fresh queue, assembler, thread and producer; what
+the parent had buffered stays the parent's to deliver.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+import weakref
+from typing import Any, Callable
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from prometheus_client import CollectorRegistry
+
+from collector.assembler import CompletedTrace, TraceAssembler
+from collector.config import CollectorSettings
+from collector.conventions import SpanExtractor
+from collector.logs import get_logger
+from collector.metrics import CollectorMetrics, get_metrics
+from collector.record import enforce_limits
+from collector.redaction import Redactor
+from collector.sampling import Sampler
+from collector.sink import KafkaSink, ProducerFactory, Sink
+
+log = get_logger("claimwatch.collector")
+
+_IDLE_WAIT_S = 0.02
+_GAUGE_EVERY_S = 0.5
+
+#: attributes one OpenInference document uses (id, content, score, metadata)
+_ATTRS_PER_DOCUMENT = 4
+_ATTRS_OVERHEAD = 16
+_HIDE_FLAGS = (
+    "OPENINFERENCE_HIDE_INPUTS",
+    "OPENINFERENCE_HIDE_OUTPUTS",
+    "OPENINFERENCE_HIDE_INPUT_MESSAGES",
+    "OPENINFERENCE_HIDE_OUTPUT_MESSAGES",
+    "OPENINFERENCE_HIDE_INPUT_TEXT",
+    "OPENINFERENCE_HIDE_OUTPUT_TEXT",
+)
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(key: str, message: str, **fields: Any) -> bool:
+    """Log a structlog warning once per process for ``key``; True when it was logged now."""
+    with _warned_lock:
+        if key in _warned:
+            return False
+        _warned.add(key)
+    log.warning(message, warning=key, **fields)
+    return True
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_environment(environ: Any = None) -> list[str]:
+    """Warn (once) about env flags that blank the text claimwatch needs; returns the warning keys."""
+    env = os.environ if environ is None else environ
+    found = [name for name in _HIDE_FLAGS if _truthy(env.get(name))]
+    keys = []
+    if found:
+        keys.append("hidden_inputs_env")
+        warn_once(
+            "hidden_inputs_env",
+            "OpenInference is told to hide inputs/outputs: questions, answers or documents will be blank "
+            "and such traces are counted as not_rag",
+            flags=found,
+        )
+    if (env.get("TRACELOOP_TRACE_CONTENT") or "").strip().lower() in ("false", "0", "no", "off"):
+        keys.append("traceloop_content_off")
+        warn_once("traceloop_content_off", "TRACELOOP_TRACE_CONTENT=false: Traceloop spans carry no text")
+    return keys
+
+
+def check_provider(tracer_provider: Any, settings: CollectorSettings | None = None) -> list[str]:
+    """Warn (once) when the provider's span attribute count limit would strip retrieved documents.
+
+    OpenInference writes up to 4 attributes per retrieved document; with the
+    OTel default limit of 128 attributes, documents past about the 28th are
+    dropped silently (the SDK evicts the *oldest* attributes first). Also runs
+    :func:`check_environment`. Returns the warning keys that apply.
+    """
+    settings = settings or CollectorSettings()
+    keys = check_environment()
+    limits = getattr(tracer_provider, "_span_limits", None)
+    limit = getattr(limits, "max_span_attributes", None)
+    needed = settings.max_contexts * _ATTRS_PER_DOCUMENT + _ATTRS_OVERHEAD
+    if limit is not None and limit < needed:
+        keys.append("attribute_limit")
+        warn_once(
+            "attribute_limit",
+            "span attribute count limit is lower than claimwatch needs for max_contexts retrieved documents; "
+            "raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or pass SpanLimits(max_span_attributes=...)",
+            limit=limit,
+            needed=needed,
+            documents_that_fit=max(0, (limit - _ATTRS_OVERHEAD) // _ATTRS_PER_DOCUMENT),
+        )
+    return keys
+
+
+class RagTraceProcessor(SpanProcessor):
+    """Turns finished RAG traces into sampled, redacted ``RagTrace`` records on Kafka."""
+
+    def __init__(
+        self,
+        settings: CollectorSettings | None = None,
+        *,
+        sink: Sink | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        registry: CollectorRegistry | None = None,
+        producer_factory: ProducerFactory | None = None,
+        redact: Callable[[str], str] | None = None,
+        span_queue_size: int | None = None,
+    ) -> None:
+        self.settings = settings or CollectorSettings()
+        self.metrics: CollectorMetrics = get_metrics(registry)
+        self._clock = clock
+        self._span_queue_size = span_queue_size or max(1, self.settings.queue_size * 2)
+        self._extractor = SpanExtractor(self.settings)
+        self._redactor = Redactor.from_settings(self.settings, func=redact)
+        self._sampler = Sampler(self.settings.sampling, clock=clock)
+        self.sink: Any = sink if sink is not None else KafkaSink(
+            self.settings, producer_factory=producer_factory, metrics=self.metrics
+        )
+        self._drop_span_queue = self.metrics.dropped.labels(reason="span_queue_full")
+        self._drop_shutdown = self.metrics.dropped.labels(reason="shutdown")
+        self._reset_state()
+        self._start_thread()
+        check_environment()
+        ref = weakref.ref(self)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=lambda: _after_fork(ref))
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> "RagTraceProcessor":
+        """Build from ``CLAIMWATCH_*`` environment variables (see ``CollectorSettings``)."""
+        return cls(CollectorSettings(), **kwargs)
+
+    # -- state -------------------------------------------------------------
+    def _reset_state(self) -> None:
+        self._spans: collections.deque[ReadableSpan] = collections.deque()
+        self._assembler = TraceAssembler(
+            late_span_wait_s=self.settings.late_span_wait_s,
+            trace_ttl_s=self.settings.trace_ttl_s,
+            max_traces=self.settings.max_buffered_traces,
+            max_spans_per_trace=self.settings.max_spans_per_trace,
+            clock=self._clock,
+            on_drop=self.metrics.drop,
+        )
+        self._flush_requests: collections.deque[threading.Event] = collections.deque()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._last_gauges = 0.0
+
+    def _start_thread(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="claimwatch-collector", daemon=True)
+        self._thread.start()
+
+    def _after_fork_in_child(self) -> None:
+        """Fork handler (child side): new queue, assembler, thread and producer; parent's data dropped."""
+        old_thread = self._thread
+        self._stop.set()  # in a real child the old thread is gone; this matters when called directly
+        if old_thread is not None and old_thread.is_alive() and old_thread is not threading.current_thread():
+            old_thread.join(timeout=1.0)
+        self._reset_state()
+        reset = getattr(self.sink, "reset_after_fork", None)
+        if callable(reset):
+            reset()
+        self._start_thread()
+
+    # -- SpanProcessor API (app threads) -----------------------------------
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        """Nothing to do when a span starts."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """O(1): append the finished span to the bounded queue; never raises."""
+        try:
+            if self._closed:
+                self._drop_shutdown.inc()
+                return
+            spans = self._spans
+            if len(spans) >= self._span_queue_size:
+                self._drop_span_queue.inc()
+                return
+            spans.append(span)
+        except Exception:  # pragma: no cover - must never reach the app
+            try:
+                self.metrics.drop("internal")
+            except Exception:
+                pass
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Emit every trace whose root has ended (no late-span wait) and deliver it, within the timeout."""
+        deadline = time.monotonic() + max(0, timeout_millis) / 1000.0
+        thread = self._thread
+        if thread is None or not thread.is_alive() or thread is threading.current_thread():
+            return self._sink_flush(deadline)
+        done = threading.Event()
+        self._flush_requests.append(done)
+        self._wake.set()
+        if not done.wait(max(0.0, deadline - time.monotonic())):
+            return False
+        return self._sink_flush(deadline)
+
+    def shutdown(self, timeout_s: float | None = None) -> None:
+        """Deliver what is buffered (within ``flush_timeout_s``), stop the thread, close the sink."""
+        if self._closed:
+            return
+        timeout_s = self.settings.flush_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
+        self.force_flush(int(timeout_s * 1000))
+        self._closed = True
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=max(0.05, min(2.0, deadline - time.monotonic())))
+        incomplete = self._assembler.drop_incomplete()
+        self.metrics.drop("incomplete_at_shutdown", incomplete)
+        self.metrics.drop("shutdown", len(self._spans))
+        self._spans.clear()
+        try:
+            self.sink.shutdown(max(0.0, deadline - time.monotonic()))
+        except Exception as exc:  # pragma: no cover - best effort
+            log.warning("collector_sink_shutdown_failed", error=type(exc).__name__)
+
+    def _sink_flush(self, deadline: float) -> bool:
+        try:
+            return bool(self.sink.force_flush(max(0.0, deadline - time.monotonic())))
+        except Exception as exc:
+            log.warning("collector_flush_failed", error=type(exc).__name__)
+            return False
+
+    # -- background thread -------------------------------------------------
+    def _run(self) -> None:
+        stop = self._stop
+        while not stop.is_set():
+            try:
+                self._step()
+            except Exception as exc:  # never let the thread die
+                self.metrics.drop("internal")
+                log.warning("collector_internal_error", error=type(exc).__name__, detail=str(exc)[:200])
+                time.sleep(_IDLE_WAIT_S)
+
+    def _step(self) -> None:
+        flushes = []
+        while self._flush_requests:
+            flushes.append(self._flush_requests.popleft())
+        handled = self._drain_spans()
+        for completed in self._assembler.pop_complete(flush=bool(flushes)):
+            self._emit(completed)
+        for event in flushes:
+            event.set()
+        now = time.monotonic()
+        if now - self._last_gauges >= _GAUGE_EVERY_S:
+            self._last_gauges = now
+            self.metrics.queue_depth.labels(queue="span").set(len(self._spans))
+            self.metrics.buffered_traces.set(len(self._assembler))
+        if not handled and not self._spans and not self._flush_requests:
+            self._wake.wait(_IDLE_WAIT_S)
+            self._wake.clear()
+
+    def _drain_spans(self, limit: int = 1_000) -> int:
+        n = 0
+        spans = self._spans
+        while spans and n < limit:
+            span = spans.popleft()
+            n += 1
+            try:
+                facts = self._extractor.extract(span)
+            except Exception as exc:
+                self.metrics.drop("internal")
+                log.warning("collector_extract_failed", error=type(exc).__name__, detail=str(exc)[:200])
+                continue
+            if facts.dropped_attributes and facts.kind == "retriever":
+                warn_once(
+                    "attribute_limit_hit",
+                    "a retriever span lost attributes to the span attribute count limit: retrieved documents are "
+                    "missing; raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
+                    dropped=facts.dropped_attributes,
+                )
+            if facts.hidden:
+                warn_once("hidden_io", "spans carry __REDACTED__ inputs/outputs (OPENINFERENCE_HIDE_* is set)")
+            self._assembler.add(span.context.trace_id, facts)
+        if n:
+            self.metrics.spans.inc(n)
+        return n
+
+    def _emit(self, completed: CompletedTrace) -> None:
+        m = self.metrics
+        m.trace("assembled")
+        result = self._extractor.build(completed.trace_id, completed.facts)
+        if result.missing_content:
+            m.drop("missing_content", result.missing_content)
+        if result.record is None:
+            m.trace("not_rag")
+            return
+        decision = self._sampler.decide(
+            completed.trace_id, slices=result.record.slices, error=result.error, signals=result.signals
+        )
+        m.sampling.labels(decision="keep" if decision.keep else "drop", reason=decision.reason).inc()
+        if not decision.keep:
+            m.trace("sampled_out")
+            return
+        m.trace("sampled_in")
+        record = self._redactor.record(result.record)
+        s = self.settings
+        record = enforce_limits(
+            record, max_contexts=s.max_contexts, max_text_chars=s.max_text_chars, max_bytes=s.max_record_bytes
+        )
+        if record.truncation is not None:
+            m.truncated.inc()
+        if self.sink.submit(record):
+            m.trace("queued")
+
+
+def _after_fork(ref: "weakref.ReferenceType[RagTraceProcessor]") -> None:
+    proc = ref()
+    if proc is not None and not proc._closed:
+        proc._after_fork_in_child()

@@ -1,0 +1,264 @@
+"""Kafka sink: a bounded queue drained by one background thread into kafka-python.
+
+- ``submit(record)`` never blocks: it serialises the record (key = trace id,
+  value = ``RagTrace`` JSON) and puts it on the queue, or drops it
+  (``queue_full``) and returns False.
+- The ``KafkaProducer`` is created lazily *in the background thread* through
+  ``producer_factory``. A broker that is down at start therefore never blocks
+  or crashes the app: creation is retried with exponential backoff (0.2 s to
+  10 s) while the queue fills and further records are dropped and counted.
+- Produce failures are counted by error class (``produce_errors_total``) and
+  as ``dropped_total{reason="produce_error"}``; ``send -> ack`` latency goes to
+  ``produce_latency_seconds``.
+- ``force_flush(timeout_s)`` / ``shutdown(timeout_s)`` deliver what is queued
+  within the timeout; ``shutdown`` counts what is left as ``sink_shutdown``.
+- ``reset_after_fork()`` gives a forked child its own queue, thread and producer.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable, Protocol
+
+from collector.config import CollectorSettings
+from collector.logs import get_logger
+from collector.metrics import CollectorMetrics, get_metrics
+from collector.record import RagTrace
+
+log = get_logger("claimwatch.collector.sink")
+
+ProducerFactory = Callable[..., Any]
+#: producers inherited from a parent process: never closed in the child (their
+#: sockets belong to the parent), only kept referenced so ``__del__`` never runs.
+_FORK_ORPHANS: list[Any] = []
+_BACKOFF_START_S = 0.2
+_BACKOFF_MAX_S = 10.0
+
+
+class Sink(Protocol):
+    """What the processor needs from a sink."""
+
+    def submit(self, record: RagTrace) -> bool: ...
+
+    def force_flush(self, timeout_s: float) -> bool: ...
+
+    def shutdown(self, timeout_s: float) -> bool: ...
+
+
+def kafka_producer_factory(**config: Any) -> Any:
+    """The default factory: a real ``kafka.KafkaProducer``."""
+    from kafka import KafkaProducer
+
+    return KafkaProducer(**config)
+
+
+def producer_config(settings: CollectorSettings) -> dict[str, Any]:
+    """kafka-python producer keyword arguments from settings (TLS/SASL passed through)."""
+    acks: Any = settings.acks if settings.acks == "all" else int(settings.acks)
+    cfg = settings.kafka.client_kwargs()
+    cfg.update(
+        acks=acks,
+        compression_type=settings.compression_type or None,
+        linger_ms=settings.linger_ms,
+        retries=settings.retries,
+        max_block_ms=settings.max_block_ms,
+        max_request_size=max(1_048_576, settings.max_record_bytes + 64_000),
+    )
+    return cfg
+
+
+class KafkaSink:
+    """Bounded queue + producer thread. Thread-safe ``submit``; never raises into the caller."""
+
+    def __init__(
+        self,
+        settings: CollectorSettings | None = None,
+        *,
+        producer_factory: ProducerFactory | None = None,
+        metrics: CollectorMetrics | None = None,
+        start: bool = True,
+    ) -> None:
+        self.settings = settings or CollectorSettings()
+        self.topic = self.settings.topic
+        self._factory = producer_factory or kafka_producer_factory
+        self.metrics = metrics or get_metrics()
+        self._started = False
+        self._init_state()
+        if start:
+            self.start()
+
+    def _init_state(self) -> None:
+        self._queue: "queue.Queue[tuple[bytes, bytes]]" = queue.Queue(maxsize=max(1, self.settings.queue_size))
+        self._cond = threading.Condition()
+        self._submitted = 0
+        self._done = 0
+        self._stop = threading.Event()
+        self._closed = False
+        self._producer: Any = None
+        self._producer_ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._create_failures = 0
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> None:
+        """Start the background thread (idempotent)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._thread = threading.Thread(target=self._run, name="claimwatch-kafka-sink", daemon=True)
+        self._thread.start()
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: forget the parent's queue and producer, start a fresh thread."""
+        if self._producer is not None:
+            _FORK_ORPHANS.append(self._producer)
+        was_started = self._thread is not None
+        old_thread, self._producer = self._thread, None
+        self._stop.set()  # only matters when called without a real fork (tests)
+        if old_thread is not None and old_thread.is_alive() and old_thread is not threading.current_thread():
+            old_thread.join(timeout=1.0)
+        self._init_state()
+        if was_started:
+            self.start()
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    @property
+    def connected(self) -> bool:
+        """Whether a producer has been created."""
+        return self._producer_ready.is_set()
+
+    # -- producer side -----------------------------------------------------
+    def submit(self, record: RagTrace) -> bool:
+        """Queue one record for Kafka; False (and counted) when full or shut down. Never blocks."""
+        if self._closed:
+            self.metrics.drop("sink_shutdown")
+            return False
+        try:
+            item = (record.key, record.to_json_bytes())
+        except Exception:  # pragma: no cover - pydantic models serialise
+            self.metrics.drop("serialise_error")
+            return False
+        with self._cond:
+            try:
+                self._queue.put_nowait(item)
+            except queue.Full:
+                self.metrics.drop("queue_full")
+                return False
+            self._submitted += 1
+        self.metrics.queue_depth.labels(queue="sink").set(self._queue.qsize())
+        return True
+
+    def force_flush(self, timeout_s: float | None = None) -> bool:
+        """Send everything submitted so far and wait for acks, within ``timeout_s``."""
+        timeout_s = self.settings.flush_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._cond:
+            target = self._submitted
+            if target == self._done and self._producer is None:
+                return True
+            if self._thread is None or not self._thread.is_alive():
+                return target == self._done
+            drained = self._cond.wait_for(lambda: self._done >= target, timeout=max(0.0, deadline - time.monotonic()))
+        if not drained or self._producer is None:
+            return False
+        try:
+            self._producer.flush(timeout=max(0.0, deadline - time.monotonic()))
+            return True
+        except Exception as exc:
+            log.warning("collector_flush_timeout", error=type(exc).__name__)
+            return False
+
+    def shutdown(self, timeout_s: float | None = None) -> bool:
+        """Flush within ``timeout_s``, stop the thread, close the producer; count what is left."""
+        timeout_s = self.settings.flush_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        ok = self.force_flush(timeout_s)
+        self._closed = True
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=max(0.05, min(2.0, deadline - time.monotonic())))
+        left = 0
+        while True:
+            try:
+                self._queue.get_nowait()
+                left += 1
+            except queue.Empty:
+                break
+        self.metrics.drop("sink_shutdown", left)
+        self.metrics.queue_depth.labels(queue="sink").set(0)
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            try:
+                producer.close(timeout=max(0.0, min(2.0, deadline - time.monotonic())))
+            except Exception as exc:  # pragma: no cover - closing is best effort
+                log.warning("collector_producer_close_failed", error=type(exc).__name__)
+        return ok and left == 0
+
+    # -- background thread -------------------------------------------------
+    def _ensure_producer(self) -> bool:
+        if self._producer is not None:
+            return True
+        try:
+            self._producer = self._factory(**producer_config(self.settings))
+        except Exception as exc:
+            self._create_failures += 1
+            if self._create_failures == 1:
+                log.warning(
+                    "collector_kafka_unavailable",
+                    error=type(exc).__name__,
+                    detail=str(exc)[:200],
+                    bootstrap=self.settings.kafka.bootstrap_servers,
+                )
+            return False
+        self._producer_ready.set()
+        if self._create_failures:
+            log.info("collector_kafka_connected", after_failures=self._create_failures)
+        return True
+
+    def _run(self) -> None:
+        stop, items = self._stop, self._queue
+        backoff = _BACKOFF_START_S
+        while not stop.is_set():
+            if not self._ensure_producer():
+                self.metrics.queue_depth.labels(queue="sink").set(items.qsize())
+                stop.wait(backoff)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                continue
+            backoff = _BACKOFF_START_S
+            try:
+                key, value = items.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            try:
+                self._send(key, value)
+            finally:
+                with self._cond:
+                    self._done += 1
+                    self._cond.notify_all()
+                self.metrics.queue_depth.labels(queue="sink").set(items.qsize())
+
+    def _send(self, key: bytes, value: bytes) -> None:
+        started = time.perf_counter()
+        try:
+            future = self._producer.send(self.topic, key=key, value=value)
+        except Exception as exc:
+            self.metrics.produce_error(type(exc).__name__)
+            log.warning("collector_produce_failed", error=type(exc).__name__, detail=str(exc)[:200])
+            return
+        latency = self.metrics.produce_latency
+
+        def ok(_metadata: Any) -> None:
+            latency.observe(time.perf_counter() - started)
+
+        def failed(exc: BaseException) -> None:
+            self.metrics.produce_error(type(exc).__name__)
+
+        try:
+            future.add_callback(ok)
+            future.add_errback(failed)
+        except AttributeError:  # a minimal fake producer returning None
+            ok(None)
