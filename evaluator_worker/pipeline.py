@@ -83,16 +83,16 @@ class Evaluator:
     def evaluate(self, trace: RagTrace) -> AnswerResult:
         """Judge one answer. Never raises for judge failures: they become outcome ``failed``."""
         contexts = [c.content for c in trace.contexts]
-        usage = Usage()
+        usages: list[Usage] = []
         claims: list[Claim] = []
         try:
             extraction = self._call("extract", lambda: self.judge.extract_claims(trace.answer, trace.question))
             claims = list(extraction.claims)  # type: ignore[attr-defined]
-            usage = usage + extraction.usage  # type: ignore[attr-defined]
+            usages.append(extraction.usage)  # type: ignore[attr-defined]
             if claims:
                 verification = self._call("verify", lambda: self.judge.verify(claims, contexts, trace.question))
                 verdicts = complete_verdicts(claims, verification.verdicts)  # type: ignore[attr-defined]
-                usage = usage + verification.usage  # type: ignore[attr-defined]
+                usages.append(verification.usage)  # type: ignore[attr-defined]
             else:
                 verdicts = []
             error = None
@@ -115,7 +115,7 @@ class Evaluator:
             slices=trace.slices,
             question=trace.question if self.include_text else None,
             answer=trace.answer if self.include_text else None,
-            usage=usage,
+            usage=usages,
             error=error,
         )
 
@@ -140,15 +140,15 @@ class Evaluator:
             if result.faithfulness is not None:
                 m.answer_faithfulness.labels(*values).observe(result.faithfulness)
         m.answer_claims.labels(*values).observe(len(result.claims) if result.outcome != "abstained" else 0)
-        u = result.usage
-        if u and u.get("calls"):
-            model = str(u.get("model") or "unknown")
+        by_model = (result.usage or {}).get("by_model") or {}
+        for model, u in by_model.items():
             judge = result.judge
-            m.judge_calls.labels(judge, model).inc(float(u["calls"] or 0))
+            if u.get("calls"):
+                m.judge_calls.labels(judge, model).inc(float(u["calls"]))
             for kind in ("input", "output", "cache_read", "cache_creation"):
                 n = u.get(f"{kind}_tokens") or 0
                 if n:
                     m.judge_tokens.labels(judge, model, kind).inc(float(n))
             if u.get("cost_usd"):
-                m.judge_cost.labels(judge, model).inc(float(u["cost_usd"] or 0.0))
+                m.judge_cost.labels(judge, model).inc(float(u["cost_usd"]))
         m.last_evaluation.set(result.evaluated_at)

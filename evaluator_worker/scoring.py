@@ -13,7 +13,7 @@ Definitions (never NaN):
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -44,7 +44,7 @@ class AnswerResult(BaseModel):
     faithfulness: float | None = None
     hallucination_rate: float | None = None
     error: str | None = None
-    usage: dict[str, float | int | str | None] = Field(default_factory=dict)
+    usage: dict[str, Any] = Field(default_factory=dict)
     evaluated_at: float = Field(default_factory=time.time)
 
     @property
@@ -63,6 +63,30 @@ def count_verdicts(verdicts: Sequence[ClaimVerdict]) -> dict[str, int]:
     return counts
 
 
+_USAGE_FIELDS = ("calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "cost_usd")
+
+
+def usage_summary(usage: Usage | Sequence[Usage] | None) -> dict:
+    """Totals plus a per-model breakdown (extraction and verification may use different models)."""
+    if usage is None:
+        return {}
+    items = [usage] if isinstance(usage, Usage) else list(usage)
+    if not items:
+        return {}
+    total: dict = {k: 0 for k in _USAGE_FIELDS}
+    by_model: dict[str, dict] = {}
+    for u in items:
+        model = u.model or "unknown"
+        row = by_model.setdefault(model, {k: 0 for k in _USAGE_FIELDS})
+        for k in _USAGE_FIELDS:
+            total[k] += getattr(u, k)
+            row[k] += getattr(u, k)
+    total["cost_usd"] = round(total["cost_usd"], 8)
+    total["model"] = next((u.model for u in reversed(items) if u.model), None)
+    total["by_model"] = {m: r for m, r in by_model.items() if r["calls"] or r["input_tokens"]}
+    return total
+
+
 def score(
     trace_id: str,
     judge: str,
@@ -72,7 +96,7 @@ def score(
     slices: dict[str, str] | None = None,
     question: str | None = None,
     answer: str | None = None,
-    usage: Usage | None = None,
+    usage: Usage | Sequence[Usage] | None = None,
     error: str | None = None,
 ) -> AnswerResult:
     """Build the result; ``verdicts`` must already be complete (one per claim, in order)."""
@@ -111,17 +135,5 @@ def score(
         faithfulness=faithfulness,
         hallucination_rate=halluc,
         error=error,
-        usage=(
-            {
-                "calls": usage.calls,
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "cache_read_tokens": usage.cache_read_tokens,
-                "cache_creation_tokens": usage.cache_creation_tokens,
-                "cost_usd": round(usage.cost_usd, 8),
-                "model": usage.model,
-            }
-            if usage
-            else {}
-        ),
+        usage=usage_summary(usage),
     )

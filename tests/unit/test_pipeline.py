@@ -99,3 +99,24 @@ def test_no_text_in_metrics():
     ev.record(ev.evaluate(_trace("Secret claim about Zanzibar [C].")))
     body = generate_latest(m.registry).decode()
     assert "Zanzibar" not in body and "t" * 32 not in body
+
+
+def test_tokens_and_cost_are_exported_per_model():
+    """Extraction and verification usage land under their own model labels."""
+    from evaluator_worker.judges.base import Extraction, Usage
+
+    class TwoModels(TagJudge):
+        name = "two"
+
+        def extract_claims(self, answer, question=None):
+            ex = super().extract_claims(answer, question)
+            return Extraction(ex.claims, Usage(calls=1, input_tokens=50, output_tokens=5, cost_usd=0.0001, model="small"))
+
+    m = WorkerMetrics()
+    ev = Evaluator(TwoModels(), m)
+    r = ev.evaluate(_trace("Fine."))
+    ev.record(r)
+    assert r.usage["calls"] == 2 and r.usage["input_tokens"] == 150
+    assert _sample(m, "claimwatch_judge_tokens_total", judge="two", model="small", kind="input") == 50
+    assert _sample(m, "claimwatch_judge_tokens_total", judge="two", model="tag-1", kind="input") == 100
+    assert _sample(m, "claimwatch_judge_calls_total", judge="two", model="tag-1") == 1

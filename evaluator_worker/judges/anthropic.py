@@ -1,0 +1,437 @@
+"""The production judge: Claude through the ``anthropic`` SDK, structured output via forced tool use.
+
+Two calls per answer:
+
+1. ``extract_claims`` -> ``settings.extract_model`` with the ``record_claims`` tool.
+   Claim ids are ours (``c1``..``cN``), never taken from the model.
+2. ``verify`` -> ``settings.model`` with the ``record_verdicts`` tool, all claims
+   in one call (chunks of ``max_claims_per_call`` for large answers).
+
+Reliability rules (see docs/anthropic-judge.md):
+
+- 429/529/5xx/timeouts are retried by the SDK (``max_retries``, honours
+  ``retry-after``); after it gives up the exception is mapped to
+  ``JudgeRateLimited`` / ``JudgeTimeout`` / ``JudgeUnavailable``.
+- ``stop_reason == "max_tokens"``: never parse partial output; split the batch
+  in halves and retry (a single truncated claim becomes ``ERROR``).
+- Malformed tool input: one retry, then ``JudgeOutputError``.
+- Claim ids missing from the output: one repair call for just those ids; still
+  missing -> ``Verdict.ERROR`` (never SUPPORTED/CONTRADICTED).
+- Evidence not found verbatim in the chosen chunk: located in another chunk
+  (context_index fixed), else the verdict is kept with confidence halved and a
+  note in ``reason``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any, Callable, Sequence
+
+import anthropic
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from collector.logs import get_logger
+from evaluator_worker.config import AnthropicSettings
+from evaluator_worker.errors import (
+    ConfigError,
+    JudgeError,
+    JudgeOutputError,
+    JudgeRateLimited,
+    JudgeTimeout,
+    JudgeUnavailable,
+)
+from evaluator_worker.judges import prompts
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification, complete_verdicts
+from evaluator_worker.judges.pricing import cost_usd
+
+log = get_logger(__name__)
+
+#: confidence multiplier when the quoted evidence cannot be found in any context chunk
+UNLOCATED_EVIDENCE_PENALTY = 0.5
+UNLOCATED_NOTE = "[evidence not found verbatim in the context]"
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,64}$")
+
+
+# --------------------------------------------------------------------------- wire models (tool input)
+
+
+class _ExtractedClaim(BaseModel):
+    text: str = Field(min_length=1)
+    sentence: int | None = None
+
+
+class _ExtractOutput(BaseModel):
+    claims: list[_ExtractedClaim] = Field(default_factory=list)
+    abstained: bool = False
+
+
+class _WireVerdict(BaseModel):
+    claim_id: str
+    verdict: Verdict
+    evidence: str | None = None
+    context_index: int | None = None
+    confidence: float = Field(0.5, ge=0.0, le=1.0)
+    reason: str | None = None
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.strip().upper() if isinstance(v, str) else v
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _percent(cls, v: Any) -> Any:
+        # some outputs give 0-100; accept them, anything else fails validation
+        if isinstance(v, (int, float)) and 1.0 < v <= 100.0:
+            return v / 100.0
+        return v
+
+
+def _maybe_json(value: Any) -> Any:
+    """Tool inputs sometimes carry a nested field as a JSON string; decode it when it parses."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class _AttemptCounter:
+    """SDK middleware counting HTTP attempts per thread, so SDK retries show up in ``Usage.retries``."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def reset(self) -> None:
+        self._local.n = 0
+
+    @property
+    def attempts(self) -> int:
+        return getattr(self._local, "n", 0)
+
+    def __call__(self, request: Any, call_next: Any) -> Any:
+        self._local.n = self.attempts + 1
+        return call_next(request)
+
+
+class _Truncated(Exception):
+    """The model hit max_tokens; the output must not be parsed."""
+
+
+class _Malformed(Exception):
+    """The tool input does not match the schema."""
+
+
+def _normalise(text: str) -> str:
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def locate_evidence(evidence: str, contexts: Sequence[str], preferred: int | None) -> int | None:
+    """Index of the context holding ``evidence`` (exact, then whitespace/quote/case-normalised); None if absent."""
+    ev = prompts.unescape_data(evidence).strip().strip('"').strip()
+    if not ev:
+        return None
+    order = list(range(len(contexts)))
+    if preferred is not None and 0 <= preferred < len(contexts):
+        order.remove(preferred)
+        order.insert(0, preferred)
+    for i in order:
+        if ev in contexts[i]:
+            return i
+    nev = _normalise(ev.rstrip(".").rstrip())
+    for i in order:
+        if nev and nev in _normalise(contexts[i]):
+            return i
+    return None
+
+
+def _chunks(items: Sequence[Any], size: int) -> list[list[Any]]:
+    size = max(1, size)
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def _split_sentences(text: str) -> list[str]:
+    parts = re.split(r"(?<=[.!?])\s+", text.strip())
+    return [p for p in parts if p]
+
+
+# --------------------------------------------------------------------------- the judge
+
+
+class AnthropicJudge:
+    """Claude as claim extractor and verifier (implements ``evaluator_worker.judges.base.Judge``)."""
+
+    name = "anthropic"
+
+    def __init__(self, settings: AnthropicSettings | None = None, client: anthropic.Anthropic | None = None) -> None:
+        self.settings = settings or AnthropicSettings()
+        if client is None:
+            client = anthropic.Anthropic(
+                api_key=self.settings.api_key.get_secret_value() if self.settings.api_key else None,
+                base_url=self.settings.base_url,
+                timeout=self.settings.timeout_s,
+                max_retries=self.settings.max_retries,
+            )
+        self._counter = _AttemptCounter()
+        if hasattr(client, "with_middleware"):  # SDKs with middleware: count retries per call
+            try:
+                client = client.with_middleware(self._counter)
+            except Exception:  # pragma: no cover - older SDK shapes
+                pass
+        self.client = client
+
+    # ------------------------------------------------------------------ extraction
+
+    def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
+        """Split ``answer`` into atomic claims (one call; halves of the answer if the output is truncated)."""
+        usage = Usage(model=self.settings.extract_model)
+        if not answer or not answer.strip():
+            return Extraction(claims=[], usage=usage)
+        texts: list[tuple[str, int | None]] = []
+        self._extract_part(answer, question, 0, usage, texts, depth=0)
+        claims = [Claim(id=f"c{i}", text=t, sentence=s) for i, (t, s) in enumerate(texts, start=1)]
+        return Extraction(claims=claims, usage=usage)
+
+    def _extract_part(
+        self,
+        answer: str,
+        question: str | None,
+        sentence_offset: int,
+        usage: Usage,
+        out: list[tuple[str, int | None]],
+        depth: int,
+    ) -> None:
+        kwargs = dict(
+            model=self.settings.extract_model,
+            system=prompts.system_blocks(prompts.EXTRACT_SYSTEM),
+            tools=[prompts.EXTRACT_TOOL],
+            tool_choice={"type": "tool", "name": prompts.EXTRACT_TOOL_NAME},
+            messages=[{"role": "user", "content": prompts.render_extract_user(answer, question)}],
+        )
+        try:
+            parsed = self._call_tool(kwargs, prompts.EXTRACT_TOOL_NAME, usage, self._parse_extract)
+        except _Truncated:
+            sentences = _split_sentences(answer)
+            if len(sentences) < 2 or depth >= 6:
+                raise JudgeOutputError("claim extraction truncated at max_tokens on an unsplittable answer")
+            mid = len(sentences) // 2
+            self._extract_part(" ".join(sentences[:mid]), question, sentence_offset, usage, out, depth + 1)
+            self._extract_part(" ".join(sentences[mid:]), question, sentence_offset + mid, usage, out, depth + 1)
+            return
+        if parsed.abstained and not parsed.claims:
+            return
+        for c in parsed.claims:
+            text = prompts.unescape_data(c.text).strip()
+            if text:
+                out.append((text, None if c.sentence is None else c.sentence + sentence_offset))
+
+    def _parse_extract(self, raw: dict[str, Any] | None) -> _ExtractOutput:
+        if raw is None:
+            raise _Malformed("no tool_use block")
+        data = dict(raw)
+        data["claims"] = _maybe_json(data.get("claims", []))
+        if isinstance(data["claims"], list):  # accept bare strings as claims
+            data["claims"] = [{"text": c} if isinstance(c, str) else c for c in data["claims"]]
+        try:
+            return _ExtractOutput.model_validate(data)
+        except ValidationError as exc:
+            raise _Malformed(str(exc)) from exc
+
+    # ------------------------------------------------------------------ verification
+
+    def verify(
+        self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None
+    ) -> Verification:
+        """One verdict per claim: batched calls, one repair call for missing ids, ERROR for the rest."""
+        usage = Usage(model=self.settings.model)
+        claims = list(claims)
+        if not claims:
+            return Verification(verdicts=[], usage=usage)
+        contexts = [c or "" for c in contexts]
+        # prompt ids: the claim's own id when it is safe inside an attribute, else a positional one
+        pid = {c.id: (c.id if _SAFE_ID.match(c.id) else f"x{i}") for i, c in enumerate(claims)}
+        got: dict[str, ClaimVerdict] = {}
+        truncated: set[str] = set()
+        for batch in _chunks(claims, self.settings.max_claims_per_call):
+            self._verify_batch(batch, contexts, question, pid, usage, got, truncated, repair=False)
+        missing = [c for c in claims if c.id not in got and c.id not in truncated]
+        if missing:
+            log.warning("judge_missing_claim_ids", missing=len(missing), of=len(claims), action="repair")
+            for batch in _chunks(missing, self.settings.max_claims_per_call):
+                self._verify_batch(batch, contexts, question, pid, usage, got, truncated, repair=True)
+        still = [c.id for c in claims if c.id not in got]
+        if still:
+            log.warning("judge_claims_without_verdict", count=len(still), of=len(claims))
+        verdicts = complete_verdicts(claims, list(got.values()))
+        for v in verdicts:
+            if v.claim_id in truncated and v.verdict is Verdict.ERROR:
+                v.reason = "judge output truncated at max_tokens"
+        return Verification(verdicts=verdicts, usage=usage)
+
+    def _verify_batch(
+        self,
+        batch: list[Claim],
+        contexts: list[str],
+        question: str | None,
+        pid: dict[str, str],
+        usage: Usage,
+        got: dict[str, ClaimVerdict],
+        truncated: set[str],
+        *,
+        repair: bool,
+    ) -> None:
+        kwargs = dict(
+            model=self.settings.model,
+            system=prompts.system_blocks(prompts.VERIFY_SYSTEM),
+            tools=[prompts.VERIFY_TOOL],
+            tool_choice={"type": "tool", "name": prompts.VERIFY_TOOL_NAME},
+            messages=[
+                {
+                    "role": "user",
+                    "content": prompts.render_verify_user(
+                        [(pid[c.id], c.text) for c in batch], contexts, question, repair=repair
+                    ),
+                }
+            ],
+        )
+        try:
+            raw = self._call_tool(kwargs, prompts.VERIFY_TOOL_NAME, usage, self._parse_verdicts)
+        except _Truncated:
+            if len(batch) == 1:
+                truncated.add(batch[0].id)
+                log.warning("judge_truncated_single_claim", claim_id=batch[0].id)
+                return
+            mid = len(batch) // 2
+            log.info("judge_truncated_split", size=len(batch))
+            for half in (batch[:mid], batch[mid:]):
+                self._verify_batch(half, contexts, question, pid, usage, got, truncated, repair=repair)
+            return
+        by_pid = {pid[c.id]: c for c in batch}
+        for w in raw:
+            claim = by_pid.get(w.claim_id)
+            if claim is None or claim.id in got:
+                continue  # unknown id or duplicate: ignored
+            got[claim.id] = self._to_verdict(claim, w, contexts)
+
+    def _parse_verdicts(self, raw: dict[str, Any] | None) -> list[_WireVerdict]:
+        if raw is None:
+            raise _Malformed("no tool_use block")
+        items = _maybe_json(raw.get("verdicts"))
+        if not isinstance(items, list):
+            raise _Malformed(f"verdicts is {type(items).__name__}, not a list")
+        out, bad = [], 0
+        for item in items:
+            try:
+                out.append(_WireVerdict.model_validate(item))
+            except ValidationError:
+                bad += 1  # an invalid item counts as a missing id (repaired later)
+        if items and not out:
+            raise _Malformed(f"none of {len(items)} verdicts validated")
+        if bad:
+            log.warning("judge_invalid_verdict_items", invalid=bad, of=len(items))
+        return out
+
+    def _to_verdict(self, claim: Claim, w: _WireVerdict, contexts: list[str]) -> ClaimVerdict:
+        confidence, reason = w.confidence, w.reason
+        evidence = w.evidence.strip() if w.evidence and w.evidence.strip() else None
+        index = w.context_index if w.context_index is not None and 0 <= w.context_index < len(contexts) else None
+        if evidence is not None:
+            found = locate_evidence(evidence, contexts, index)
+            if found is None:
+                confidence *= UNLOCATED_EVIDENCE_PENALTY
+                reason = f"{reason or ''} {UNLOCATED_NOTE}".strip()
+            else:
+                index = found
+        elif w.verdict in (Verdict.SUPPORTED, Verdict.CONTRADICTED):
+            confidence *= UNLOCATED_EVIDENCE_PENALTY
+            reason = f"{reason or ''} [no evidence quoted]".strip()
+        if evidence is None:
+            index = None
+        return ClaimVerdict(
+            claim_id=claim.id,
+            verdict=w.verdict,
+            evidence=evidence,
+            context_index=index,
+            confidence=confidence,
+            reason=reason,
+        )
+
+    # ------------------------------------------------------------------ one API call
+
+    def _call_tool(self, kwargs: dict[str, Any], tool_name: str, usage: Usage, parse: Callable[[Any], Any]) -> Any:
+        """Call the API (malformed output: one retry), account usage, return the parsed tool input.
+
+        Raises ``_Truncated`` on ``stop_reason == "max_tokens"`` and ``JudgeOutputError``
+        when the output is malformed twice.
+        """
+        last: Exception | None = None
+        for attempt in range(2):
+            message = self._create(kwargs, usage)
+            if message.stop_reason == "max_tokens":
+                raise _Truncated()
+            raw = None
+            for block in message.content or []:
+                if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == tool_name:
+                    raw = block.input if isinstance(block.input, dict) else _maybe_json(block.input)
+                    if not isinstance(raw, dict):
+                        raw = None
+                    break
+            try:
+                return parse(raw)
+            except _Malformed as exc:
+                last = exc
+                log.warning("judge_malformed_output", tool=tool_name, attempt=attempt + 1, error=str(exc)[:200])
+        raise JudgeOutputError(f"{tool_name}: malformed tool output after retry: {last}")
+
+    def _create(self, kwargs: dict[str, Any], usage: Usage) -> Any:
+        """One ``messages.create`` (SDK retries inside); maps SDK errors and adds usage."""
+        self._counter.reset()
+        try:
+            message = self.client.messages.create(max_tokens=self.settings.max_tokens, **kwargs)
+        except TypeError as exc:
+            if "authentication" in str(exc).lower():  # the SDK resolves credentials lazily
+                raise ConfigError(
+                    "no Anthropic credentials: set CLAIMWATCH_ANTHROPIC__API_KEY or ANTHROPIC_API_KEY"
+                ) from exc
+            raise
+        except anthropic.APITimeoutError as exc:
+            raise JudgeTimeout(f"judge timed out: {exc}") from exc
+        except anthropic.APIConnectionError as exc:
+            raise JudgeUnavailable(f"judge unreachable: {exc}") from exc
+        except anthropic.RateLimitError as exc:
+            raise JudgeRateLimited(f"judge rate limited: {exc}") from exc
+        except anthropic.APIStatusError as exc:
+            if exc.status_code == 529:
+                raise JudgeRateLimited(f"judge overloaded (529): {exc}") from exc
+            if exc.status_code >= 500:
+                raise JudgeUnavailable(f"judge server error {exc.status_code}: {exc}") from exc
+            raise JudgeError(f"judge request rejected ({exc.status_code}): {exc}") from exc
+        finally:
+            usage.retries += max(0, self._counter.attempts - 1)
+        u = getattr(message, "usage", None)
+        model = kwargs["model"]
+        inp = int(getattr(u, "input_tokens", 0) or 0)
+        out = int(getattr(u, "output_tokens", 0) or 0)
+        cr = int(getattr(u, "cache_read_input_tokens", 0) or 0)
+        cc = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
+        usage.calls += 1
+        usage.input_tokens += inp
+        usage.output_tokens += out
+        usage.cache_read_tokens += cr
+        usage.cache_creation_tokens += cc
+        usage.cost_usd += cost_usd(
+            model,
+            input_tokens=inp,
+            output_tokens=out,
+            cache_read_tokens=cr,
+            cache_creation_tokens=cc,
+            overrides=self.settings.prices,
+        )
+        return message

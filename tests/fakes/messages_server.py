@@ -1,0 +1,431 @@
+"""A local stand-in for the Anthropic Messages API (``POST /v1/messages``), good enough for the real SDK.
+
+Use it with the real client::
+
+    with MessagesServer() as srv:                      # default: the substring oracle
+        client = anthropic.Anthropic(api_key="test", base_url=srv.base_url, max_retries=2)
+        ...
+        srv.requests                                   # every request body (dicts), in order
+
+Scripting, in order of precedence per request:
+
+1. the action queue: ``srv.fail(529, times=3)``, ``srv.delay(2.0)``, ``srv.enqueue(body_or_callable)``
+   (each queued action serves exactly one request);
+2. the responder: ``responder(request_json) -> response body dict`` (default ``oracle_responder``),
+   optionally wrapped (``drop_claims(...)``, ``truncate_if(...)``).
+
+Realism kept on purpose: token counts are estimated as ``len(text) // 4`` of
+what the request sends (tools + system + messages), prompt caching is
+simulated (the prefix up to the last ``cache_control`` system block is
+"written" on first sight and "read" afterwards, if it is at least
+``cache_min_tokens`` long), and the request's ``max_tokens`` is honoured: an
+output estimated longer than it is cut and returned with
+``stop_reason="max_tokens"``.
+
+Faults: ``retry-after`` is sent as given; note that the SDK treats
+``retry-after: 0`` as "no hint" and falls back to its own backoff (0.5 s, 1 s,
+...), so the default fault hint is a small positive value (0.01 s) to keep
+tests fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+Responder = Callable[[dict], dict]
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "api_error",
+    529: "overloaded_error",
+}
+
+
+# --------------------------------------------------------------------------- response builders
+
+
+def tool_response(name: str, tool_input: Any, *, stop_reason: str = "tool_use", model: str = "fake-model") -> dict:
+    """A Messages API body holding one ``tool_use`` block (usage is filled in by the server)."""
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": tool_input}],
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+    }
+
+
+def text_response(text: str, *, stop_reason: str = "end_turn", model: str = "fake-model") -> dict:
+    """A Messages API body holding one text block."""
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+    }
+
+
+# --------------------------------------------------------------------------- reading requests
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return ""
+
+
+def user_text(request: dict) -> str:
+    """Concatenated text of the user messages of a request."""
+    return "\n".join(_content_text(m.get("content")) for m in request.get("messages", []) if m.get("role") == "user")
+
+
+def system_text(request: dict) -> str:
+    """The system prompt of a request as one string."""
+    return _content_text(request.get("system", ""))
+
+
+def tool_name(request: dict) -> str | None:
+    """The forced tool name (``tool_choice``), else the only tool's name."""
+    choice = request.get("tool_choice") or {}
+    if choice.get("type") == "tool":
+        return choice.get("name")
+    tools = request.get("tools") or []
+    return tools[0]["name"] if len(tools) == 1 else None
+
+
+_UNESCAPE = re.compile(r"&lt;(\s*/?\s*[a-z]+)", re.IGNORECASE)
+
+
+def _unescape(text: str) -> str:
+    return _UNESCAPE.sub(r"<\1", text)
+
+
+def request_claims(request: dict) -> list[tuple[str, str]]:
+    """``(id, text)`` of every ``<claim id="...">`` in the user message."""
+    return [(m.group(1), _unescape(m.group(2))) for m in re.finditer(r'<claim id="([^"]*)">(.*?)</claim>', user_text(request), re.S)]
+
+
+def request_contexts(request: dict) -> list[str]:
+    """Text of every ``<context index="i">`` in the user message, by index order."""
+    found = re.findall(r'<context index="(\d+)">\n?(.*?)\n?</context>', user_text(request), re.S)
+    return [_unescape(t) for _, t in sorted(found, key=lambda x: int(x[0]))]
+
+
+def request_answer(request: dict) -> str:
+    """Text of the ``<answer>`` block in the user message ('' if none)."""
+    m = re.search(r"<answer>\n?(.*?)\n?</answer>", user_text(request), re.S)
+    return _unescape(m.group(1)) if m else ""
+
+
+# --------------------------------------------------------------------------- the default oracle
+
+_ABSTAIN = re.compile(r"\b(i don't know|i do not know|i cannot answer|i can't answer|no information|not sure)\b", re.I)
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip().rstrip(".").strip()
+
+
+def oracle_responder(request: dict) -> dict:
+    """Judge by substring rules: extraction = answer split into sentences; a claim found verbatim
+    (case-insensitive) in a context is SUPPORTED with that span as evidence, else UNSUPPORTED."""
+    model = request.get("model", "fake-model")
+    name = tool_name(request)
+    if name == "record_claims":
+        answer = request_answer(request)
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", answer.strip()) if s]
+        claims = [{"text": s, "sentence": i} for i, s in enumerate(sentences) if not _ABSTAIN.search(s)]
+        return tool_response(name, {"claims": claims, "abstained": not claims and bool(sentences)}, model=model)
+    if name == "record_verdicts":
+        contexts = request_contexts(request)
+        verdicts = []
+        for cid, text in request_claims(request):
+            needle = _norm(text).lower()
+            hit = None
+            for i, ctx in enumerate(contexts):
+                pos = ctx.lower().find(needle) if needle else -1
+                if pos >= 0:
+                    hit = (i, ctx[pos : pos + len(needle)])
+                    break
+            if hit:
+                verdicts.append(
+                    {"claim_id": cid, "verdict": "SUPPORTED", "evidence": hit[1], "context_index": hit[0],
+                     "confidence": 0.9, "reason": "Stated verbatim in the context."}
+                )
+            else:
+                verdicts.append(
+                    {"claim_id": cid, "verdict": "UNSUPPORTED", "evidence": None, "context_index": None,
+                     "confidence": 0.6, "reason": "Not found in any context chunk."}
+                )
+        return tool_response(name, {"verdicts": verdicts}, model=model)
+    return text_response("ok", model=model)
+
+
+def drop_claims(responder: Responder, ids: set[str] | Callable[[str], bool]) -> Responder:
+    """Wrap a responder so verdicts for the given claim ids (or ids matching a predicate) are left out."""
+    match = ids if callable(ids) else (lambda cid: cid in ids)
+
+    def wrapped(request: dict) -> dict:
+        body = responder(request)
+        for block in body.get("content", []):
+            if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+                vs = block["input"].get("verdicts")
+                if isinstance(vs, list):
+                    block["input"]["verdicts"] = [v for v in vs if not match(v.get("claim_id", ""))]
+        return body
+
+    return wrapped
+
+
+# --------------------------------------------------------------------------- scripted actions
+
+
+@dataclass
+class Fail:
+    """Answer one request with an API error (429, 529, 500...)."""
+
+    status: int = 500
+    retry_after: str | None = "0.01"
+    message: str = "injected fault"
+
+
+@dataclass
+class Delay:
+    """Sleep before answering one request (then answer it normally)."""
+
+    seconds: float
+
+
+@dataclass
+class Reply:
+    """Answer one request with a canned body, or with ``body(request)`` when it is callable."""
+
+    body: dict | Callable[[dict], dict]
+
+
+@dataclass
+class Recorded:
+    """One request as the server saw it."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict
+    at: float
+    status: int = 0
+    response: dict | None = field(default=None, repr=False)
+
+
+# --------------------------------------------------------------------------- the server
+
+
+class MessagesServer:
+    """Threaded fake of ``POST /v1/messages`` on 127.0.0.1 (context manager)."""
+
+    def __init__(self, responder: Responder | None = None, *, cache_min_tokens: int = 1024, port: int = 0) -> None:
+        self.responder: Responder = responder or oracle_responder
+        self.cache_min_tokens = cache_min_tokens
+        self.recorded: list[Recorded] = []
+        self._actions: deque[Fail | Delay | Reply] = deque()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._cached_prefixes: set[str] = set()
+        self._port = port
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "MessagesServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    status, headers, body = server._handle(self.path, dict(self.headers), raw)
+                except Exception as exc:  # a bug in a test responder: surface it as a 500
+                    status, headers, body = 500, {}, {"type": "error", "error": {"type": "api_error", "message": repr(exc)}}
+                data = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.send_header("request-id", f"req_{uuid.uuid4().hex[:16]}")
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # client gave up (timeout test)
+                    pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-messages", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> "MessagesServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # ------------------------------------------------------------------ scripting
+
+    def fail(self, status: int = 500, times: int = 1, retry_after: str | None = "0.01") -> None:
+        """Answer the next ``times`` requests with HTTP ``status`` (and a ``retry-after`` header)."""
+        with self._lock:
+            self._actions.extend(Fail(status, retry_after) for _ in range(times))
+
+    def delay(self, seconds: float, times: int = 1) -> None:
+        """Make the next ``times`` requests wait ``seconds`` before being answered."""
+        with self._lock:
+            self._actions.extend(Delay(seconds) for _ in range(times))
+
+    def enqueue(self, *bodies: dict | Callable[[dict], dict]) -> None:
+        """Answer the next requests with these canned bodies (or callables of the request), in order."""
+        with self._lock:
+            self._actions.extend(Reply(b) for b in bodies)
+
+    @property
+    def requests(self) -> list[dict]:
+        """Bodies of the ``/v1/messages`` requests received so far."""
+        return [r.body for r in self.recorded if r.path.startswith("/v1/messages")]
+
+    # ------------------------------------------------------------------ handling
+
+    def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], dict]:
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_raw": raw.decode("utf-8", "replace")}
+        rec = Recorded(path=path.split("?")[0], headers={k.lower(): v for k, v in headers.items()}, body=body, at=time.monotonic())
+        with self._lock:
+            self.recorded.append(rec)
+            action = self._actions.popleft() if self._actions else None
+        if not rec.path.startswith("/v1/messages"):
+            rec.status = 404
+            return 404, {}, {"type": "error", "error": {"type": "not_found_error", "message": path}}
+        if isinstance(action, Delay):
+            self._stop.wait(action.seconds)
+            action = None
+        if isinstance(action, Fail):
+            hdrs = {"retry-after": action.retry_after} if action.retry_after is not None else {}
+            etype = ERROR_TYPES.get(action.status, "api_error")
+            rec.status = action.status
+            return action.status, hdrs, {"type": "error", "error": {"type": etype, "message": action.message}}
+        if isinstance(action, Reply):
+            out = action.body(body) if callable(action.body) else json.loads(json.dumps(action.body))
+        else:
+            out = self.responder(body)
+        out = self._finish(body, out)
+        rec.status, rec.response = 200, out
+        return 200, {}, out
+
+    def _finish(self, request: dict, out: dict) -> dict:
+        """Fill in usage (estimated tokens, simulated caching) and honour the request's max_tokens."""
+        out.setdefault("id", f"msg_{uuid.uuid4().hex[:24]}")
+        out.setdefault("type", "message")
+        out.setdefault("role", "assistant")
+        out.setdefault("model", request.get("model", "fake-model"))
+        out.setdefault("stop_sequence", None)
+        if "usage" in out:
+            return out
+        tools_text = json.dumps(request.get("tools") or [], separators=(",", ":"))
+        system = request.get("system") or []
+        sys_blocks = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+        msgs_text = "".join(_content_text(m.get("content")) for m in request.get("messages", []))
+        total = (len(tools_text) + sum(len(b.get("text", "")) for b in sys_blocks) + len(msgs_text)) // 4
+        # prefix up to (and including) the last system block with cache_control
+        marks = [i for i, b in enumerate(sys_blocks) if b.get("cache_control")]
+        cache_read = cache_write = 0
+        if marks:
+            prefix = tools_text + "".join(b.get("text", "") for b in sys_blocks[: marks[-1] + 1])
+            ptoks = len(prefix) // 4
+            if ptoks >= self.cache_min_tokens:
+                key = f"{request.get('model')}|{prefix}"
+                with self._lock:
+                    seen = key in self._cached_prefixes
+                    self._cached_prefixes.add(key)
+                if seen:
+                    cache_read = ptoks
+                else:
+                    cache_write = ptoks
+        output_tokens = 1 + sum(
+            len(json.dumps(b.get("input"))) // 4 + 10 if b.get("type") == "tool_use" else len(b.get("text", "")) // 4
+            for b in out.get("content", [])
+        )
+        max_tokens = int(request.get("max_tokens") or 0)
+        if max_tokens and output_tokens > max_tokens and out.get("stop_reason") != "max_tokens":
+            out["stop_reason"] = "max_tokens"
+            for b in out.get("content", []):
+                if b.get("type") == "tool_use" and isinstance(b.get("input"), dict):
+                    b["input"] = _cut(b["input"], max_tokens)
+            output_tokens = max_tokens
+        out["usage"] = {
+            "input_tokens": max(1, total - cache_read - cache_write),
+            "output_tokens": output_tokens,
+            "cache_creation_input_tokens": cache_write,
+            "cache_read_input_tokens": cache_read,
+        }
+        return out
+
+
+def _cut(tool_input: dict, max_tokens: int) -> dict:
+    """What a truncated tool call looks like: list fields keep only the items that fit."""
+    budget = max_tokens * 4
+    cut: dict = {}
+    for k, v in tool_input.items():
+        if isinstance(v, list):
+            kept, used = [], 0
+            for item in v:
+                used += len(json.dumps(item))
+                if used > budget:
+                    break
+                kept.append(item)
+            cut[k] = kept
+        else:
+            cut[k] = v
+    return cut
