@@ -1,0 +1,810 @@
+"""Text helpers for the heuristic judge: tokens, light stemming, synonyms, numbers, dates, quotes, cues.
+
+Everything here is pure and deterministic; no data files, no models.
+
+- ``terms(text)`` -> content ``Term`` s (stemmed + synonym-canonical key, entity flag)
+- ``quantities(text)`` -> ``Quantity`` s: numbers with units (converted to a base unit per
+  dimension), spelled-out numbers ("two hours forty minutes"), ranges ("8 to 10 minutes",
+  "between 2010 and 2015"), approximations ("about three hours"), years and dates
+- ``compare_quantity(claim_q, evidence_q)`` -> match | within | approx | partial | conflict | other
+- ``negated`` / ``hedges`` / ``speakers`` / ``quotes`` cue detectors
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# --------------------------------------------------------------------------- tokens
+
+_TOKEN = re.compile(r"[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?|[^\W\d_]+(?:['’\-][^\W\d_]+)*|[$€£¥%°º~]|[^\w\s]", re.UNICODE)
+
+
+_DIGITS = frozenset("0123456789")
+_DIGITS_OR_EMPTY = _DIGITS  # '' in a frozenset is False, matching str.isdigit('') semantics
+
+
+def _isnum(s: str) -> bool:
+    """ASCII digits only (str.isdigit accepts '²' and other characters int() rejects)."""
+    return bool(s) and all(ch in _DIGITS for ch in s)
+
+
+@dataclass(frozen=True)
+class Tok:
+    text: str
+    low: str
+    start: int
+    end: int
+
+
+def tokenize(text: str) -> list[Tok]:
+    """Word, number and symbol tokens with their character offsets."""
+    return [Tok(m.group(0), m.group(0).lower().replace("’", "'"), m.start(), m.end()) for m in _TOKEN.finditer(text or "")]
+
+
+STOPWORDS = frozenset(
+    """
+    a an the and or but if then else so as of at by for with in on to from into onto upon over under about
+    above below up down out off through during before after between among within without via per than
+    is are was were be been being am isn't aren't wasn't weren't 's
+    has have had having do does did done doing
+    will would shall should can could may might must
+    i me my mine we us our ours you your yours he him his she her hers it its they them their theirs
+    this that these those there here what which who whom whose when where why how
+    all any both each every few more most other some such only own same too very just also even
+    not no nor never none n't
+    s t d ll re ve m
+    again further once however therefore thus hence although though while whereas because since until
+    yes ok okay well really actually basically generally typically usually often sometimes always
+    one's etc e.g i.e
+    said says say stated states according
+    new
+    """.split()
+)
+
+#: irregular forms -> base
+IRREGULAR = {
+    "said": "say", "says": "say", "built": "build", "made": "make", "gave": "give", "given": "give",
+    "took": "take", "taken": "take", "found": "find", "went": "go", "gone": "go", "wrote": "write",
+    "written": "write", "began": "begin", "begun": "begin", "won": "win", "led": "lead", "held": "hold",
+    "ran": "run", "rose": "rise", "risen": "rise", "fell": "fall", "fallen": "fall", "grew": "grow",
+    "grown": "grow", "became": "become", "sold": "sell", "paid": "pay", "left": "leave", "brought": "bring",
+    "bought": "buy", "taught": "teach", "thought": "think", "told": "tell", "known": "know", "knew": "know",
+    "shown": "show", "chose": "choose", "chosen": "choose", "drove": "drive", "driven": "drive",
+    "spent": "spend", "sent": "send", "met": "meet", "kept": "keep", "lost": "lose", "saw": "see",
+    "seen": "see", "ate": "eat", "eaten": "eat", "children": "child", "men": "man", "women": "woman",
+    "people": "person", "mice": "mouse", "feet": "foot", "teeth": "tooth", "better": "good", "best": "good",
+    "worse": "bad", "worst": "bad", "larger": "large", "largest": "large", "bigger": "big", "biggest": "big",
+    "smaller": "small", "smallest": "small", "died": "die", "dies": "die", "lay": "lie", "slept": "sleep",
+    "struck": "strike", "spoke": "speak", "spoken": "speak", "stood": "stand", "understood": "understand",
+    "caught": "catch", "fought": "fight", "froze": "freeze", "frozen": "freeze", "hid": "hide",
+    "hidden": "hide", "rode": "ride", "shot": "shoot", "sang": "sing", "sung": "sing", "swam": "swim",
+    "threw": "throw", "thrown": "throw", "wore": "wear", "worn": "wear", "flew": "fly", "flown": "fly",
+    "forgot": "forget", "forgotten": "forget", "got": "get", "gotten": "get", "heard": "hear", "meant": "mean",
+    "data": "datum", "criteria": "criterion", "analyses": "analysis", "was": "be", "were": "be",
+}
+
+#: synonym groups (words of a group share one key); keep small and unambiguous
+SYNONYM_GROUPS: list[tuple[str, ...]] = [
+    ("reduce", "lower", "decrease", "cut", "lessen", "diminish", "drop", "decline", "fall", "shrink", "less", "fewer"),
+    ("increase", "raise", "boost", "rise", "grow", "elevate", "higher", "greater", "climb", "more"),
+    ("drug", "medication", "medicine", "medicament"),
+    ("begin", "start", "commence", "launch", "initiate"),
+    ("end", "finish", "conclude", "terminate", "complete"),
+    ("build", "construct", "erect"),
+    ("buy", "purchase", "acquire"),
+    ("big", "large", "huge", "enormous"),
+    ("small", "little", "tiny"),
+    ("car", "automobile"),
+    ("doctor", "physician"),
+    ("say", "state", "announce", "declare", "remark"),
+    ("show", "demonstrate", "indicate", "reveal"),
+    ("help", "aid", "assist"),
+    ("use", "utilize", "utilise", "employ"),
+    ("need", "require"),
+    ("found", "establish"),
+    ("create", "produce", "generate"),
+    ("allow", "permit", "enable", "let"),
+    ("fast", "quick", "rapid", "swift"),
+    ("error", "mistake"),
+    ("author", "writer"),
+    ("kid", "child"),
+    ("heat", "warm"),
+    ("shut", "close"),
+    ("ban", "prohibit", "forbid", "outlaw"),
+    ("approve", "authorize", "authorise", "sanction"),
+    ("hire", "recruit"),
+    ("fire", "dismiss", "sack"),
+    ("die", "perish"),
+    ("kill", "slay"),
+    ("home", "house", "residence"),
+    ("illness", "disease", "sickness"),
+    ("symptom", "sign"),
+    ("study", "research", "trial"),
+    ("company", "firm", "business", "corporation"),
+    ("city", "town"),
+    ("country", "nation"),
+    ("vehicle", "car"),
+    ("picture", "photo", "photograph", "image"),
+    ("receive", "get", "obtain"),
+    ("mostly", "mainly", "primarily", "largely"),
+    ("important", "significant", "key", "crucial"),
+    ("happen", "occur"),
+    ("cost", "price"),
+    ("award", "prize"),
+    ("film", "movie"),
+    ("method", "approach", "technique"),
+    ("goal", "aim", "objective"),
+    ("answer", "reply", "respond", "response"),
+    ("near", "close"),
+    ("speak", "talk"),
+    ("choose", "select", "pick"),
+    ("keep", "retain", "maintain"),
+    ("tell", "inform"),
+    ("harm", "damage", "injure", "hurt"),
+    ("attempt", "try"),
+    ("rule", "regulation"),
+    ("law", "statute", "act"),
+    ("weight", "mass"),
+    ("mix", "combine", "blend", "stir"),
+    ("consume", "eat", "ingest"),
+    ("stop", "halt", "cease"),
+    ("rate", "interest"),
+    ("roughly", "approximately", "about", "around"),
+    ("elevator", "lift"),
+    ("visitor", "tourist"),
+    ("location", "site"),
+    ("tall", "high"),
+]
+
+#: antonym pairs between synonym-group heads (or plain stems)
+ANTONYM_PAIRS: list[tuple[str, str]] = [
+    ("increase", "reduce"), ("open", "shut"), ("before", "after"), ("approve", "reject"), ("win", "lose"),
+    ("allow", "ban"), ("true", "false"), ("above", "below"), ("maximum", "minimum"), ("north", "south"),
+    ("east", "west"), ("first", "last"), ("earliest", "latest"), ("safe", "dangerous"), ("legal", "illegal"),
+    ("hot", "cold"), ("positive", "negative"), ("include", "exclude"), ("success", "failure"),
+    ("alive", "dead"), ("young", "old"), ("import", "export"), ("buy", "sell"), ("wet", "dry"),
+    ("inside", "outside"), ("begin", "end"), ("early", "late"), ("cheap", "expensive"), ("strong", "weak"),
+    ("same", "different"), ("long", "short"), ("big", "small"), ("fast", "slow"), ("easy", "difficult"),
+    ("majority", "minority"), ("gain", "lose"), ("profit", "loss"), ("accept", "reject"), ("public", "private"),
+    ("internal", "external"), ("male", "female"), ("left", "right"), ("success", "fail"), ("win", "loss"),
+    ("effective", "ineffective"), ("common", "rare"), ("high", "low"), ("rich", "poor"),
+]
+
+# words used inside hedge/negation cues: excluded from content overlap
+HEDGE_WORDS = frozenset(
+    "may might could possibly perhaps probably likely unlikely potentially reportedly allegedly presumably "
+    "apparently suggest suggests suggested seem seems seemed appear appears appeared thought believed "
+    "considered tend tends maybe arguably".split()
+)
+#: verbs that carry little content: weigh half in overlap
+LIGHT_WORDS = frozenset(
+    "stand locate situate take make get become remain call name know include feature place sit go come put give "
+    "located situated called named known including featuring".split()
+)
+NEGATION_WORDS = frozenset("not no never none nobody nothing neither nor without cannot n't".split())
+
+
+def _strip_suffix(w: str) -> str:
+    if len(w) <= 3:
+        return w
+    for suf, rep in (("ies", "y"), ("ied", "y"), ("sses", "ss"), ("ness", ""), ("ment", ""), ("ings", ""), ("ing", ""),
+                     ("edly", ""), ("ly", ""), ("ed", ""), ("es", "e"), ("s", "")):
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
+            if suf == "s" and (w.endswith("ss") or w.endswith("us") or w.endswith("is")):
+                return w
+            if suf == "ly" and not (len(w) > 5):
+                return w
+            w = w[: -len(suf)] + rep
+            break
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]  # stopp -> stop, runn -> run
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]  # bake/baked/baking -> bak
+    return w
+
+
+def stem(word: str) -> str:
+    """Light stemmer: irregular forms, then suffix stripping (consistent, not linguistic)."""
+    w = word.lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    w = IRREGULAR.get(w, w)
+    return _strip_suffix(w)
+
+
+_SYN: dict[str, str] = {}
+for _group in SYNONYM_GROUPS:
+    _head = _strip_suffix(_group[0])
+    for _w in _group:
+        _SYN.setdefault(stem(_w), _head)
+_ANT: dict[str, set[str]] = {}
+for _a, _b in ANTONYM_PAIRS:
+    ka, kb = _SYN.get(stem(_a), stem(_a)), _SYN.get(stem(_b), stem(_b))
+    _ANT.setdefault(ka, set()).add(kb)
+    _ANT.setdefault(kb, set()).add(ka)
+
+
+def key(word: str) -> str:
+    """Comparison key: stem mapped to its synonym group's head."""
+    s = stem(word)
+    return _SYN.get(s, s)
+
+
+def antonyms(k: str) -> set[str]:
+    """Keys that mean the opposite of key ``k``."""
+    return _ANT.get(k, set())
+
+
+# --------------------------------------------------------------------------- numbers
+
+NUM_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+    "fourty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "dozen": 12,
+}
+MULTIPLIERS = {"hundred": 100, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "mn": 1e6}
+
+#: unit token -> (dimension, factor to base, display)
+UNITS: dict[str, tuple[str, float, str]] = {}
+
+
+def _u(dim: str, factor: float, *names: str) -> None:
+    for n in names:
+        UNITS[n] = (dim, factor, names[0])
+
+
+_u("time", 1, "seconds", "second", "secs", "sec", "s")
+_u("time", 60, "minutes", "minute", "mins", "min")
+_u("time", 3600, "hours", "hour", "hrs", "hr", "h")
+_u("time", 86400, "days", "day")
+_u("time", 604800, "weeks", "week", "wks")
+_u("time", 2629800, "months", "month")
+_u("time", 31557600, "years", "year", "yrs", "yr")
+_u("time", 315576000, "decades", "decade")
+_u("time", 3155760000, "centuries", "century")
+_u("temp_f", 1, "F", "f", "fahrenheit")
+_u("temp_c", 1, "C", "c", "celsius", "centigrade")
+_u("length", 0.001, "mm", "millimeters", "millimetres", "millimeter", "millimetre")
+_u("length", 0.01, "cm", "centimeters", "centimetres", "centimeter", "centimetre")
+_u("length", 1, "m", "meters", "metres", "meter", "metre")
+_u("length", 1000, "km", "kilometers", "kilometres", "kilometer", "kilometre", "kms")
+_u("length", 0.0254, "inches", "inch")
+_u("length", 0.3048, "feet", "foot", "ft")
+_u("length", 0.9144, "yards", "yard", "yd")
+_u("length", 1609.344, "miles", "mile", "mi")
+_u("mass", 0.001, "mg", "milligrams", "milligram")
+_u("mass", 1, "g", "grams", "gram", "gr")
+_u("mass", 1000, "kg", "kilograms", "kilogram", "kilos", "kilo")
+_u("mass", 453.592, "lb", "lbs", "pounds", "pound")
+_u("mass", 28.3495, "oz", "ounces", "ounce")
+_u("mass", 1e6, "tons", "ton", "tonnes", "tonne")
+_u("volume", 1, "ml", "milliliters", "millilitres", "milliliter", "millilitre")
+_u("volume", 1000, "l", "liters", "litres", "liter", "litre")
+_u("volume", 236.6, "cups", "cup")
+_u("volume", 14.79, "tbsp", "tablespoons", "tablespoon")
+_u("volume", 4.93, "tsp", "teaspoons", "teaspoon")
+_u("volume", 3785.4, "gallons", "gallon")
+_u("percent", 1, "%", "percent", "pct")
+_u("money_usd", 1, "dollars", "dollar", "usd")
+_u("money_usd", 0.01, "cents", "cent")
+_u("money_eur", 1, "euros", "euro", "eur")
+_u("speed", 1, "mph")
+_u("speed_k", 1, "kph", "km/h")
+_u("energy", 1, "calories", "calorie", "kcal", "cal")
+_u("data", 1, "mb", "megabytes")
+_u("data", 1000, "gb", "gigabytes")
+_u("data", 1e6, "tb", "terabytes")
+_u("degrees", 1, "degrees", "degree")
+
+CURRENCY_PREFIX = {"$": "money_usd", "€": "money_eur", "£": "money_gbp", "¥": "money_jpy"}
+_APPROX_1 = {"about", "around", "approximately", "roughly", "nearly", "almost", "some", "circa", "ca", "~",
+             "over", "under", "approx", "estimated", "upwards"}
+_APPROX_2 = {("more", "than"), ("less", "than"), ("fewer", "than"), ("up", "to"), ("at", "least"), ("at", "most"),
+             ("close", "to"), ("just", "over"), ("just", "under"), ("well", "over"), ("or", "so"), ("as", "many"),
+             ("as", "much")}
+_DURATION_INTRO = {"for", "in", "after", "within", "about", "around", "than", "over", "takes", "took", "take",
+                   "lasts", "lasted", "last", "nearly", "almost", "roughly", "under"}
+MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
+    "september": 9, "october": 10, "november": 11, "december": 12, "jan": 1, "feb": 2, "mar": 3, "apr": 4,
+    "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+}
+
+
+@dataclass
+class Quantity:
+    """A number (or range, or date) found in text, in a comparable form."""
+
+    lo: float
+    hi: float
+    dim: str  # time, length, temp_f, percent, money_usd, count:<key>, num, year, date
+    text: str  # verbatim span
+    approx: bool = False
+    date: tuple[int | None, int | None, int | None] | None = None  # (year, month, day)
+    token_span: tuple[int, int] = (0, 0)
+
+    @property
+    def is_range(self) -> bool:
+        return self.hi != self.lo
+
+
+def _num_at(toks: list[Tok], i: int) -> tuple[float, int] | None:
+    """Parse a number starting at token i: digits (with multiplier) or spelled words. -> (value, next index)."""
+    if i >= len(toks):
+        return None
+    t = toks[i]
+    if t.low[0] in _DIGITS:
+        try:
+            v = float(t.low.replace(",", ""))
+        except ValueError:
+            return None
+        j = i + 1
+        if j < len(toks) and toks[j].low in MULTIPLIERS:
+            v *= MULTIPLIERS[toks[j].low]
+            j += 1
+        return v, j
+    total, current, j, seen = 0.0, 0.0, i, False
+    while j < len(toks):
+        w = toks[j].low
+        parts = w.split("-")
+        if all(p in NUM_WORDS for p in parts) and (w != "dozen" or seen or True):
+            if w == "dozen":
+                current = (current or 1) * 12
+            else:
+                current += sum(NUM_WORDS[p] for p in parts)
+            seen = True
+        elif w in MULTIPLIERS and seen:
+            if w == "hundred":
+                current *= 100
+            else:
+                total += current * MULTIPLIERS[w]
+                current = 0
+        elif w == "and" and seen and j + 1 < len(toks) and toks[j + 1].low in NUM_WORDS and current >= 100:
+            pass
+        else:
+            break
+        j += 1
+    if not seen:
+        return None
+    return total + current, j
+
+
+def _unit_at(toks: list[Tok], j: int, text_before_adjacent: bool) -> tuple[tuple[str, float, str] | None, int]:
+    """Unit starting at token j -> ((dim, factor, display), next index)."""
+    if j >= len(toks):
+        return None, j
+    w = toks[j]
+    if w.low in ("°", "º"):
+        if j + 1 < len(toks) and toks[j + 1].low in ("f", "c"):
+            return UNITS[toks[j + 1].text.upper()] if toks[j + 1].text.upper() in UNITS else None, j + 2
+        return UNITS["degrees"], j + 1
+    if w.low in ("degrees", "degree"):
+        if j + 1 < len(toks) and toks[j + 1].low in ("f", "c", "fahrenheit", "celsius", "centigrade"):
+            return UNITS[toks[j + 1].low if len(toks[j + 1].low) > 1 else toks[j + 1].text.upper()], j + 2
+        return UNITS["degrees"], j + 1
+    if w.low == "per" and j + 1 < len(toks) and toks[j + 1].low == "cent":
+        return UNITS["%"], j + 2
+    # single letters only count as units when written in the unit's usual case / adjacent to the digits
+    if len(w.low) == 1 and w.low not in ("%",):
+        if w.text in ("F", "C") or (text_before_adjacent and w.low in ("s", "h", "m", "g", "l")):
+            return UNITS.get(w.text if w.text in ("F", "C") else w.low), j + 1
+        return None, j
+    if w.low in UNITS:
+        return UNITS[w.low], j + 1
+    return None, j
+
+
+def _approx_before(toks: list[Tok], i: int) -> bool:
+    k = i - 1
+    if k >= 0 and toks[k].low in CURRENCY_PREFIX:
+        k -= 1
+    if k >= 0 and toks[k].low in _APPROX_1:
+        return True
+    if k >= 1 and (toks[k - 1].low, toks[k].low) in _APPROX_2:
+        return True
+    return False
+
+
+def _generic_unit(toks: list[Tok], j: int) -> str | None:
+    for k in range(j, min(j + 2, len(toks))):
+        w = toks[k].low
+        if not w[0].isalpha():
+            return None
+        if w in STOPWORDS or w in NUM_WORDS or w in MULTIPLIERS:
+            if k == j and w in ("of",):
+                return None
+            continue
+        return key(w)
+    return None
+
+
+def _day_at(toks: list[Tok], i: int) -> tuple[int, int] | None:
+    if i < len(toks) and _isnum(toks[i].low) and 1 <= int(toks[i].low) <= 31:
+        j = i + 1
+        if j < len(toks) and toks[j].low in ("st", "nd", "rd", "th") and toks[j].start == toks[i].end:
+            j += 1
+        return int(toks[i].low), j
+    return None
+
+
+def _year_at(toks: list[Tok], i: int) -> tuple[int, int] | None:
+    j = i
+    if j < len(toks) and toks[j].low == ",":
+        j += 1
+    if j < len(toks) and _isnum(toks[j].low) and len(toks[j].low) == 4 and 1000 <= int(toks[j].low) <= 2100:
+        return int(toks[j].low), j + 1
+    return None
+
+
+def _date_at(toks: list[Tok], i: int) -> tuple[tuple[int | None, int | None, int | None], int] | None:
+    """Month-name dates: 'March 5, 2020', '5 March 2020', 'March 2020', 'the 5th of March'."""
+    t = toks[i]
+    if t.low in MONTHS and (t.text[0].isupper() or t.low != "may"):
+        if t.low == "may" and not (i + 1 < len(toks) and toks[i + 1].low[:1] in _DIGITS_OR_EMPTY):
+            return None
+        m = MONTHS[t.low]
+        j = i + 1
+        if j < len(toks) and toks[j].low == ".":
+            j += 1
+        d = _day_at(toks, j)
+        if d and not (len(toks[j].low) == 4):
+            y = _year_at(toks, d[1])
+            return ((y[0] if y else None), m, d[0]), (y[1] if y else d[1])
+        y = _year_at(toks, j)
+        if y:
+            return (y[0], m, None), y[1]
+        if t.low in ("march", "june", "july", "august", "september", "october", "november", "december",
+                     "january", "february", "april") and t.text[0].isupper():
+            return (None, m, None), j
+        return None
+    d = _day_at(toks, i)
+    if d:
+        j = d[1]
+        if j < len(toks) and toks[j].low == "of":
+            j += 1
+        if j < len(toks) and toks[j].low in MONTHS and toks[j].text[0].isupper():
+            m = MONTHS[toks[j].low]
+            y = _year_at(toks, j + 1)
+            return ((y[0] if y else None), m, d[0]), (y[1] if y else j + 1)
+    return None
+
+
+def _time_merge(q: Quantity, toks: list[Tok], j: int, text: str) -> tuple[Quantity, int]:
+    """'two hours forty minutes', '2 hours and 40 minutes', 'an hour and a half'."""
+    while j < len(toks):
+        k = j
+        if toks[k].low in ("and", ","):
+            k += 1
+        if k + 1 < len(toks) and toks[k].low in ("a", "an") and toks[k + 1].low == "half":
+            unit_sec = q.lo and _last_unit_factor(q)
+            if unit_sec:
+                q.lo += unit_sec * 0.5
+                q.hi += unit_sec * 0.5
+                q.text = text[toks[q.token_span[0]].start: toks[k + 1].end]
+                j = k + 2
+                continue
+            break
+        n = _num_at(toks, k)
+        if not n:
+            break
+        u, nxt = _unit_at(toks, n[1], False)
+        if not u or u[0] != "time":
+            break
+        q.lo += n[0] * u[1]
+        q.hi += n[0] * u[1]
+        q.text = text[toks[q.token_span[0]].start: toks[nxt - 1].end]
+        q.token_span = (q.token_span[0], nxt)
+        q._unit = u[1]  # type: ignore[attr-defined]
+        j = nxt
+    return q, j
+
+
+def _last_unit_factor(q: Quantity) -> float | None:
+    return getattr(q, "_unit", None)
+
+
+def quantities(text: str) -> list[Quantity]:
+    """All numbers/ranges/dates/years in ``text`` with units normalised to a base per dimension."""
+    toks = tokenize(text)
+    out: list[Quantity] = []
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        dt = _date_at(toks, i)
+        if dt:
+            (y, m, d), j = dt
+            out.append(Quantity(y or 0, y or 0, "date", text[t.start: toks[j - 1].end], date=(y, m, d), token_span=(i, j)))
+            i = j
+            continue
+        currency = None
+        start_i = i
+        if t.low in CURRENCY_PREFIX and i + 1 < len(toks) and toks[i + 1].low[:1] in _DIGITS_OR_EMPTY:
+            currency = CURRENCY_PREFIX[t.low]
+            i += 1
+            t = toks[i]
+        # "an hour", "a minute": an implicit one before a time unit
+        if t.low in ("a", "an") and i >= 1 and toks[i - 1].low in _DURATION_INTRO and i + 1 < len(toks) and UNITS.get(toks[i + 1].low, ("",))[0] == "time" and toks[i + 1].low not in ("s", "h", "m", "min"):
+            u = UNITS[toks[i + 1].low]
+            q = Quantity(u[1], u[1], "time", text[t.start: toks[i + 1].end], token_span=(i, i + 2))
+            q._unit = u[1]  # type: ignore[attr-defined]
+            q, j = _time_merge(q, toks, i + 2, text)
+            q.approx = _approx_before(toks, i)
+            out.append(q)
+            i = j
+            continue
+        clock = _clock_at(toks, i, text)
+        if clock:
+            out.append(clock)
+            i = clock.token_span[1]
+            continue
+        n = _num_at(toks, i)
+        if not n:
+            i += 1
+            continue
+        value, j = n
+        if t.low == "one" and j < len(toks) and toks[j].low in ("of", "another", "day", "time"):
+            i = j
+            continue
+        adjacent = j < len(toks) and toks[j].start == toks[j - 1].end
+        q = _make_quantity(text, toks, start_i, i, j, value, currency, adjacent)
+        j = q.token_span[1]
+        # ranges: "8 to 10 minutes", "8-10", "between 2010 and 2015", "from 3 to 5"
+        between = i >= 1 and toks[i - 1].low in ("between", "from") or (currency and i >= 2 and toks[i - 2].low in ("between", "from"))
+        if j + 1 < len(toks) and (toks[j].low in ("to", "-", "–", "—", "or", "through") or (between and toks[j].low == "and")):
+            k = j + 1
+            cur2 = currency
+            if k < len(toks) and toks[k].low in CURRENCY_PREFIX:
+                cur2 = CURRENCY_PREFIX[toks[k].low]
+                k += 1
+            n2 = _num_at(toks, k)
+            if n2:
+                adj2 = n2[1] < len(toks) and toks[n2[1]].start == toks[n2[1] - 1].end
+                q2 = _make_quantity(text, toks, k, k, n2[1], n2[0], cur2, adj2)
+                merged = _merge_range(q, q2, text, toks, start_i)
+                if merged is not None:
+                    q = merged
+                    j = q.token_span[1]
+        if q.dim == "time" and not q.is_range:
+            q, j = _time_merge(q, toks, j, text)
+        q.approx = _approx_before(toks, start_i) or (j + 1 < len(toks) and (toks[j].low, toks[j + 1].low) == ("or", "so"))
+        out.append(q)
+        i = max(j, i + 1)
+    return out
+
+
+def _clock_at(toks: list[Tok], i: int, text: str) -> Quantity | None:
+    """Times of day: '9:45', '9:30 a.m.', '21:00' -> minutes after midnight (dim 'clock')."""
+    if not (i + 2 < len(toks) and _isnum(toks[i].low) and toks[i + 1].low == ":" and _isnum(toks[i + 2].low)
+            and toks[i + 1].start == toks[i].end and len(toks[i + 2].low) == 2):
+        return None
+    h, m = int(toks[i].low), int(toks[i + 2].low)
+    if h > 24 or m > 59:
+        return None
+    j = i + 3
+    rest = text[toks[i + 2].end: toks[i + 2].end + 6].lower().replace(" ", "")
+    if rest.startswith(("p.m", "pm")) and h < 12:
+        h += 12
+    while j < len(toks) and toks[j].low in ("a", "p", "m", ".", "am", "pm") and toks[j].start - toks[j - 1].end <= 1:
+        j += 1
+    return Quantity(h * 60 + m, h * 60 + m, "clock", text[toks[i].start: toks[j - 1].end], token_span=(i, j))
+
+
+def _merge_range(q: Quantity, q2: Quantity, text: str, toks: list[Tok], start_i: int) -> Quantity | None:
+    """Join 'X to Y unit' into one range quantity; the first end borrows the second's unit."""
+    if q.dim == q2.dim:
+        lo, hi = q.lo, q2.hi
+    elif q.dim == "num" and q2.dim != "date":
+        factor = _unit_of(q2) if q2.dim not in ("year",) and not q2.dim.startswith("count") else 1.0
+        lo = q.lo * factor
+        if q2.dim == "temp_f" and re.search(r"\b(?:C|celsius|centigrade)\b", q2.text, re.I):
+            lo = q.lo * 9 / 5 + 32
+        hi = q2.hi
+    else:
+        return None
+    if q.dim == "num" and q2.dim == "year":
+        return None
+    out = Quantity(min(lo, hi), max(lo, hi), q2.dim, text[toks[start_i].start: toks[q2.token_span[1] - 1].end],
+                   token_span=(start_i, q2.token_span[1]))
+    out._unit = _unit_of(q2)  # type: ignore[attr-defined]
+    return out
+
+
+def _make_quantity(text: str, toks: list[Tok], start_i: int, i: int, j: int, value: float,
+                   currency: str | None, adjacent: bool) -> Quantity:
+    """Attach a unit (or year/count/num dimension) to a parsed number ending at token j."""
+    span_start = toks[start_i].start
+    if currency:
+        mult_j = j
+        return Quantity(value, value, currency, text[span_start: toks[mult_j - 1].end], token_span=(start_i, mult_j))
+    raw = toks[i].low
+    # decades: 1990s
+    if adjacent and toks[j].low == "s" and _isnum(raw) and len(raw) == 4:
+        v = int(raw)
+        return Quantity(v, v + 9, "year", text[span_start: toks[j].end], token_span=(start_i, j + 1))
+    u, k = _unit_at(toks, j, adjacent)
+    if not u and j + 1 < len(toks) and toks[j].low == "-" and toks[j].start == toks[j - 1].end:
+        u, k = _unit_at(toks, j + 1, False)
+        if u and u[0] == "percent":
+            u = None
+    if u:
+        dim, factor, _ = u
+        q = Quantity(value * factor, value * factor, dim, text[span_start: toks[k - 1].end], token_span=(start_i, k))
+        if dim == "temp_c":
+            q = Quantity(value * 9 / 5 + 32, value * 9 / 5 + 32, "temp_f", q.text, token_span=q.token_span)
+        q._unit = factor  # type: ignore[attr-defined]
+        return q
+    if _isnum(raw) and len(raw) == 4 and 1000 <= value <= 2100 and j - i == 1:
+        return Quantity(value, value, "year", text[span_start: toks[j - 1].end], token_span=(start_i, j))
+    g = _generic_unit(toks, j)
+    if g:
+        # include the counted noun in the span for readable reasons
+        end = j
+        while end < len(toks) and end < j + 2 and key(toks[end].low) != g:
+            end += 1
+        end = min(end + 1, len(toks))
+        return Quantity(value, value, "count:" + g, text[span_start: toks[end - 1].end], token_span=(start_i, j))
+    return Quantity(value, value, "num", text[span_start: toks[j - 1].end], token_span=(start_i, j))
+
+
+def _close(a: float, b: float, rel: float = 1e-3) -> bool:
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-9)
+
+
+def _decimals(text: str) -> int:
+    m = re.search(r"\d+\.(\d+)", text)
+    return len(m.group(1)) if m else 0
+
+
+def compare_quantity(c: Quantity, e: Quantity) -> str:
+    """How claim quantity ``c`` relates to evidence quantity ``e`` of the same dimension.
+
+    match: same value/range (or the claim is a less precise date that agrees)
+    within: the claim value lies inside the evidence range
+    approx: the claim approximates/rounds/widens the evidence value (specificity loss)
+    conflict: different values
+    other: not comparable
+    """
+    if c.dim != e.dim:
+        if {c.dim, e.dim} == {"year", "date"}:
+            cy = c.date[0] if c.date else int(c.lo)
+            ey = e.date[0] if e.date else int(e.lo)
+            if cy is None or ey is None:
+                return "other"
+            if c.dim == "year" and c.is_range:
+                return "match" if c.lo <= ey <= c.hi else "conflict"
+            if cy != ey:
+                return "conflict"
+            return "match" if c.dim == "year" else "approx"  # claim adds month/day the evidence lacks
+        return "other"
+    if c.dim == "date":
+        cy, cm, cd = c.date or (None, None, None)
+        ey, em, ed = e.date or (None, None, None)
+        for a, b in ((cy, ey), (cm, em), (cd, ed)):
+            if a is not None and b is not None and a != b:
+                return "conflict"
+        for a, b in ((cy, ey), (cm, em), (cd, ed)):
+            if a is not None and b is None:
+                return "approx"
+        return "match"
+    if _close(c.lo, e.lo) and _close(c.hi, e.hi):
+        return "match"
+    if not c.is_range and e.is_range and e.lo - 1e-9 <= c.lo <= e.hi + 1e-9:
+        return "within"
+    if c.is_range and not e.is_range and c.lo <= e.lo <= c.hi:
+        return "approx"
+    if c.is_range and e.is_range and c.lo <= e.hi and e.lo <= c.hi:
+        return "approx"
+    if not c.is_range and not e.is_range:
+        if c.approx and _close(c.lo, e.lo, 0.2):
+            return "approx"
+        d = _decimals(c.text)
+        if round(e.lo / _unit_of(c), d) == round(c.lo / _unit_of(c), d) and _decimals(e.text) > d:
+            return "approx"
+    if c.approx and e.is_range and _close(c.lo, (e.lo + e.hi) / 2, 0.25):
+        return "approx"
+    return "conflict"
+
+
+def _unit_of(q: Quantity) -> float:
+    return getattr(q, "_unit", 1.0) or 1.0
+
+
+# --------------------------------------------------------------------------- cues
+
+_NEG_IGNORE = re.compile(r"\bnot\s+only\b|\bno\s+doubt\b|\bnot\s+just\b|\bno\.\s*\d|\bnothing\s+but\b|\bno\s+sooner\b", re.I)
+_NEG = re.compile(
+    r"\b(?:not|never|no|none|nobody|nothing|neither|nor|without|cannot|no\s+longer|fail(?:s|ed)?\s+to|lack(?:s|ed)?)\b|n['’]t\b",
+    re.I,
+)
+_HEDGE = re.compile(
+    r"\b(?:may|might|could|possibly|perhaps|probably|likely|unlikely|potentially|reportedly|allegedly|presumably|"
+    r"apparently|maybe|arguably|suggests?|suggested|seems?\s+to|seemed\s+to|appears?\s+to|appeared\s+to|"
+    r"(?:is|are|was|were)\s+(?:thought|believed|considered|said|reported|suspected|expected)\s+to|tends?\s+to|"
+    r"it\s+is\s+possible|in\s+some\s+cases|can\s+sometimes)\b",
+    re.I,
+)
+
+
+def negation_cues(text: str) -> list[str]:
+    """Negation cue strings in ``text`` ("not", "never", "n't", ...), ignoring "not only", "no doubt"."""
+    t = _NEG_IGNORE.sub(" ", text)
+    t = re.sub(r"\bMay\b", "May", t)
+    return [m.group(0).lower() for m in _NEG.finditer(t)]
+
+
+def hedge_cues(text: str) -> list[str]:
+    """Hedge cue strings: "may", "might", "is thought to", ...; the month 'May' is ignored."""
+    out = []
+    for m in _HEDGE.finditer(text):
+        if m.group(0) == "May":
+            continue
+        out.append(m.group(0).lower())
+    return out
+
+
+# --------------------------------------------------------------------------- speakers and quotes
+
+TITLES = frozenset(
+    """chair chairman chairwoman chairperson president vice secretary treasury minister prime sen senator rep
+    representative gov governor mayor judge justice dr mr mrs ms mx prof professor sir dame lord lady ceo cfo cto
+    coo founder director general gen col captain capt chief officer commissioner ambassador spokesperson
+    spokesman spokeswoman federal reserve fed state the king queen prince princess pope bishop rev saint st
+    economist analyst coach manager""".split()
+)
+_NAME = r"((?:[A-Z][\w.'’\-]*\s+){0,4}[A-Z][\w.'’\-]*)"
+_SAY = r"(?:said|says|say|stated|states|added|adds|told|tells|wrote|writes|explained|explains|announced|announces|declared|declares|noted|notes|claimed|claims|argued|argues|warned|warns|insisted|insists|remarked|replied|called|calls|described|describes|promised|promises|pledged|acknowledged|admitted|cautioned)"
+_QUOTE = re.compile(r"[\"“]([^\"”]{3,})[\"”]|(?<![\w'’])['‘]([^'‘’]{3,}?)['’](?![\w'’])")
+_AFTER_SPEAKER = [
+    re.compile(r"^[\s,.]*" + _SAY + r"\s+" + _NAME),
+    re.compile(r"^[\s,.]*" + _NAME + r"\s+" + _SAY + r"\b"),
+]
+_BEFORE_SPEAKER = re.compile(_NAME + r"\s+" + _SAY + r"(?:\s+[\w'’]+){0,4}\s*[:,]?\s*(?:that\s+)?$")
+_ATTRIB = [
+    re.compile(_NAME + r"\s+" + _SAY + r"\b"),
+    re.compile(r"\b" + _SAY + r"\s+" + _NAME),
+    re.compile(r"\b[Aa]ccording\s+to\s+" + _NAME),
+]
+
+
+def name_keys(name: str) -> set[str]:
+    """Lower-case name tokens without titles: 'Treasury Secretary Yellen' -> {'yellen'}."""
+    toks = [w.strip(".,'’").lower() for w in name.split()]
+    return {w for w in toks if w and w not in TITLES and w not in STOPWORDS}
+
+
+@dataclass
+class Quote:
+    text: str
+    speaker: set[str] = field(default_factory=set)
+    speaker_text: str = ""
+
+
+def quotes(text: str) -> list[Quote]:
+    """Quoted passages with the speaker named right before or after them (if any)."""
+    out = []
+    for m in _QUOTE.finditer(text):
+        spk, spk_text = set(), ""
+        after = text[m.end(): m.end() + 80]
+        for pat in _AFTER_SPEAKER:
+            a = pat.match(after)
+            if a and name_keys(a.group(1)):
+                spk, spk_text = name_keys(a.group(1)), a.group(1)
+                break
+        if not spk:
+            b = _BEFORE_SPEAKER.search(text[max(0, m.start() - 80): m.start()])
+            if b and name_keys(b.group(1)):
+                spk, spk_text = name_keys(b.group(1)), b.group(1)
+        out.append(Quote(m.group(1) or m.group(2), spk, spk_text.strip().rstrip(".,")))
+    return out
+
+
+def speakers(text: str) -> tuple[set[str], str]:
+    """Names a statement is attributed to ("X said", "said X", "according to X") -> (keys, display)."""
+    for pat in _ATTRIB:
+        for m in pat.finditer(text):
+            k = name_keys(m.group(1))
+            if k:
+                return k, m.group(1).strip().rstrip(".,")
+    return set(), ""

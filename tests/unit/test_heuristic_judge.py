@@ -1,0 +1,335 @@
+"""The offline heuristic judge: seed examples, one test per failure type, paraphrases, robustness."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Judge, Verdict
+from evaluator_worker.judges.heuristic import HeuristicJudge
+from evaluator_worker.judges.textmatch import compare_quantity, quantities
+
+JUDGE = HeuristicJudge()
+
+
+def judge_one(claim: str, contexts: list[str], question: str | None = None) -> ClaimVerdict:
+    return JUDGE.verify([Claim(id="c1", text=claim)], contexts, question).verdicts[0]
+
+
+# --------------------------------------------------------------------------- seed examples
+
+
+def test_seed_wrong_oven_temperature_is_contradicted():
+    """'bake at 350 F for 8 to 10 minutes' vs a claim of 400 F -> CONTRADICTED with the numbers in the reason."""
+    v = judge_one("Bake the cookies at 400 F.", ["Bake at 350 F for 8 to 10 minutes."])
+    assert v.verdict is Verdict.CONTRADICTED
+    assert "400 F" in v.reason and "350 F" in v.reason
+    assert v.evidence == "Bake at 350 F for 8 to 10 minutes."
+    assert v.context_index == 0
+    assert v.confidence >= 0.8
+
+
+def test_seed_spelled_out_duration_approximation_is_unsupported():
+    """'two hours forty minutes' vs 'about three hours' -> UNSUPPORTED (specificity loss), not CONTRADICTED."""
+    v = judge_one("The flight takes about three hours.", ["The flight from Boston to Chicago takes two hours forty minutes."])
+    assert v.verdict is Verdict.UNSUPPORTED
+    assert "three hours" in v.reason and "two hours forty minutes" in v.reason
+
+
+def test_seed_quote_given_to_wrong_speaker_is_contradicted():
+    """A quote attributed to Yellen when the context attributes it to Powell -> CONTRADICTED."""
+    ctx = ['"We will not raise rates," said Chair Powell.']
+    v = judge_one('Treasury Secretary Yellen said "we will not raise rates."', ctx)
+    assert v.verdict is Verdict.CONTRADICTED
+    assert "Yellen" in v.reason and "Powell" in v.reason
+    assert v.evidence == ctx[0]
+
+
+def test_seed_may_reduce_vs_reduces_is_unsupported():
+    """'may reduce' when the context says 'reduces' -> UNSUPPORTED (hedge inflation)."""
+    v = judge_one("Regular exercise may reduce blood pressure.", ["Regular exercise reduces blood pressure."])
+    assert v.verdict is Verdict.UNSUPPORTED
+    assert "may" in v.reason
+
+
+# --------------------------------------------------------------------------- numbers and units
+
+
+def test_exact_numbers_and_ranges_are_supported():
+    """Matching temperature and range are SUPPORTED."""
+    v = judge_one("Bake at 350 F for 8 to 10 minutes.", ["Preheat the oven. Bake at 350 F for 8 to 10 minutes."])
+    assert v.verdict is Verdict.SUPPORTED
+    assert v.evidence == "Bake at 350 F for 8 to 10 minutes."
+
+
+def test_number_outside_range_is_contradicted():
+    """12 minutes against '8 to 10 minutes' for the same step -> CONTRADICTED."""
+    assert judge_one("Bake for 12 minutes.", ["Bake at 350 F for 8 to 10 minutes."]).verdict is Verdict.CONTRADICTED
+
+
+def test_unit_conversion_counts_as_same_value():
+    """2 hours = 120 minutes: SUPPORTED, while 3 hours is CONTRADICTED."""
+    ctx = ["The marinade needs 120 minutes in the fridge."]
+    assert judge_one("The marinade needs 2 hours in the fridge.", ctx).verdict is Verdict.SUPPORTED
+    assert judge_one("The marinade needs 3 hours in the fridge.", ctx).verdict is Verdict.CONTRADICTED
+
+
+def test_spelled_out_numbers_are_parsed():
+    """'three hours' in the claim matches '3 hours' in the context."""
+    assert judge_one("The hike takes three hours.", ["The hike takes 3 hours."]).verdict is Verdict.SUPPORTED
+
+
+def test_number_absent_from_context_is_unsupported():
+    """A claim number the context never states -> UNSUPPORTED."""
+    v = judge_one("The library holds 2 million books.", ["The library is the largest in the region and opened in 1901."])
+    assert v.verdict is Verdict.UNSUPPORTED
+    assert "2 million" in v.reason
+
+
+def test_quantity_parser_handles_ranges_durations_and_dates():
+    """Ranges, compound spelled durations, currency multipliers and dates parse to comparable values."""
+    qs = {q.text: q for q in quantities("It took two hours forty minutes, cost $3.5 million, ran between 2010 and 2015, opened May 27, 1937.")}
+    assert qs["two hours forty minutes"].lo == 9600
+    assert qs["$3.5 million"].lo == 3_500_000
+    assert (qs["2010 and 2015"].lo, qs["2010 and 2015"].hi) == (2010, 2015)
+    assert qs["May 27, 1937"].date == (1937, 5, 27)
+    about = quantities("about three hours")[0]
+    assert about.approx and compare_quantity(about, qs["two hours forty minutes"]) == "approx"
+
+
+# --------------------------------------------------------------------------- dates
+
+
+def test_swapped_year_is_contradicted():
+    """A different year for the same event -> CONTRADICTED."""
+    v = judge_one("The Golden Gate Bridge opened in 1973.", ["The Golden Gate Bridge opened to traffic in 1937."])
+    assert v.verdict is Verdict.CONTRADICTED
+    assert "1973" in v.reason and "1937" in v.reason
+
+
+def test_swapped_day_is_contradicted_and_extra_precision_unsupported():
+    """Different day -> CONTRADICTED; a day the context does not give -> UNSUPPORTED."""
+    ctx = ["The treaty was signed on March 5, 1990 in Geneva."]
+    assert judge_one("The treaty was signed on March 7, 1990.", ctx).verdict is Verdict.CONTRADICTED
+    assert judge_one("The treaty was signed in 1990.", ctx).verdict is Verdict.SUPPORTED
+    assert judge_one("The treaty was signed on March 5, 1990.", ["The treaty was signed in 1990."]).verdict is Verdict.UNSUPPORTED
+
+
+# --------------------------------------------------------------------------- negation
+
+
+@pytest.mark.parametrize(
+    "claim,context",
+    [
+        ("The medication does not cause drowsiness.", "The medication causes drowsiness."),
+        ("The museum is open on Mondays.", "The museum is never open on Mondays."),
+        ("The vaccine contains mercury.", "The vaccine contains no mercury."),
+        ("The bridge isn't a toll bridge.", "The bridge is a toll bridge."),
+    ],
+)
+def test_negation_flip_is_contradicted(claim, context):
+    """A claim whose polarity is opposite to the aligned evidence -> CONTRADICTED."""
+    v = judge_one(claim, [context])
+    assert v.verdict is Verdict.CONTRADICTED
+    assert "negation" in v.reason
+
+
+def test_negation_in_other_clause_does_not_contradict():
+    """A negation in a different clause of the evidence sentence does not flip the claim."""
+    v = judge_one("Aspirin reduces fever.", ["Aspirin reduces fever, but it does not cure infections."])
+    assert v.verdict is Verdict.SUPPORTED
+
+
+# --------------------------------------------------------------------------- speakers
+
+
+def test_statement_attributed_to_wrong_person_is_contradicted():
+    """'X said that ...' when the context says Y said it -> CONTRADICTED."""
+    v = judge_one(
+        "Mayor Lopez said the park will reopen in spring.",
+        ["The park will reopen in spring, said Governor Chen on Tuesday."],
+    )
+    assert v.verdict is Verdict.CONTRADICTED
+
+
+def test_quote_with_right_speaker_is_supported():
+    """The same quote with the same speaker (title dropped) -> SUPPORTED; an added first name is not in context."""
+    v = judge_one('Powell said "we will not raise rates."', ['"We will not raise rates," said Chair Powell.'])
+    assert v.verdict is Verdict.SUPPORTED
+    v2 = judge_one('Jerome Powell said "we will not raise rates."', ['"We will not raise rates," said Chair Powell.'])
+    assert v2.verdict is Verdict.UNSUPPORTED and "Jerome" in v2.reason
+
+
+def test_same_statement_about_different_person_is_contradicted():
+    """Entity swap: the aligned sentence says the same thing about another name -> CONTRADICTED (low-ish confidence)."""
+    v = judge_one("Remco Evenepoel won the yellow jersey.", ["Tadej Pogacar won the yellow jersey in 2024."])
+    assert v.verdict is Verdict.CONTRADICTED
+    assert "Evenepoel" in v.reason and "Pogacar" in v.reason
+    assert v.confidence < 0.8
+
+
+# --------------------------------------------------------------------------- hedges
+
+
+def test_context_hedges_claim_asserts_is_unsupported():
+    """Context 'might', claim asserts -> UNSUPPORTED."""
+    v = judge_one("Coffee prevents liver disease.", ["Some researchers think coffee might prevent liver disease."])
+    assert v.verdict is Verdict.UNSUPPORTED
+    assert "hedge" in v.reason
+
+
+def test_matching_hedges_are_supported():
+    """Both hedged the same way -> SUPPORTED."""
+    v = judge_one("Coffee may protect the liver.", ["Coffee may protect the liver."])
+    assert v.verdict is Verdict.SUPPORTED
+
+
+# --------------------------------------------------------------------------- implicit knowledge
+
+
+def test_entity_not_in_context_is_unsupported():
+    """A named entity the context never mentions -> UNSUPPORTED, named in the reason."""
+    v = judge_one(
+        "The Golden Gate Bridge was designed by Joseph Strauss.",
+        ["The Golden Gate Bridge opened in 1937.", "It is painted International Orange."],
+    )
+    assert v.verdict is Verdict.UNSUPPORTED
+    assert "Strauss" in v.reason
+    assert v.confidence >= 0.7
+
+
+def test_unrelated_claim_is_unsupported_with_low_confidence():
+    """A claim sharing almost nothing with the context -> UNSUPPORTED without evidence."""
+    v = judge_one("Penguins migrate thousands of kilometres each winter.", ["The stock market closed higher on Friday."])
+    assert v.verdict is Verdict.UNSUPPORTED
+    assert v.evidence is None
+
+
+# --------------------------------------------------------------------------- paraphrases
+
+
+@pytest.mark.parametrize(
+    "claim,context",
+    [
+        ("Green tea lowers cholesterol levels.", "Drinking green tea reduces cholesterol levels."),
+        ("Cholesterol is reduced by green tea.", "Green tea reduces cholesterol."),
+        ("The company was founded in 1998 by two students.", "Two students established the company in 1998."),
+        ("The tower stands 330 metres tall.", "The tower is 330 metres (1,083 ft) tall."),
+        ("The capital of France is Paris.", "Paris is the capital and largest city of France."),
+        ("Physicians prescribe the medication for migraines.", "Doctors prescribe the drug for migraines."),
+    ],
+)
+def test_meaning_preserving_paraphrase_is_supported(claim, context):
+    """Synonyms, morphology and passive/active reordering keep SUPPORTED."""
+    v = judge_one(claim, [context])
+    assert v.verdict is Verdict.SUPPORTED, v.reason
+    assert v.evidence == context and v.context_index == 0
+
+
+def test_elided_subject_resolved_from_question():
+    """'It opened in 1937' is supported when the question names the subject."""
+    v = judge_one("The Golden Gate Bridge opened in 1937.", ["It opened in 1937 after four years of work."],
+                  question="When did the Golden Gate Bridge open?")
+    assert v.verdict is Verdict.SUPPORTED
+
+
+def test_multi_source_synthesis_is_supported():
+    """A claim combining two chunks -> SUPPORTED, evidence from one of them, reason names both."""
+    ctx = ["The museum opened in 1990.", "Weather was mild.", "The museum is located in Lyon, France."]
+    v = judge_one("The museum opened in 1990 and is located in Lyon.", ctx)
+    assert v.verdict is Verdict.SUPPORTED
+    assert v.context_index in (0, 2)
+    assert v.evidence == ctx[v.context_index]
+    assert "0" in v.reason and "2" in v.reason
+
+
+def test_antonym_is_contradicted():
+    """'increased' vs 'fell' in the aligned sentence -> CONTRADICTED."""
+    v = judge_one("Sales increased in the third quarter.", ["Sales fell in the third quarter."])
+    assert v.verdict is Verdict.CONTRADICTED
+
+
+# --------------------------------------------------------------------------- contract
+
+
+def test_empty_contexts_give_unsupported_for_every_claim():
+    """No context: one UNSUPPORTED verdict per claim with high-ish confidence."""
+    claims = [Claim(id=f"c{i}", text=t) for i, t in enumerate(["Paris is in France.", "It has 5 stores.", "x"], 1)]
+    out = JUDGE.verify(claims, [], None).verdicts
+    assert [v.claim_id for v in out] == ["c1", "c2", "c3"]
+    assert all(v.verdict is Verdict.UNSUPPORTED and v.confidence >= 0.8 for v in out)
+    out2 = JUDGE.verify(claims, ["", "   "], None).verdicts
+    assert all(v.verdict is Verdict.UNSUPPORTED for v in out2)
+
+
+def test_judge_protocol_and_extraction():
+    """HeuristicJudge satisfies the Judge protocol; abstentions give zero claims; usage costs nothing."""
+    assert isinstance(JUDGE, Judge) and JUDGE.name == "heuristic"
+    assert JUDGE.extract_claims("I don't know.").claims == []
+    ex = JUDGE.extract_claims("Bake at 400 F. Serve it warm, and it tastes great.")
+    assert [c.id for c in ex.claims] == ["c1", "c2", "c3"]
+    assert ex.usage.cost_usd == 0.0
+
+
+def test_evidence_is_verbatim_from_the_chosen_chunk():
+    """Evidence is a substring of contexts[context_index] for every verdict that has one."""
+    ctx = ["Intro text. The tower is 330 metres tall.", "It opened in 1889.  It was painted in 1968!"]
+    claims = JUDGE.extract_claims("The tower is 330 metres tall. It opened in 1890. It was painted in 1968.").claims
+    for v in JUDGE.verify(claims, ctx).verdicts:
+        if v.evidence is not None:
+            assert v.evidence in ctx[v.context_index]
+
+
+def test_verdicts_are_deterministic():
+    """Two runs give identical verdicts."""
+    claims = JUDGE.extract_claims("Bake at 400 F. It takes about three hours.").claims
+    ctx = ["Bake at 350 F for 8 to 10 minutes.", "It takes two hours forty minutes."]
+    assert JUDGE.verify(claims, ctx).verdicts == JUDGE.verify(claims, ctx).verdicts
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(answer=st.text(max_size=300), contexts=st.lists(st.text(max_size=300), max_size=4), question=st.none() | st.text(max_size=80))
+def test_arbitrary_unicode_never_raises_and_gives_one_verdict_per_claim(answer, contexts, question):
+    """Any unicode answer/contexts: no exception, one judged verdict per claim, confidence in [0, 1]."""
+    claims = JUDGE.extract_claims(answer, question).claims
+    assert [c.id for c in claims] == [f"c{i}" for i in range(1, len(claims) + 1)]
+    verdicts = JUDGE.verify(claims, contexts, question).verdicts
+    assert [v.claim_id for v in verdicts] == [c.id for c in claims]
+    for v in verdicts:
+        assert v.verdict in (Verdict.SUPPORTED, Verdict.UNSUPPORTED, Verdict.CONTRADICTED)
+        assert 0.0 <= v.confidence <= 1.0 and v.reason
+        if v.evidence is not None:
+            assert v.evidence in contexts[v.context_index]
+
+
+@settings(max_examples=100, deadline=None)
+@given(claim=st.text(alphabet=st.sampled_from(list("0123456789 .,-$%°FCabout to and hours minutes May 1990")), max_size=60),
+       ctx=st.text(alphabet=st.sampled_from(list("0123456789 .,-$%°FCabout to and hours minutes May 1990")), max_size=80))
+def test_number_heavy_text_never_raises(claim, ctx):
+    """Number/unit-dense garbage exercises the quantity parser without errors."""
+    v = JUDGE.verify([Claim(id="c1", text=claim)], [ctx]).verdicts
+    assert len(v) == 1 and v[0].verdict is not Verdict.ERROR
+
+
+def test_throughput_typical_answer():
+    """A 5-claim answer over 5 chunks verifies at well over 50 claims/second."""
+    ctx = [
+        "The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was built from 1887 to 1889.",
+        "The tower is 330 metres (1,083 ft) tall. It was the tallest man-made structure until 1930.",
+        "It was the centrepiece of the 1889 World's Fair. More than 6 million people visit it every year.",
+        "The tower has three levels for visitors, with restaurants on the first and second levels.",
+        "Paint is applied every seven years to protect the structure from rust.",
+    ]
+    claims = JUDGE.extract_claims(
+        "The Eiffel Tower is in Paris. It is 330 metres tall. It opened for the 1889 World's Fair. "
+        "About 7 million people visit each year. It is repainted every seven years."
+    ).claims
+    assert len(claims) == 5
+    n, t0 = 0, time.perf_counter()
+    while n < 100:
+        JUDGE.verify(claims, ctx)
+        n += 5
+    assert n / (time.perf_counter() - t0) > 50
