@@ -140,8 +140,11 @@ def cmd_gate(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         candidate=args.candidate,
         window=args.window,
+        label=args.label,
+        extra_selector=args.selector,
         min_claims=args.min_claims,
-        as_json=args.json,
+        alpha=args.alpha,
+        max_increase=args.max_increase,
     )
     print(text)
     return code
@@ -198,8 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--baseline", required=True)
     g.add_argument("--candidate", required=True)
     g.add_argument("--window", default="1h")
-    g.add_argument("--min-claims", type=int, default=200)
-    g.add_argument("--json", action="store_true")
+    g.add_argument("--min-claims", type=int, default=200, help="judged claims each release needs before a decision")
+    g.add_argument("--alpha", type=float, default=0.05, help="one-sided significance level")
+    g.add_argument("--max-increase", type=float, default=0.02, help="tolerated rise of the contradicted/unsupported rate")
+    g.add_argument("--label", default="release", help="label that names releases")
+    g.add_argument("--selector", default="", help='extra matchers, e.g. environment="prod"')
     g.set_defaults(func=cmd_gate)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")

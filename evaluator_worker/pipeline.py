@@ -53,6 +53,7 @@ class Evaluator:
         self.include_text = include_text
         self._sleep = sleep
         self._clock = clock
+        self._seen_slices: set[tuple[str, ...]] = set()
         bind = getattr(judge, "bind_metrics", None)
         if metrics is not None and callable(bind):
             bind(metrics)
@@ -127,6 +128,17 @@ class Evaluator:
             return
         labels = m.guard.labels_for(result.slices)
         values = list(labels.values())
+        key = tuple(values)
+        if key not in self._seen_slices:
+            # create every verdict series at 0 the first time a slice shows up, so increase()/rate()
+            # see the first CONTRADICTED claim of a slice instead of a series born at 1
+            self._seen_slices.add(key)
+            for verdict in Verdict:
+                m.claims.labels(verdict.label, *values)
+            for outcome in ("evaluated", "abstained", "failed"):
+                m.answers.labels(outcome, *values)
+            m.answers_with_unsupported.labels(*values)
+            m.answers_with_contradicted.labels(*values)
         for verdict in Verdict:
             n = result.counts.get(verdict.value, 0)
             if n:

@@ -50,8 +50,7 @@ class DemoRagApp:
         self.model = model
         self.fault_rate = fault_rate
         self.rng = random.Random(f"{seed}-{release}")
-        self._kinds = ["numeric_drift", "speaker_drift", "knowledge_insertion", "hedge_inflation", "contradiction"]
-        self._next_kind = 0
+        self._used: dict[str, int] = {}
 
     def ask(self, q: Question) -> Sent:
         with self.tracer.start_as_current_span("RunnableSequence") as root:
@@ -68,8 +67,7 @@ class DemoRagApp:
             sentences = answer(q)
             fault = None
             if q.facts and self.rng.random() < self.fault_rate:
-                injected = inject(sentences, q, self.rng, self._kinds[self._next_kind % len(self._kinds)])
-                self._next_kind += 1
+                injected = inject(sentences, q, self.rng, self._used)
                 if injected:
                     sentences, fault = injected
             text = " ".join(sentences)

@@ -81,7 +81,8 @@ def numeric_drift(sentences: list[str], q: Question, rng: random.Random) -> list
         elif "." in raw:
             new = f"{value + rng.choice([0.5, 1.0, -0.5]):.{len(raw.split('.')[1])}f}"
         else:
-            new = str(int(value) + max(1, round(value * rng.choice([0.2, 0.5, -0.3]))))
+            delta = max(1, round(value * rng.choice([0.2, 0.5, 0.3])))
+            new = str(int(value) + delta if rng.random() < 0.7 or value <= delta else int(value) - delta)
         if new == raw:
             new = str(int(value) + 1)
         out = list(sentences)
@@ -140,12 +141,20 @@ FAULTS: dict[str, Callable[[list[str], Question, random.Random], list[str] | Non
 }
 
 
-def inject(sentences: list[str], q: Question, rng: random.Random, preferred: str) -> tuple[list[str], str] | None:
-    """Apply ``preferred`` if it fits this answer, else the next kind that does."""
-    kinds = list(FAULTS)
-    start = kinds.index(preferred)
-    for kind in kinds[start:] + kinds[:start]:
-        out = FAULTS[kind](sentences, q, rng)
-        if out is not None and out != sentences:
-            return out, kind
-    return None
+def applicable(sentences: list[str], q: Question) -> list[str]:
+    """The fault kinds that can be injected into this answer."""
+    probe = random.Random(0)
+    return [k for k, fn in FAULTS.items() if (out := fn(sentences, q, probe)) is not None and out != sentences]
+
+
+def inject(sentences: list[str], q: Question, rng: random.Random, used: dict[str, int]) -> tuple[list[str], str] | None:
+    """Apply the least-used kind that fits this answer (keeps the kinds balanced); updates ``used``."""
+    kinds = applicable(sentences, q)
+    if not kinds:
+        return None
+    kind = min(kinds, key=lambda k: (used.get(k, 0), list(FAULTS).index(k)))
+    out = FAULTS[kind](sentences, q, rng)
+    if out is None:
+        return None
+    used[kind] = used.get(kind, 0) + 1
+    return out, kind

@@ -1,0 +1,65 @@
+"""Metric names the dashboards and rules may reference.
+
+The worker's names are declared in :mod:`evaluator_worker.metrics` (the tests
+cross-check this list against a live ``WorkerMetrics`` registry); the
+collector's live in the user's application. The cascade metrics exist only
+when the cascade judge runs: their panels stay empty otherwise.
+``OPTIONAL_METRICS`` is for names exported by components not in this repo.
+"""
+
+from __future__ import annotations
+
+from evaluator_worker.metrics import DEFAULT_SLICE_LABELS
+
+SLICE_LABELS: tuple[str, ...] = tuple(DEFAULT_SLICE_LABELS)
+
+#: exposition name -> type, as scraped (counters carry ``_total``).
+WORKER_METRICS: dict[str, str] = {
+    "claimwatch_claims_total": "counter",
+    "claimwatch_answers_total": "counter",
+    "claimwatch_answers_with_unsupported_total": "counter",
+    "claimwatch_answers_with_contradicted_total": "counter",
+    "claimwatch_answer_faithfulness_ratio": "histogram",
+    "claimwatch_answer_claims": "histogram",
+    "claimwatch_records_total": "counter",
+    "claimwatch_dead_letters_total": "counter",
+    "claimwatch_judge_latency_seconds": "histogram",
+    "claimwatch_judge_calls_total": "counter",
+    "claimwatch_judge_tokens_total": "counter",
+    "claimwatch_judge_cost_dollars_total": "counter",
+    "claimwatch_judge_errors_total": "counter",
+    "claimwatch_evaluation_duration_seconds": "histogram",
+    "claimwatch_consumer_lag_records": "gauge",
+    "claimwatch_last_evaluation_timestamp_seconds": "gauge",
+    "claimwatch_worker_up": "gauge",
+    "claimwatch_cascade_claims_total": "counter",
+    "claimwatch_cascade_agreement_total": "counter",
+}
+
+COLLECTOR_METRICS: dict[str, str] = {
+    "claimwatch_collector_spans_total": "counter",
+    "claimwatch_collector_traces_total": "counter",
+    "claimwatch_collector_dropped_total": "counter",
+    "claimwatch_collector_queue_depth": "gauge",
+    "claimwatch_collector_buffered_traces": "gauge",
+    "claimwatch_collector_produce_latency_seconds": "histogram",
+    "claimwatch_collector_produce_errors_total": "counter",
+}
+
+OPTIONAL_METRICS: dict[str, str] = {}
+
+
+def series_names(metrics: dict[str, str]) -> set[str]:
+    """Every series name a metric family exposes (histograms add _bucket/_sum/_count)."""
+    out: set[str] = set()
+    for name, kind in metrics.items():
+        if kind == "histogram":
+            out |= {name + "_bucket", name + "_sum", name + "_count"}
+        else:
+            out.add(name)
+    return out
+
+
+def known_series() -> set[str]:
+    """All raw series names the dashboards and rules may use."""
+    return series_names(WORKER_METRICS) | series_names(COLLECTOR_METRICS) | series_names(OPTIONAL_METRICS)

@@ -1,0 +1,319 @@
+"""Write the Grafana dashboards, the Prometheus rule files and the Argo AnalysisTemplate.
+
+Usage::
+
+    python -m dashboards.generate                      # rewrite dashboards/grafana/*.json, dashboards/rules/*.yml
+                                                       # and deploy/argo/analysis-template.yaml
+    python -m dashboards.generate --check              # exit 1 if any committed file differs
+    python -m dashboards.generate --thresholds my.json # rules with your alert thresholds
+
+Dashboards target Grafana 10.4+ (schemaVersion 39). Panels read the recording
+rules where the alerts use the same rate (``*:rate5m``, ``*:ratio_rate10m``) and
+the raw counters where a ratio must be re-aggregated over the selected range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from dashboards import argo_gen, rules_gen
+from dashboards.catalog import SLICE_LABELS
+from dashboards.panels import (
+    Layout,
+    dashboard,
+    datasource_variable,
+    query_variable,
+    stat,
+    table,
+    target,
+    targets,
+    timeseries,
+)
+
+ROOT = Path(__file__).resolve().parent
+GRAFANA_DIR = ROOT / "grafana"
+RULES_DIR = ROOT / "rules"
+ARGO_TEMPLATE = ROOT.parent / "deploy" / "argo" / "analysis-template.yaml"
+
+SL = "_".join(SLICE_LABELS)
+S = ", ".join(SLICE_LABELS)
+F = ", ".join(f'{name}=~"${name}"' for name in SLICE_LABELS)  # slice filter from the template variables
+R5 = f"{SL}:claimwatch_claims:rate5m"
+ANS5 = f"{SL}:claimwatch_answers:rate5m"
+RANGE = "$__range"
+JUDGED = 'verdict!="error"'
+RI = "$__rate_interval"
+
+PCT_GOOD_HIGH = [(None, "red"), (0.8, "yellow"), (0.9, "green")]
+PCT_GOOD_LOW = [(None, "green"), (0.02, "yellow"), (0.05, "red")]
+
+
+def _claims(sel: str, window: str = RANGE, by: str = "") -> str:
+    grouping = f" by ({by})" if by else ""
+    return f"sum{grouping} (increase(claimwatch_claims_total{{{sel}{', ' if sel else ''}{F}}}[{window}]))"
+
+
+def _claim_ratio(verdict: str, window: str = RANGE, by: str = "") -> str:
+    """Share of judged claims with ``verdict`` over ``window`` (errors excluded)."""
+    selected = 'verdict="' + verdict + '"'
+    return f"{_claims(selected, window, by)}\n/\n{_claims(JUDGED, window, by)}"
+
+
+def _rec_ratio(verdict: str, by: str = "") -> str:
+    grouping = f" by ({by})" if by else ""
+    return (
+        f'sum{grouping} ({R5}{{verdict="{verdict}", {F}}})\n/\n'
+        f'sum{grouping} ({R5}{{verdict!="error", {F}}})'
+    )
+
+
+def overview() -> dict[str, Any]:
+    """Answer quality: faithfulness, verdicts, slices, releases."""
+    lay = Layout()
+    lay.row("Headline (selected time range)")
+    lay.add(stat("Faithfulness rate", _claim_ratio("supported"), unit="percentunit", thresholds=PCT_GOOD_HIGH,
+                 description="SUPPORTED / judged claims (ERROR excluded) over the selected range."), w=6, h=5)
+    lay.add(stat("Contradicted claims", _claim_ratio("contradicted"), unit="percentunit", thresholds=PCT_GOOD_LOW,
+                 description="CONTRADICTED / judged claims over the selected range."), w=6, h=5)
+    lay.add(stat(
+        "Answers with any unsupported claim",
+        f"sum (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
+        f'sum (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+        unit="percentunit", thresholds=[(None, "green"), (0.1, "yellow"), (0.25, "red")],
+        description="Evaluated answers with at least one UNSUPPORTED or CONTRADICTED claim."), w=6, h=5)
+    lay.add(stat("Answers evaluated", f'sum (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+                 unit="short", decimals=0), w=6, h=5)
+
+    lay.row("Over time")
+    lay.add(timeseries(
+        "Faithfulness rate",
+        targets((_rec_ratio("supported"), "all selected"), (_rec_ratio("supported", "release"), "{{release}}")),
+        unit="percentunit", maximum=1,
+        description="SUPPORTED / judged claims, 5m rate (recording rule), overall and per release."))
+    lay.add(timeseries(
+        "Verdict breakdown",
+        targets((f"sum by (verdict) ({R5}{{{F}}})", "{{verdict}}")),
+        unit="cps", stacked=True, description="Claims per second by verdict (ERROR = the judge failed)."))
+    lay.add(timeseries(
+        "Share of answers with unsupported / contradicted claims",
+        targets(
+            (f"sum ({SL}:claimwatch_answers_with_unsupported:rate5m{{{F}}})\n/\n"
+             f'sum ({ANS5}{{outcome="evaluated", {F}}})', "any unsupported or contradicted"),
+            (f"sum ({SL}:claimwatch_answers_with_contradicted:rate5m{{{F}}})\n/\n"
+             f'sum ({ANS5}{{outcome="evaluated", {F}}})', "any contradicted"),
+        ),
+        unit="percentunit", minimum=0))
+    lay.add(timeseries(
+        "Average per-answer faithfulness score",
+        targets((
+            f"sum by (release) (rate(claimwatch_answer_faithfulness_ratio_sum{{{F}}}[{RI}]))\n/\n"
+            f"sum by (release) (rate(claimwatch_answer_faithfulness_ratio_count{{{F}}}[{RI}]))",
+            "{{release}}",
+        )),
+        unit="percentunit", maximum=1,
+        description="Mean of per-answer supported/judged (histogram sum / count); each answer weighs the same."))
+    lay.add(timeseries(
+        "Abstentions and failed answers",
+        targets(
+            (f'sum ({ANS5}{{outcome="abstained", {F}}})\n/\nsum ({ANS5}{{{F}}})', "abstained"),
+            (f'sum ({ANS5}{{outcome="failed", {F}}})\n/\nsum ({ANS5}{{{F}}})', "failed (judge error)"),
+        ),
+        unit="percentunit", minimum=0,
+        description="Answers with no claims (\"I don't know\") and answers whose every claim is ERROR."))
+    lay.add(timeseries(
+        "Contradicted rate per release",
+        targets((_rec_ratio("contradicted", "release"), "{{release}}")),
+        unit="percentunit", minimum=0, description="CONTRADICTED / judged claims, 5m rate, per release."))
+
+    lay.row("Slices and releases (selected time range)")
+    lay.add(table(
+        "Per-slice quality",
+        [
+            (_claims(JUDGED, by=S), "judged claims", "short"),
+            (_claim_ratio("supported", by=S), "faithfulness", "percentunit"),
+            (_claim_ratio("unsupported", by=S), "unsupported", "percentunit"),
+            (_claim_ratio("contradicted", by=S), "contradicted", "percentunit"),
+            (f"sum by ({S}) (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
+             f'sum by ({S}) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+             "answers w/ unsupported", "percentunit"),
+        ],
+        sort_by="contradicted"), w=24, h=9)
+    lay.add(table(
+        "Per-release comparison",
+        [
+            (_claims(JUDGED, by="release"), "judged claims", "short"),
+            (_claim_ratio("supported", by="release"), "faithfulness", "percentunit"),
+            (_claim_ratio("unsupported", by="release"), "unsupported", "percentunit"),
+            (_claim_ratio("contradicted", by="release"), "contradicted", "percentunit"),
+            (f'sum by (release) (increase(claimwatch_answers_total{{outcome="abstained", {F}}}[{RANGE}]))\n/\n'
+             f"sum by (release) (increase(claimwatch_answers_total{{{F}}}[{RANGE}]))", "abstained", "percentunit"),
+        ],
+        description="Compare a candidate with the previous release; `claimwatch gate` tests the difference."),
+        w=12, h=9)
+    lay.add(table(
+        "Top slices by contradicted rate",
+        [(
+            f"topk(10,\n  ({_claim_ratio('contradicted', by=S)})\n  and\n  {_claims(JUDGED, by=S)} >= 50\n)",
+            "contradicted", "percentunit",
+        )],
+        description="Slices with at least 50 judged claims in the range.", sort_by="contradicted"), w=12, h=9)
+    return dashboard(
+        "claimwatch-overview",
+        "claimwatch / answer quality",
+        "Claim-level faithfulness of RAG answers by release, model, route and environment.",
+        lay.panels,
+        [datasource_variable()] + _slice_variables(),
+        ["claimwatch", "rag", "llm"],
+    )
+
+
+def _slice_variables() -> list[dict[str, Any]]:
+    out = []
+    chained: list[str] = []
+    for name in ("environment", "release", "model", "route"):
+        sel = ", ".join(f'{c}=~"${c}"' for c in chained)
+        out.append(query_variable(name, f"label_values(claimwatch_answers_total{{{sel}}}, {name})"))
+        chained.append(name)
+    return out
+
+
+def pipeline() -> dict[str, Any]:
+    """Pipeline health: collector, Kafka lag, workers, judges, cost."""
+    J = 'judge=~"$judge"'
+    lay = Layout()
+    lay.row("Collector (in the application)")
+    lay.add(timeseries("Collector drops by reason",
+                       targets(("sum by (reason) (rate(claimwatch_collector_dropped_total[$__rate_interval]))", "{{reason}}")),
+                       unit="cps", stacked=True,
+                       description="Traces dropped before Kafka; sampled_out is intentional."), w=8)
+    lay.add(timeseries("Collector queue depth and buffered traces",
+                       targets(("sum (claimwatch_collector_queue_depth)", "queue depth"),
+                               ("sum (claimwatch_collector_buffered_traces)", "buffered traces")),
+                       unit="short"), w=8)
+    lay.add(timeseries("Collector produce latency p95 and errors",
+                       targets(
+                           ("histogram_quantile(0.95, sum by (le) (rate(claimwatch_collector_produce_latency_seconds_bucket[$__rate_interval])))", "p95 latency"),
+                           ("sum by (reason) (rate(claimwatch_collector_produce_errors_total[$__rate_interval]))", "errors {{reason}}"),
+                       ), unit="s"), w=8)
+    lay.add(timeseries("Collector traces by outcome",
+                       targets(("sum by (outcome) (rate(claimwatch_collector_traces_total[$__rate_interval]))", "{{outcome}}")),
+                       unit="cps", stacked=True), w=12)
+    lay.add(timeseries("Collector drop ratio (alerted)",
+                       targets(("reason:claimwatch_collector_dropped:ratio_rate10m", "{{reason}}")),
+                       unit="percentunit", minimum=0,
+                       description="Recording rule used by ClaimwatchCollectorDropping (intentional reasons excluded)."), w=12)
+
+    lay.row("Kafka and workers")
+    lay.add(timeseries("Consumer lag", targets(("sum by (topic) (claimwatch_consumer_lag_records)", "{{topic}}")),
+                       unit="short"), w=8)
+    lay.add(timeseries("Worker throughput",
+                       targets(("sum by (outcome) (rate(claimwatch_records_total[$__rate_interval]))", "{{outcome}}")),
+                       unit="rps", stacked=True, description="Records handled per second by outcome."), w=8)
+    lay.add(timeseries("Evaluation duration",
+                       targets(
+                           ("histogram_quantile(0.5, sum by (le) (rate(claimwatch_evaluation_duration_seconds_bucket[$__rate_interval])))", "p50"),
+                           ("histogram_quantile(0.95, sum by (le) (rate(claimwatch_evaluation_duration_seconds_bucket[$__rate_interval])))", "p95"),
+                       ), unit="s"), w=8)
+    lay.add(stat("Workers up", "sum (claimwatch_worker_up)", unit="short",
+                 thresholds=[(None, "red"), (1, "green")], decimals=0), w=6, h=5)
+    lay.add(stat("Last evaluation age", "time() - max (claimwatch_last_evaluation_timestamp_seconds)", unit="s",
+                 thresholds=[(None, "green"), (600, "yellow"), (1800, "red")]), w=6, h=5)
+    lay.add(timeseries("Dead letters by reason",
+                       targets(("sum by (reason) (increase(claimwatch_dead_letters_total[$__rate_interval]))", "{{reason}}")),
+                       unit="short", stacked=True), w=12, h=5)
+
+    lay.row("Judges")
+    lay.add(timeseries("Judge latency p50 / p95",
+                       targets(
+                           (f"histogram_quantile(0.5, sum by (le, judge, operation) (rate(claimwatch_judge_latency_seconds_bucket{{{J}}}[$__rate_interval])))", "p50 {{judge}} {{operation}}"),
+                           (f"histogram_quantile(0.95, sum by (le, judge, operation) (rate(claimwatch_judge_latency_seconds_bucket{{{J}}}[$__rate_interval])))", "p95 {{judge}} {{operation}}"),
+                       ), unit="s"), w=8)
+    lay.add(timeseries("Judge errors by reason",
+                       targets((f"sum by (judge, reason) (rate(claimwatch_judge_errors_total{{{J}}}[$__rate_interval]))", "{{judge}} {{reason}}")),
+                       unit="cps", stacked=True), w=8)
+    lay.add(timeseries("Judge error ratio (alerted)",
+                       targets((f"judge:claimwatch_judge_errors:ratio_rate10m{{{J}}}", "{{judge}}")),
+                       unit="percentunit", minimum=0,
+                       description="Recording rule used by ClaimwatchJudgeFailing: errors / calls over 10m."), w=8)
+    lay.add(timeseries("Judge tokens",
+                       targets((f"sum by (judge, kind) (rate(claimwatch_judge_tokens_total{{{J}}}[$__rate_interval]))", "{{judge}} {{kind}}")),
+                       unit="short", stacked=True, description="Tokens per second by kind (cache reads are cheaper)."), w=8)
+    lay.add(timeseries("Judge cost",
+                       targets((f"sum by (judge, model) (rate(claimwatch_judge_cost_dollars_total{{{J}}}[$__rate_interval])) * 3600", "{{judge}} {{model}}")),
+                       unit="currencyUSD", stacked=True, description="Estimated US dollars per hour."), w=8)
+    lay.add(timeseries("Judge calls",
+                       targets((f"sum by (judge, model) (rate(claimwatch_judge_calls_total{{{J}}}[$__rate_interval]))", "{{judge}} {{model}}")),
+                       unit="cps"), w=8)
+
+    lay.row("Judge cascade (optional: empty unless the cascade judge runs)")
+    lay.add(timeseries("Cascade: which judge decided",
+                       targets(("sum by (decided_by) (rate(claimwatch_cascade_claims_total[$__rate_interval]))", "{{decided_by}}")),
+                       unit="cps", stacked=True,
+                       description="second = escalated to the stronger judge; first_over_budget / first_fallback = "
+                                   "escalation skipped (budget) or failed."), w=12)
+    lay.add(timeseries("Cascade: first/second judge agreement",
+                       targets(('sum (rate(claimwatch_cascade_agreement_total{agree="true"}[$__rate_interval]))\n/\n'
+                                "sum (rate(claimwatch_cascade_agreement_total[$__rate_interval]))", "agreement")),
+                       unit="percentunit", maximum=1,
+                       description="On sampled confident claims judged by both judges."), w=12)
+    return dashboard(
+        "claimwatch-pipeline",
+        "claimwatch / pipeline",
+        "Health of the claimwatch pipeline: collector, Kafka lag, workers, judges and their cost.",
+        lay.panels,
+        [datasource_variable(), query_variable("judge", "label_values(claimwatch_judge_calls_total, judge)")],
+        ["claimwatch", "pipeline"],
+    )
+
+
+DASHBOARDS: dict[str, Callable[[], dict[str, Any]]] = {
+    "claimwatch-overview.json": overview,
+    "claimwatch-pipeline.json": pipeline,
+}
+
+
+def render_all(thresholds: dict[str, Any] | None = None) -> dict[Path, str]:
+    """Every generated file (absolute path) -> its text."""
+    out = {GRAFANA_DIR / name: json.dumps(build(), indent=2) + "\n" for name, build in DASHBOARDS.items()}
+    out.update({RULES_DIR / name: text for name, text in rules_gen.render(thresholds).items()})
+    out[ARGO_TEMPLATE] = argo_gen.render()
+    return out
+
+
+def stale_files(files: dict[Path, str]) -> list[Path]:
+    """Generated files whose on-disk text differs from ``files`` (or that are missing)."""
+    return [p for p, text in files.items() if not p.exists() or p.read_text() != text]
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT.parent))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dashboards.generate", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a generated file differs from the one on disk")
+    parser.add_argument("--thresholds", type=Path, help="JSON object overriding rules_gen.DEFAULT_THRESHOLDS")
+    args = parser.parse_args(argv)
+    thresholds = json.loads(args.thresholds.read_text()) if args.thresholds else None
+    files = render_all(thresholds)
+    if args.check:
+        stale = stale_files(files)
+        for p in stale:
+            print(f"stale: {_display(p)} (run python -m dashboards.generate)", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {_display(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,499 @@
+"""Prometheus recording and alerting rules, rendered from a thresholds dict.
+
+``python -m dashboards.generate --thresholds my.json`` re-renders
+``dashboards/rules/*.yml`` with your numbers: the JSON object overrides any key
+of :data:`DEFAULT_THRESHOLDS` (unknown keys are an error). The generated files
+are plain Prometheus rule files; nothing at run time reads this module.
+
+Naming follows the Prometheus convention ``level:metric:operations``: the
+level lists the labels kept, e.g.
+``release_model_route_environment:claimwatch_claims:rate5m`` (kept: the four
+slice labels plus ``verdict``).
+
+How "release worse than the previous release" works in plain PromQL
+--------------------------------------------------------------------
+PromQL has no notion of release order, so each release is compared with
+*every other release seen in the same environment in the last hour* (pooled).
+During a canary or a rolling deploy the other traffic in that window is the
+previous release, which is exactly the comparison wanted; with one release in
+the window the "others" side has no volume and the alert stays quiet. For each
+release and verdict (``contradicted``, ``unsupported``) the rules record the
+release's ratio p1 (n1 judged claims), the others' ratio p2 (n2 judged claims)
+and the pooled two-proportion z statistic
+``z = (p1 - p2) / sqrt(p (1 - p) (1/n1 + 1/n2))`` with ``p`` the pooled
+ratio. The alert needs ``z`` above ``release_z`` (one-sided; 2.326 is
+alpha = 0.01), ``p1 - p2`` above ``release_max_increase`` and at least
+``release_min_claims`` judged claims on both sides. ``claimwatch gate`` makes
+the same comparison between two named releases (Newcombe interval).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from dashboards.catalog import SLICE_LABELS
+
+DEFAULT_THRESHOLDS: dict[str, Any] = {
+    # ClaimwatchContradictedClaimsSpike (per slice, 5m window)
+    "spike_min_ratio": 0.05,  # absolute floor on the contradicted ratio
+    "spike_baseline_factor": 3.0,  # ... and this many times the slice's own 24h ratio (ending 1h ago)
+    "spike_min_claims": 50,  # judged claims in the 5m window
+    "spike_for": "5m",
+    # ClaimwatchFaithfulnessDrop (per release, 1h window)
+    "faithfulness_min_ratio": 0.80,
+    "faithfulness_max_drop": 0.10,  # absolute drop vs the release's 24h ratio
+    "faithfulness_min_claims": 200,  # judged claims in 1h
+    "faithfulness_for": "15m",
+    # ClaimwatchReleaseWorseThanPrevious (per release and environment, 1h window)
+    "release_max_increase": 0.02,  # absolute ratio increase tolerated
+    "release_z": 2.326,  # one-sided z threshold (alpha = 0.01)
+    "release_min_claims": 200,  # judged claims on each side
+    "release_for": "10m",
+    # ClaimwatchPipelineStalled
+    "stalled_min_lag": 100,  # records
+    "stalled_for": "10m",
+    # ClaimwatchNoEvaluations
+    "no_evaluations_seconds": 1800,
+    "no_evaluations_for": "5m",
+    # ClaimwatchWorkerDown
+    "worker_down_for": "5m",
+    # ClaimwatchJudgeFailing (per judge, 10m window)
+    "judge_error_ratio": 0.10,
+    "judge_min_calls": 20,
+    "judge_for": "10m",
+    # ClaimwatchCollectorDropping (per reason, 10m window)
+    "collector_drop_ratio": 0.01,
+    "collector_min_drops": 10,
+    "collector_ignored_drop_reasons": ["sampled_out"],  # intentional drops
+    "collector_for": "10m",
+    # ClaimwatchDeadLetters (per reason, 15m window)
+    "dead_letters_min": 5,
+    "dead_letters_for": "0m",
+    # presentation
+    "runbook_url": "docs/runbook.md",  # set to an absolute URL of the rendered runbook
+    "severity_page": "page",
+    "severity_warning": "warning",
+    "severity_ticket": "ticket",
+}
+
+S = ", ".join(SLICE_LABELS)
+SL = "_".join(SLICE_LABELS)
+SLICE_TEMPLATE = ", ".join(f"{name}={{{{ $labels.{name} }}}}" for name in SLICE_LABELS)
+
+
+def merge_thresholds(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Defaults updated with ``overrides``; unknown keys raise ``KeyError``."""
+    merged = dict(DEFAULT_THRESHOLDS)
+    for key, value in (overrides or {}).items():
+        if key not in DEFAULT_THRESHOLDS:
+            raise KeyError(f"unknown threshold {key!r}; known: {', '.join(sorted(DEFAULT_THRESHOLDS))}")
+        merged[key] = value
+    return merged
+
+
+def _seconds(duration: str) -> int:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    return int(duration[:-1]) * units[duration[-1]]
+
+
+def _ratio(by: str, num: str, den: str) -> str:
+    """``num / den`` where a missing numerator series counts as 0 (never-seen verdict)."""
+    return f"(\n  sum by ({by}) ({num})\n  or\n  sum by ({by}) ({den}) * 0\n)\n/\nsum by ({by}) ({den})"
+
+
+def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
+    """The recording rule groups (thresholds only matter for the alert file)."""
+    claims5 = f"{SL}:claimwatch_claims:rate5m"
+    fast = [
+        {"record": claims5, "expr": f"sum by ({S}, verdict) (rate(claimwatch_claims_total[5m]))"},
+        {
+            "record": f"{SL}:claimwatch_claims_judged:rate5m",
+            "expr": f'sum by ({S}) ({claims5}{{verdict!="error"}})',
+        },
+    ]
+    for verdict in ("supported", "unsupported", "contradicted"):
+        fast.append(
+            {
+                "record": f"{SL}:claimwatch_claims_{verdict}:ratio_rate5m",
+                "expr": _ratio(S, f'{claims5}{{verdict="{verdict}"}}', f'{claims5}{{verdict!="error"}}'),
+            }
+        )
+    fast += [
+        {
+            "record": f"release:claimwatch_claims_supported:ratio_rate5m",
+            "expr": _ratio("release", f'{claims5}{{verdict="supported"}}', f'{claims5}{{verdict!="error"}}'),
+        },
+        {"record": f"{SL}:claimwatch_answers:rate5m", "expr": f"sum by ({S}, outcome) (rate(claimwatch_answers_total[5m]))"},
+        {
+            "record": f"{SL}:claimwatch_answers_with_unsupported:rate5m",
+            "expr": f"sum by ({S}) (rate(claimwatch_answers_with_unsupported_total[5m]))",
+        },
+        {
+            "record": f"{SL}:claimwatch_answers_with_contradicted:rate5m",
+            "expr": f"sum by ({S}) (rate(claimwatch_answers_with_contradicted_total[5m]))",
+        },
+        {
+            "record": f"{SL}:claimwatch_answer_faithfulness_ratio:mean5m",
+            "expr": (
+                f"sum by ({S}) (rate(claimwatch_answer_faithfulness_ratio_sum[5m]))\n/\n"
+                f"sum by ({S}) (rate(claimwatch_answer_faithfulness_ratio_count[5m]))"
+            ),
+        },
+    ]
+
+    trailing = []
+    for window in ("1h", "24h"):
+        raw_all = f'claimwatch_claims_total{{verdict!="error"}}'
+        trailing.append(
+            {
+                "record": f"{SL}:claimwatch_claims_contradicted:ratio_rate{window}",
+                "expr": _ratio(S, f'rate(claimwatch_claims_total{{verdict="contradicted"}}[{window}])', f"rate({raw_all}[{window}])"
+                ),
+            }
+        )
+        trailing.append(
+            {
+                "record": f"release:claimwatch_claims_supported:ratio_rate{window}",
+                "expr": _ratio(
+                    "release",
+                    f'rate(claimwatch_claims_total{{verdict="supported"}}[{window}])',
+                    f"rate({raw_all}[{window}])",
+                ),
+            }
+        )
+    trailing.append(
+        {
+            "record": "release:claimwatch_claims_judged:increase1h",
+            "expr": 'sum by (release) (increase(claimwatch_claims_total{verdict!="error"}[1h]))',
+        }
+    )
+
+    rv = "release_environment_verdict"
+    re_ = "release_environment"
+    release = [
+        {
+            "record": f"{rv}:claimwatch_claims:increase1h",
+            "expr": f"sum by (release, environment, verdict) (increase(claimwatch_claims_total[1h]))",
+        },
+        {
+            "record": f"{re_}:claimwatch_claims_judged:increase1h",
+            "expr": f'sum by (release, environment) ({rv}:claimwatch_claims:increase1h{{verdict!="error"}})',
+        },
+        {
+            "record": f"{rv}:claimwatch_claims_others:increase1h",
+            "expr": (
+                f"sum by (environment, verdict) ({rv}:claimwatch_claims:increase1h)\n"
+                f"- ignoring (release) group_right ()\n{rv}:claimwatch_claims:increase1h"
+            ),
+        },
+        {
+            "record": f"{re_}:claimwatch_claims_judged_others:increase1h",
+            "expr": (
+                f"sum by (environment) ({re_}:claimwatch_claims_judged:increase1h)\n"
+                f"- ignoring (release) group_right ()\n{re_}:claimwatch_claims_judged:increase1h"
+            ),
+        },
+        {
+            "record": f"{rv}:claimwatch_claims:ratio_increase1h",
+            "expr": (
+                f'{rv}:claimwatch_claims:increase1h{{verdict=~"contradicted|unsupported"}}\n'
+                f"/ ignoring (verdict) group_left ()\n{re_}:claimwatch_claims_judged:increase1h"
+            ),
+        },
+        {
+            "record": f"{rv}:claimwatch_claims_others:ratio_increase1h",
+            "expr": (
+                f'{rv}:claimwatch_claims_others:increase1h{{verdict=~"contradicted|unsupported"}}\n'
+                f"/ ignoring (verdict) group_left ()\n{re_}:claimwatch_claims_judged_others:increase1h"
+            ),
+        },
+        {
+            "record": f"{rv}:claimwatch_claims_pooled:ratio_increase1h",
+            "expr": (
+                f'({rv}:claimwatch_claims:increase1h{{verdict=~"contradicted|unsupported"}}'
+                f" + {rv}:claimwatch_claims_others:increase1h)\n"
+                f"/ ignoring (verdict) group_left ()\n"
+                f"({re_}:claimwatch_claims_judged:increase1h + {re_}:claimwatch_claims_judged_others:increase1h)"
+            ),
+        },
+        {
+            "record": f"{rv}:claimwatch_claims_vs_others:zscore1h",
+            "expr": (
+                f"({rv}:claimwatch_claims:ratio_increase1h - {rv}:claimwatch_claims_others:ratio_increase1h)\n/\n"
+                f"sqrt(\n"
+                f"  {rv}:claimwatch_claims_pooled:ratio_increase1h * (1 - {rv}:claimwatch_claims_pooled:ratio_increase1h)\n"
+                f"  * ignoring (verdict) group_left ()\n"
+                f"  (1 / {re_}:claimwatch_claims_judged:increase1h + 1 / {re_}:claimwatch_claims_judged_others:increase1h)\n"
+                f")"
+            ),
+        },
+    ]
+
+    ignored = "|".join(t["collector_ignored_drop_reasons"]) or "^$"
+    pipeline = [
+        {"record": "judge:claimwatch_judge_calls:rate10m", "expr": "sum by (judge) (rate(claimwatch_judge_calls_total[10m]))"},
+        {"record": "judge:claimwatch_judge_errors:rate10m", "expr": "sum by (judge) (rate(claimwatch_judge_errors_total[10m]))"},
+        {
+            "record": "judge:claimwatch_judge_errors:ratio_rate10m",
+            "expr": (
+                "clamp_max(\n  judge:claimwatch_judge_errors:rate10m\n  /\n"
+                "  (judge:claimwatch_judge_calls:rate10m or judge:claimwatch_judge_errors:rate10m * 0),\n  1\n)"
+            ),
+        },
+        {
+            "record": "reason:claimwatch_collector_dropped:rate10m",
+            "expr": f'sum by (reason) (rate(claimwatch_collector_dropped_total{{reason!~"{ignored}"}}[10m]))',
+        },
+        {
+            "record": "reason:claimwatch_collector_dropped:ratio_rate10m",
+            "expr": (
+                "reason:claimwatch_collector_dropped:rate10m\n/ ignoring (reason) group_left ()\n"
+                "sum(rate(claimwatch_collector_traces_total[10m]))"
+            ),
+        },
+    ]
+    return {
+        "groups": [
+            {"name": "claimwatch.recording.5m", "rules": fast},
+            {"name": "claimwatch.recording.trailing", "interval": "1m", "rules": trailing},
+            {"name": "claimwatch.recording.release", "interval": "1m", "rules": release},
+            {"name": "claimwatch.recording.pipeline", "rules": pipeline},
+        ]
+    }
+
+
+def _alert(name: str, expr: str, for_: str, severity: str, summary: str, description: str, t: Mapping[str, Any]):
+    rule: dict[str, Any] = {"alert": name, "expr": expr}
+    if for_ not in ("0m", "0s", ""):
+        rule["for"] = for_
+    rule["labels"] = {"severity": severity}
+    rule["annotations"] = {
+        "summary": summary,
+        "description": description,
+        "runbook_url": f"{t['runbook_url']}#{name.lower()}",
+    }
+    return rule
+
+
+def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
+    """The alert groups for thresholds ``t`` (see :data:`DEFAULT_THRESHOLDS`)."""
+    ratio5 = f"{SL}:claimwatch_claims_contradicted:ratio_rate5m"
+    base24 = f"{SL}:claimwatch_claims_contradicted:ratio_rate24h"
+    spike_window = _seconds("5m")
+    quality = [
+        _alert(
+            "ClaimwatchContradictedClaimsSpike",
+            (
+                f"{ratio5} > {t['spike_min_ratio']}\n"
+                f"and\n{ratio5} > {t['spike_baseline_factor']} * ({base24} offset 1h or {ratio5} * 0)\n"
+                f"and\n{SL}:claimwatch_claims_judged:rate5m * {spike_window} >= {t['spike_min_claims']}"
+            ),
+            t["spike_for"],
+            t["severity_page"],
+            "Contradicted claims spiking for release {{ $labels.release }} on route {{ $labels.route }}",
+            (
+                "{{ $value | humanizePercentage }} of judged claims were CONTRADICTED by the retrieved context "
+                f"over the last 5m ({SLICE_TEMPLATE}); floor {t['spike_min_ratio']}, "
+                f"and more than {t['spike_baseline_factor']}x this slice's 24h ratio."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchFaithfulnessDrop",
+            (
+                "(\n"
+                f"  release:claimwatch_claims_supported:ratio_rate1h < {t['faithfulness_min_ratio']}\n"
+                "  or\n"
+                "  release:claimwatch_claims_supported:ratio_rate1h\n"
+                f"    < release:claimwatch_claims_supported:ratio_rate24h - {t['faithfulness_max_drop']}\n"
+                ")\n"
+                f"and\nrelease:claimwatch_claims_judged:increase1h >= {t['faithfulness_min_claims']}"
+            ),
+            t["faithfulness_for"],
+            t["severity_warning"],
+            "Faithfulness of release {{ $labels.release }} dropped",
+            (
+                "Release {{ $labels.release }}: {{ $value | humanizePercentage }} of judged claims were SUPPORTED "
+                f"over the last hour (floor {t['faithfulness_min_ratio']}, or more than "
+                f"{t['faithfulness_max_drop']} below its 24h ratio)."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchReleaseWorseThanPrevious",
+            (
+                "release_environment_verdict:claimwatch_claims:ratio_increase1h\n"
+                "  > release_environment_verdict:claimwatch_claims_others:ratio_increase1h"
+                f" + {t['release_max_increase']}\n"
+                f"and\nrelease_environment_verdict:claimwatch_claims_vs_others:zscore1h > {t['release_z']}\n"
+                "and ignoring (verdict)\n"
+                f"release_environment:claimwatch_claims_judged:increase1h >= {t['release_min_claims']}\n"
+                "and ignoring (verdict)\n"
+                f"release_environment:claimwatch_claims_judged_others:increase1h >= {t['release_min_claims']}"
+            ),
+            t["release_for"],
+            t["severity_warning"],
+            "Release {{ $labels.release }} has more {{ $labels.verdict }} claims than the other releases",
+            (
+                "Release {{ $labels.release }} in {{ $labels.environment }}: {{ $value | humanizePercentage }} of "
+                "judged claims were {{ $labels.verdict }} over the last hour, significantly above the other "
+                "releases in the same window "
+                f"(tolerance {t['release_max_increase']}, z > {t['release_z']}). Run claimwatch gate before promoting."
+            ),
+            t,
+        ),
+    ]
+    ignored = "|".join(t["collector_ignored_drop_reasons"]) or "^$"
+    pipeline = [
+        _alert(
+            "ClaimwatchPipelineStalled",
+            (
+                f"sum by (topic) (claimwatch_consumer_lag_records) > {t['stalled_min_lag']}\n"
+                "and\nsum by (topic) (delta(claimwatch_consumer_lag_records[10m])) > 0\n"
+                'and on ()\n(sum(rate(claimwatch_records_total[10m])) or vector(0)) == 0'
+            ),
+            t["stalled_for"],
+            t["severity_page"],
+            "claimwatch workers are not consuming topic {{ $labels.topic }}",
+            (
+                "Consumer lag on {{ $labels.topic }} is {{ $value }} records and growing while the workers "
+                "handled no record in the last 10m."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchNoEvaluations",
+            (
+                f"time() - max(claimwatch_last_evaluation_timestamp_seconds) > {t['no_evaluations_seconds']}\n"
+                "and on ()\n(\n  sum(claimwatch_consumer_lag_records) > 0\n"
+                "  or\n  sum(increase(claimwatch_records_total[30m])) > 0\n"
+                "  or\n  sum(increase(claimwatch_collector_traces_total[30m])) > 0\n)"
+            ),
+            t["no_evaluations_for"],
+            t["severity_page"],
+            "No answer evaluated for {{ $value | humanizeDuration }} although traces are flowing",
+            (
+                "The newest evaluation is {{ $value | humanizeDuration }} old while records are waiting, arriving "
+                "or being produced: every answer is failing, dead-lettering or not being judged."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchWorkerDown",
+            "absent(max(claimwatch_worker_up) == 1)",
+            t["worker_down_for"],
+            t["severity_page"],
+            "No claimwatch worker is consuming",
+            "No scraped claimwatch worker reports claimwatch_worker_up == 1: nothing is being evaluated.",
+            t,
+        ),
+        _alert(
+            "ClaimwatchJudgeFailing",
+            (
+                f"judge:claimwatch_judge_errors:ratio_rate10m > {t['judge_error_ratio']}\n"
+                "and\n(\n  (judge:claimwatch_judge_calls:rate10m or judge:claimwatch_judge_errors:rate10m * 0)\n"
+                f"  + judge:claimwatch_judge_errors:rate10m\n) * 600 >= {t['judge_min_calls']}"
+            ),
+            t["judge_for"],
+            t["severity_warning"],
+            "Judge {{ $labels.judge }} is failing",
+            (
+                "{{ $value | humanizePercentage }} of calls of judge {{ $labels.judge }} failed over the last 10m "
+                f"(threshold {t['judge_error_ratio']}); their claims are counted as ERROR, not scored."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchCollectorDropping",
+            (
+                f"reason:claimwatch_collector_dropped:ratio_rate10m > {t['collector_drop_ratio']}\n"
+                f"and\nreason:claimwatch_collector_dropped:rate10m * 600 >= {t['collector_min_drops']}"
+            ),
+            t["collector_for"],
+            t["severity_warning"],
+            "The claimwatch collector is dropping traces ({{ $labels.reason }})",
+            (
+                "{{ $value | humanizePercentage }} of traces were dropped by the collector over the last 10m with "
+                f"reason {{{{ $labels.reason }}}} (threshold {t['collector_drop_ratio']}; "
+                f"intentional reasons {ignored} excluded)."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchDeadLetters",
+            f"sum by (reason) (increase(claimwatch_dead_letters_total[15m])) >= {t['dead_letters_min']}",
+            t["dead_letters_for"],
+            t["severity_ticket"],
+            "Records dead-lettered ({{ $labels.reason }})",
+            (
+                "{{ $value | humanize }} records went to the dead-letter topic over the last 15m with reason "
+                "{{ $labels.reason }}."
+            ),
+            t,
+        ),
+    ]
+    return {
+        "groups": [
+            {"name": "claimwatch.alerts.quality", "rules": quality},
+            {"name": "claimwatch.alerts.pipeline", "rules": pipeline},
+        ]
+    }
+
+
+# --- a tiny YAML emitter (no dependency): dicts, lists, str, int, float, bool ---------------
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
+
+
+def _emit(value: Any, indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str) and "\n" in item:
+                lines.append(f"{pad}{key}: |-")
+                lines.extend(f"{pad}  {line}" if line else "" for line in item.split("\n"))
+            elif isinstance(item, (dict, list)) and item:
+                lines.append(f"{pad}{key}:")
+                _emit(item, indent + 2, lines)
+            else:
+                lines.append(f"{pad}{key}: {_scalar(item)}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)) and item:
+                sub: list[str] = []
+                _emit(item, indent + 2, sub)
+                lines.append(pad + "- " + sub[0][indent + 2 :])
+                lines.extend(sub[1:])
+            else:
+                lines.append(f"{pad}- {_scalar(item)}")
+    else:  # pragma: no cover - top level is always a mapping
+        lines.append(pad + _scalar(value))
+
+
+def to_yaml(doc: Mapping[str, Any], header: str = "") -> str:
+    """Render ``doc`` as YAML; ``header`` lines become ``#`` comments."""
+    lines = [f"# {line}".rstrip() for line in header.splitlines()]
+    _emit(dict(doc), 0, lines)
+    return "\n".join(lines) + "\n"
+
+
+HEADER = (
+    "GENERATED by `python -m dashboards.generate` from dashboards/rules_gen.py -- do not edit by hand.\n"
+    "Change thresholds with `python -m dashboards.generate --thresholds my.json` (see docs/runbook.md)."
+)
+
+
+def render(thresholds: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """File name (under dashboards/rules/) -> YAML text."""
+    t = merge_thresholds(thresholds)
+    return {
+        "claimwatch-recording.yml": to_yaml(recording_rules(t), HEADER),
+        "claimwatch-alerts.yml": to_yaml(alerting_rules(t), HEADER),
+    }

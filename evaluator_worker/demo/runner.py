@@ -1,0 +1,310 @@
+"""``claimwatch demo``: the whole pipeline on loopback, two releases, an honest accuracy check.
+
+Starts an embedded Kafka-protocol broker, worker(s) with the chosen judge and a
+metrics endpoint, and (when the binary is installed) a real Prometheus loaded
+with the project's rules; runs the instrumented demo app as a baseline release
+and as a candidate that injects known failures; waits for every answer to be
+judged; prints the per-release/per-slice verdict table, the worst contradicted
+claims, the release gate's decision and the judge's recall / false-positive
+rate against the injected ground truth. Everything it started is stopped on
+exit, Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from collector.config import CollectorSettings
+from collector.logs import configure_logging
+from collector.processor import RagTraceProcessor
+from evaluator_worker.config import WorkerSettings
+from evaluator_worker.consumer import Worker
+from evaluator_worker.demo.app import DemoRagApp, Sent, make_provider
+from evaluator_worker.demo.corpus import ABSTAIN_QUESTION
+from evaluator_worker.embedded import EmbeddedBroker, EmbeddedPrometheus, free_port
+from evaluator_worker.gate import Counts, decide
+from evaluator_worker.judges.registry import get_judge
+from evaluator_worker.metrics import WorkerMetrics
+from evaluator_worker.pipeline import Evaluator
+from evaluator_worker.scoring import AnswerResult
+
+BASELINE = "v1.4.0"
+CANDIDATE = "v1.5.0-rc1"
+MODEL = "demo-llm-2024-06"
+RULES_DIR = Path(__file__).resolve().parents[2] / "dashboards" / "rules"
+
+
+class _Collected:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.results: dict[str, AnswerResult] = {}
+
+    def add(self, result: AnswerResult) -> None:
+        with self.lock:
+            self.results[result.trace_id] = result
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+
+def _status(line: str, tty: bool) -> None:
+    if tty:
+        sys.stderr.write("\r" + line.ljust(78))
+        sys.stderr.flush()
+
+
+def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def _worker_settings(bootstrap: str) -> WorkerSettings:
+    s = WorkerSettings()
+    s.kafka.bootstrap_servers = bootstrap
+    s.consumer.session_timeout_ms = 6000
+    s.consumer.heartbeat_interval_ms = 1000
+    s.consumer.max_poll_interval_ms = 30000
+    s.consumer.group_id = "claimwatch-demo"
+    return s
+
+
+def _serve_release(release: str, bootstrap: str, topic: str, n: int, fault_rate: float, seed: int,
+                   progress, warmup=None) -> list[Sent]:
+    provider = make_provider(release)
+    settings = CollectorSettings()
+    settings.kafka.bootstrap_servers = bootstrap
+    settings.topic = topic
+    settings.late_span_wait_s = 0.05
+    processor = RagTraceProcessor(settings, registry=CollectorRegistry())
+    provider.add_span_processor(processor)
+    app = DemoRagApp(provider.get_tracer("demo-rag-app"), release, MODEL, fault_rate=fault_rate, seed=seed)
+    sent = []
+    for i, q in enumerate(app.questions(n)):
+        if i % 25 == 24:
+            q = ABSTAIN_QUESTION
+        sent.append(app.ask(q))
+        progress(len(sent))
+        if i == 0 and warmup is not None:
+            # let Prometheus see the release's series before the bulk arrives (increase() can't count
+            # what happened before a series' first scrape)
+            processor.force_flush(5_000)
+            warmup(sent[0].trace_id)
+    processor.force_flush(10_000)
+    provider.shutdown()
+    return sent
+
+
+def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, Any]:
+    """Per-release/per-route counts, worst contradictions, recall and false positives."""
+    table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    caught = defaultdict(lambda: [0, 0])  # kind -> [caught, injected]
+    clean_flagged = clean_total = 0
+    worst = []
+    for s in sent:
+        r = results.get(s.trace_id)
+        if r is None:
+            totals[s.release]["missing"] += 1
+            continue
+        row = table[s.release][s.route]
+        row["answers"] += 1
+        totals[s.release]["answers"] += 1
+        for verdict, n in r.counts.items():
+            row[verdict] += n
+            totals[s.release][verdict] += n
+        if r.outcome == "abstained":
+            row["abstained"] += 1
+            totals[s.release]["abstained"] += 1
+        flagged = r.has_unsupported
+        if flagged:
+            row["flagged_answers"] += 1
+            totals[s.release]["flagged_answers"] += 1
+        if s.fault:
+            caught[s.fault][1] += 1
+            caught[s.fault][0] += int(flagged)
+        elif r.outcome != "abstained":
+            clean_total += 1
+            clean_flagged += int(flagged)
+        for c in r.claims:
+            if c.verdict.value == "CONTRADICTED":
+                worst.append({"release": s.release, "route": s.route, "claim": c.text, "evidence": c.evidence,
+                              "reason": c.reason, "confidence": c.confidence, "injected": s.fault})
+    worst.sort(key=lambda w: (-w["confidence"], w["claim"]))
+    unique, seen_claims = [], set()
+    for w in worst:
+        if w["claim"] not in seen_claims:
+            seen_claims.add(w["claim"])
+            unique.append(w)
+    worst = unique
+    injected = sum(v[1] for v in caught.values())
+    for rel in totals.values():
+        judged = rel["SUPPORTED"] + rel["UNSUPPORTED"] + rel["CONTRADICTED"]
+        rel["faithfulness"] = round(rel["SUPPORTED"] / judged, 4) if judged else None  # type: ignore[assignment]
+    return {
+        "releases": {rel: {"totals": dict(totals[rel]), "routes": {k: dict(v) for k, v in routes.items()}}
+                     for rel, routes in table.items()},
+        "worst_contradicted": worst[:8],
+        "accuracy": {
+            "injected_failures": injected,
+            "caught": sum(v[0] for v in caught.values()),
+            "recall": round(sum(v[0] for v in caught.values()) / injected, 4) if injected else None,
+            "recall_by_kind": {k: {"caught": v[0], "injected": v[1], "recall": round(v[0] / v[1], 4) if v[1] else None}
+                               for k, v in sorted(caught.items())},
+            "clean_answers": clean_total,
+            "clean_flagged": clean_flagged,
+            "false_positive_rate": round(clean_flagged / clean_total, 4) if clean_total else None,
+        },
+    }
+
+
+def _counts(summary: dict[str, Any], release: str) -> Counts:
+    t = summary["releases"].get(release, {}).get("totals", {})
+    return Counts(supported=t.get("SUPPORTED", 0), unsupported=t.get("UNSUPPORTED", 0),
+                  contradicted=t.get("CONTRADICTED", 0))
+
+
+def render(summary: dict[str, Any]) -> str:
+    out = []
+    out.append("Claim verdicts per release and route")
+    out.append(f"  {'release':12} {'route':10} {'answers':>7} {'SUPP':>5} {'UNSUP':>5} {'CONTR':>5} {'ERR':>4} {'faithful':>8} {'flagged':>7}")
+    for rel, data in summary["releases"].items():
+        for route, row in sorted(data["routes"].items()):
+            judged = row.get("SUPPORTED", 0) + row.get("UNSUPPORTED", 0) + row.get("CONTRADICTED", 0)
+            f = f"{row.get('SUPPORTED', 0) / judged:.2f}" if judged else "n/a"
+            out.append(f"  {rel:12} {route:10} {row.get('answers', 0):7} {row.get('SUPPORTED', 0):5} {row.get('UNSUPPORTED', 0):5} "
+                       f"{row.get('CONTRADICTED', 0):5} {row.get('ERROR', 0):4} {f:>8} {row.get('flagged_answers', 0):7}")
+        t = data["totals"]
+        f = "n/a" if t.get("faithfulness") is None else f"{t['faithfulness']:.2f}"
+        out.append(f"  {rel:12} {'ALL':10} {t.get('answers', 0):7} {t.get('SUPPORTED', 0):5} {t.get('UNSUPPORTED', 0):5} "
+                   f"{t.get('CONTRADICTED', 0):5} {t.get('ERROR', 0):4} {f:>8} {t.get('flagged_answers', 0):7}")
+    out.append("")
+    out.append("Worst contradicted claims")
+    for w in summary["worst_contradicted"][:5]:
+        out.append(f"  [{w['release']}/{w['route']}] {w['claim']}")
+        out.append(f"      evidence: {w['evidence']!r}  ({w['reason']})")
+    if not summary["worst_contradicted"]:
+        out.append("  none")
+    a = summary["accuracy"]
+    out.append("")
+    out.append("Judge vs injected ground truth")
+    out.append(f"  recall: caught {a['caught']}/{a['injected_failures']} injected failures ({(a['recall'] or 0):.0%})")
+    for kind, v in a["recall_by_kind"].items():
+        out.append(f"    {kind:20} {v['caught']:3}/{v['injected']:<3} {(v['recall'] or 0):.0%}")
+    out.append(f"  false positives: {a['clean_flagged']}/{a['clean_answers']} clean answers flagged ({(a['false_positive_rate'] or 0):.0%})")
+    g = summary["gate"]
+    out.append("")
+    out.append(f"Release gate ({g['source']}): {g['decision'].upper()}  {g['baseline']} -> {g['candidate']}")
+    for line in g["reasoning"]:
+        out.append(f"  {line}")
+    return "\n".join(out)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    configure_logging("WARNING")
+    tty = sys.stderr.isatty()
+    started = time.monotonic()
+    judge_name = args.judge or "heuristic"
+    collected = _Collected()
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(EmbeddedBroker())
+        topic = "claimwatch.traces"
+        _create_topic(broker.bootstrap, topic, partitions=max(2, args.workers))
+        settings = _worker_settings(broker.bootstrap)
+        settings.judge = judge_name
+        metrics = WorkerMetrics()
+        port = free_port()
+        server, _ = start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
+        stack.callback(server.shutdown)
+        prom = None
+        if not args.no_prometheus and EmbeddedPrometheus.available():
+            rules = sorted(str(p) for p in RULES_DIR.glob("*.yml")) if RULES_DIR.is_dir() else []
+            prom = stack.enter_context(EmbeddedPrometheus([f"127.0.0.1:{port}"], rule_files=rules))
+        judge = get_judge(judge_name, settings)
+        workers = []
+        for _ in range(max(1, args.workers)):
+            w = Worker(settings, Evaluator(judge, metrics))
+            w.on_result = collected.add
+            th = threading.Thread(target=w.run, name="claimwatch-worker", daemon=True)
+            th.start()
+            workers.append((w, th))
+
+        def _stop_workers() -> None:
+            for w, _ in workers:
+                w.stop()
+            for _, th in workers:
+                th.join(15)
+
+        stack.callback(_stop_workers)
+        print(f"claimwatch demo: broker {broker.bootstrap}, metrics http://127.0.0.1:{port}/metrics"
+              + (f", prometheus {prom.url}" if prom else ", prometheus not started"), file=sys.stderr)
+        sent: list[Sent] = []
+        for release, rate in ((BASELINE, 0.0), (CANDIDATE, args.fault_rate)):
+            base = len(sent)
+            sent += _serve_release(
+                release, broker.bootstrap, topic, args.requests, rate, args.seed,
+                lambda k: _status(f"serving {release}: {k}/{args.requests} requests, judged {len(collected)}/{base + k}", tty),
+                warmup=(lambda tid: _await_scrape(collected, tid)) if prom else None,
+            )
+        deadline = time.monotonic() + max(60.0, len(sent) * 0.2)
+        while len(collected) < len(sent) and time.monotonic() < deadline:
+            _status(f"judging: {len(collected)}/{len(sent)} answers", tty)
+            time.sleep(0.2)
+        _status(f"judged {len(collected)}/{len(sent)} answers", tty)
+        if tty:
+            sys.stderr.write("\n")
+        summary = summarise(sent, dict(collected.results))
+        summary["gate"] = _gate(summary, prom)
+        summary["judge"] = judge_name
+        summary["requests_per_release"] = args.requests
+        summary["fault_rate"] = args.fault_rate
+        summary["answers_sent"] = len(sent)
+        summary["answers_judged"] = len(collected)
+        summary["prometheus"] = prom.url if prom else None
+        summary["elapsed_s"] = round(time.monotonic() - started, 1)
+        print(render(summary))
+        print(f"\n{len(collected)}/{len(sent)} answers judged in {summary['elapsed_s']} s", file=sys.stderr)
+        if args.summary_json:
+            Path(args.summary_json).write_text(json.dumps(summary, indent=2, ensure_ascii=False))
+        complete = len(collected) == len(sent)
+    return 0 if complete else 1
+
+
+def _await_scrape(collected: _Collected, trace_id: str, timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while trace_id not in collected.results and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.5)  # > one scrape interval
+
+
+def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None) -> dict[str, Any]:
+    source = "worker counts"
+    base, cand = _counts(summary, BASELINE), _counts(summary, CANDIDATE)
+    if prom is not None:
+        from evaluator_worker.gate import fetch_counts
+
+        time.sleep(2.5)  # let Prometheus scrape the final counters
+        try:
+            base, cand = fetch_counts(prom.url, BASELINE, window="1h"), fetch_counts(prom.url, CANDIDATE, window="1h")
+            source = "Prometheus"
+        except Exception as exc:  # fall back to the worker's own counts, and say so
+            source = f"worker counts (Prometheus query failed: {exc})"
+    d = decide(base, cand, labels={"baseline": BASELINE, "candidate": CANDIDATE})
+    return {"source": source, "baseline": BASELINE, "candidate": CANDIDATE, "decision": d.action,
+            "exit_code": d.exit_code, "reasoning": d.render().splitlines()[1:],
+            "baseline_counts": dataclasses.asdict(base), "candidate_counts": dataclasses.asdict(cand)}
