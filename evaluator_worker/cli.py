@@ -216,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--no-prometheus", action="store_true", help="don't start Prometheus even if installed")
     d.add_argument("--workers", type=int, default=1)
     d.add_argument("--seed", type=int, default=7)
+    d.add_argument("--gate-min-claims", type=int, default=100, help="judged claims per release the gate needs")
     d.set_defaults(func=cmd_demo)
     return p
 

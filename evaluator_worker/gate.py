@@ -269,7 +269,14 @@ def counts_query(release: str, window: str = "1h", label: str = "release", extra
     extra = extra_selector.strip().strip("{}").strip()
     if extra:
         matchers.append(extra)
-    return f"sum by (verdict) (increase(claimwatch_claims_total{{{', '.join(matchers)}}}[{window}]))"
+    series = f"claimwatch_claims_total{{{', '.join(matchers)}}}"
+    # increase() can't see what a series counted before its first scrape; for series born inside
+    # the window (a new release, a new route) add that first sample back: a counter's minimum over
+    # the window is its first value.
+    return (
+        f"sum by (verdict) ((increase({series}[{window}]) + (min_over_time({series}[{window}]) unless {series} offset {window}))"
+        f" or increase({series}[{window}]))"
+    )
 
 
 def fetch_counts(

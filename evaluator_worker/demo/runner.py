@@ -269,7 +269,7 @@ def run_demo(args: argparse.Namespace) -> int:
         if tty:
             sys.stderr.write("\n")
         summary = summarise(sent, dict(collected.results))
-        summary["gate"] = _gate(summary, prom)
+        summary["gate"] = _gate(summary, prom, args.gate_min_claims)
         summary["judge"] = judge_name
         summary["requests_per_release"] = args.requests
         summary["fault_rate"] = args.fault_rate
@@ -292,7 +292,7 @@ def _await_scrape(collected: _Collected, trace_id: str, timeout_s: float = 15.0)
     time.sleep(1.5)  # > one scrape interval
 
 
-def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None) -> dict[str, Any]:
+def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None, min_claims: int = 100) -> dict[str, Any]:
     source = "worker counts"
     base, cand = _counts(summary, BASELINE), _counts(summary, CANDIDATE)
     if prom is not None:
@@ -304,7 +304,7 @@ def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None) -> dict[str,
             source = "Prometheus"
         except Exception as exc:  # fall back to the worker's own counts, and say so
             source = f"worker counts (Prometheus query failed: {exc})"
-    d = decide(base, cand, labels={"baseline": BASELINE, "candidate": CANDIDATE})
+    d = decide(base, cand, min_claims=min_claims, labels={"baseline": BASELINE, "candidate": CANDIDATE})
     return {"source": source, "baseline": BASELINE, "candidate": CANDIDATE, "decision": d.action,
             "exit_code": d.exit_code, "reasoning": d.render().splitlines()[1:],
             "baseline_counts": dataclasses.asdict(base), "candidate_counts": dataclasses.asdict(cand)}

@@ -113,7 +113,11 @@ def test_decide_rejects_nonsense_parameters():
 def test_counts_query_escapes_release_and_adds_selector():
     """Release values are PromQL-escaped and extra matchers are appended."""
     q = counts_query('v"2', "30m", "release", 'environment="prod"')
-    assert q == 'sum by (verdict) (increase(claimwatch_claims_total{release="v\\"2", environment="prod"}[30m]))'
+    sel = 'claimwatch_claims_total{release="v\\"2", environment="prod"}'
+    assert q == (
+        f"sum by (verdict) ((increase({sel}[30m]) + (min_over_time({sel}[30m]) unless {sel} offset 30m))"
+        f" or increase({sel}[30m]))"
+    )
     with pytest.raises(GateError):
         counts_query("v1", "1 hour")
     with pytest.raises(GateError):

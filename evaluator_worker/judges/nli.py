@@ -1,0 +1,372 @@
+"""The ``nli`` judge: a cross-encoder NLI model verifies each claim against each context chunk.
+
+For every claim the judge scores (premise = a chunk, or a sentence window of a
+long chunk; hypothesis = the claim) over all chunks, in length-sorted batches,
+and keeps the **most favourable** verdict (the SAFE-for-RAG pattern: a claim is
+supported if *any* retrieved passage entails it):
+
+- ``SUPPORTED``    if the best entailment probability >= ``entail_threshold``
+  (evidence = that window, verbatim; ``context_index`` = its chunk)
+- ``CONTRADICTED`` else, if the best contradiction probability >= ``contradict_threshold``
+- ``UNSUPPORTED``  otherwise
+
+``confidence`` is the deciding probability: the entailment probability for
+SUPPORTED, the contradiction probability for CONTRADICTED, and ``1 - best
+entailment`` for UNSUPPORTED (how sure the judge is that nothing entails it).
+
+The model is any Hugging Face sequence-classification NLI model (a hub id or a
+local directory, e.g. ``cross-encoder/nli-deberta-v3-small`` saved with
+``save_pretrained``). It loads lazily on first use; the label order is read
+from the model's ``id2label``. Needs the ``nli`` extra (torch + transformers).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from evaluator_worker.errors import ConfigError, JudgeError
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
+
+__all__ = ["NLIJudge", "resolve_labels", "sentence_windows", "LABEL_NAMES"]
+
+#: canonical label -> the id2label spellings that mean it (compared lower-case, letters only)
+LABEL_NAMES: dict[str, frozenset[str]] = {
+    "entailment": frozenset({"entailment", "entail", "entails", "entailed"}),
+    "neutral": frozenset({"neutral"}),
+    "contradiction": frozenset({"contradiction", "contradict", "contradicts", "contradicted", "contradictory"}),
+}
+
+_MODEL_HINT = (
+    "set CLAIMWATCH_NLI_MODEL to a local directory holding a saved NLI model "
+    "(config.json, weights, tokenizer files; e.g. from save_pretrained), or to a Hugging Face id "
+    "that is already in the local cache (HF_HOME) when the machine has no network"
+)
+
+
+def resolve_labels(id2label: Mapping[Any, str]) -> dict[str, int]:
+    """Map ``{"entailment": i, "contradiction": j, ["neutral": k]}`` from a model config's ``id2label``.
+
+    Accepts any case and order (``ENTAILMENT``, ``Contradiction``, ``neutral`` ...). Raises
+    ``ConfigError`` when a label is unknown (e.g. ``LABEL_0``), repeated, or when entailment or
+    contradiction is missing: guessing the order would silently invert verdicts.
+    """
+    found: dict[str, int] = {}
+    for raw_id, raw_name in dict(id2label).items():
+        key = re.sub(r"[^a-z]", "", str(raw_name).lower())
+        canon = next((c for c, names in LABEL_NAMES.items() if key in names), None)
+        if canon is None or canon in found:
+            problem = f"unknown label {raw_name!r}" if canon is None else f"label {canon!r} appears twice"
+            raise ConfigError(
+                f"cannot map the NLI model's labels {dict(id2label)!r}: {problem}; expected entailment, "
+                "neutral and contradiction (any case/order) in config.json id2label, or pass "
+                "labels={'entailment': i, 'neutral': j, 'contradiction': k}"
+            )
+        found[canon] = int(raw_id)
+    missing = [c for c in ("entailment", "contradiction") if c not in found]
+    if missing:
+        raise ConfigError(f"the NLI model's labels {dict(id2label)!r} lack {', '.join(missing)}")
+    return found
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence: ``evaluator_worker.claims.sentence_spans`` when present, else a regex."""
+    try:
+        from evaluator_worker.claims import sentence_spans
+    except ImportError:
+        sentence_spans = None
+    if sentence_spans is not None:
+        spans = sentence_spans(text)
+        if spans:
+            return list(spans)
+    spans, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        spans.append((start, m.start()))
+        start = m.end()
+    if text[start:].strip():
+        spans.append((start, len(text.rstrip())))
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+def sentence_windows(
+    text: str, budget: int, count_tokens: Callable[[list[str]], list[int]], overlap: int = 1
+) -> list[str]:
+    """Split ``text`` into verbatim windows of whole sentences of at most ``budget`` tokens.
+
+    The whole text is one window when it fits. Otherwise consecutive sentences are packed
+    greedily and each next window re-starts ``overlap`` sentences back, so a fact split across
+    a boundary is still seen whole. A single sentence longer than the budget is its own window
+    (the tokenizer truncates it). ``count_tokens`` returns the token count of each string.
+    """
+    if not text.strip():
+        return []
+    spans = _sentence_spans(text)
+    if not spans:
+        return [text]
+    counts = count_tokens([text] + [text[a:b] for a, b in spans])
+    if counts.pop(0) <= budget:
+        return [text]
+    windows: list[str] = []
+    i = 0
+    while i < len(spans):
+        j, used = i, counts[i]
+        while j + 1 < len(spans) and used + counts[j + 1] <= budget:
+            j += 1
+            used += counts[j]
+        windows.append(text[spans[i][0] : spans[j][1]])
+        if j + 1 >= len(spans):
+            break
+        i = max(i + 1, j + 1 - overlap)
+    return windows
+
+
+@dataclass
+class _Loaded:
+    """The model and what was read from it at load time."""
+
+    tokenizer: Any
+    model: Any
+    torch: Any
+    device: Any
+    labels: dict[str, int]
+    max_length: int
+    special_tokens: int
+
+
+class NLIJudge:
+    """Cross-encoder NLI judge (see the module docstring). Implements ``Judge``.
+
+    ``model``: a Hugging Face model id or a local directory. ``device``: ``"cpu"``, ``"cuda"``,
+    ``"cuda:1"``, ``"mps"`` or ``"auto"``. ``max_length``: tokens per (premise, claim) pair,
+    capped by the tokenizer's own limit; longer chunks are windowed by sentences.
+    ``claim_extractor``: ``answer -> [Claim | str]``; defaults to ``evaluator_worker.claims``.
+    ``labels``: an explicit ``{"entailment": i, "neutral": j, "contradiction": k}`` for models
+    whose config has no usable ``id2label``. ``local_files_only``: never touch the network
+    (default: true when ``HF_HUB_OFFLINE`` is set).
+    """
+
+    name = "nli"
+
+    def __init__(
+        self,
+        model: str,
+        device: str = "cpu",
+        batch_size: int = 16,
+        max_length: int = 512,
+        entail_threshold: float = 0.5,
+        contradict_threshold: float = 0.7,
+        claim_extractor: Callable[[str], Sequence[Claim | str]] | None = None,
+        *,
+        labels: Mapping[str, int] | None = None,
+        local_files_only: bool | None = None,
+        window_overlap: int = 1,
+    ) -> None:
+        if not model or not str(model).strip():
+            raise ConfigError(f"the nli judge needs a model: {_MODEL_HINT}")
+        if batch_size < 1:
+            raise ConfigError("batch_size must be >= 1")
+        if max_length < 16:
+            raise ConfigError("max_length must be >= 16 tokens")
+        for label, value in (("entail_threshold", entail_threshold), ("contradict_threshold", contradict_threshold)):
+            if not 0.0 < value <= 1.0:
+                raise ConfigError(f"{label} must be in (0, 1], got {value}")
+        self.model_name = str(model)
+        self.device = device
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.entail_threshold = entail_threshold
+        self.contradict_threshold = contradict_threshold
+        self.claim_extractor = claim_extractor
+        self.labels = dict(labels) if labels is not None else None
+        if local_files_only is None:
+            local_files_only = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+        self.local_files_only = local_files_only
+        self.window_overlap = window_overlap
+        self._loaded: _Loaded | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ loading
+
+    def load(self) -> "NLIJudge":
+        """Load the model now (it loads on first use otherwise); raises ``ConfigError`` if it can't."""
+        self._get()
+        return self
+
+    def _get(self) -> _Loaded:
+        if self._loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    self._loaded = self._load()
+        return self._loaded
+
+    def _load(self) -> _Loaded:
+        source = os.path.expanduser(self.model_name)
+        looks_local = os.path.isabs(source) or source.startswith((".", "~")) or os.path.exists(source)
+        if looks_local and not os.path.isdir(source):
+            raise ConfigError(f"NLI model directory {source!r} does not exist: {_MODEL_HINT}")
+        try:
+            import torch
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        except ImportError as exc:
+            raise ConfigError(
+                f"the nli judge needs torch and transformers ({exc}); install them with "
+                "`pip install 'claimwatch[nli]'` (CPU-only torch: see docs/nli-judge.md)"
+            ) from exc
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=self.local_files_only)
+            model = AutoModelForSequenceClassification.from_pretrained(source, local_files_only=self.local_files_only)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot load NLI model {self.model_name!r} ({type(exc).__name__}: {exc}); {_MODEL_HINT}") from exc
+        labels = dict(self.labels) if self.labels is not None else resolve_labels(model.config.id2label)
+        if self.labels is not None:
+            if not {"entailment", "contradiction"} <= set(labels) or any(
+                not 0 <= i < model.config.num_labels for i in labels.values()
+            ):
+                raise ConfigError(f"labels={labels!r} must give entailment and contradiction indices < {model.config.num_labels}")
+        device = self._device(torch)
+        model.to(device)
+        model.eval()
+        limit = getattr(tokenizer, "model_max_length", None)
+        max_length = self.max_length
+        if isinstance(limit, int) and 0 < limit < 100_000:
+            max_length = min(max_length, limit)
+        positions = getattr(model.config, "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0:
+            max_length = min(max_length, positions)
+        special = tokenizer.num_special_tokens_to_add(pair=True)
+        return _Loaded(tokenizer, model, torch, device, labels, max_length, special)
+
+    def _device(self, torch: Any) -> Any:
+        name = self.device
+        if name == "auto":
+            if torch.cuda.is_available():
+                name = "cuda"
+            elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+                name = "mps"
+            else:
+                name = "cpu"
+        try:
+            return torch.device(name)
+        except (RuntimeError, ValueError) as exc:
+            raise ConfigError(f"invalid device {self.device!r}: {exc}") from exc
+
+    # ------------------------------------------------------------------ claims
+
+    def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
+        """Atomic claims of ``answer`` (no model call): the injected extractor or ``evaluator_worker.claims``."""
+        extractor = self.claim_extractor or _default_extractor()
+        items = extractor(answer or "")
+        claims = [
+            c if isinstance(c, Claim) else Claim(id=f"c{i + 1}", text=str(c), sentence=i) for i, c in enumerate(items)
+        ]
+        return Extraction(claims=claims, usage=Usage(model=self.model_name))
+
+    # ------------------------------------------------------------------ verification
+
+    def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification:
+        """One verdict per claim: the most favourable over every chunk (window) of ``contexts``."""
+        usage = Usage(model=self.model_name)
+        if not claims:
+            return Verification(verdicts=[], usage=usage)
+        loaded = self._get()
+        windows = self._windows(loaded, claims, contexts)  # [(context_index, text)]
+        if not windows:
+            verdicts = [
+                ClaimVerdict(claim_id=c.id, verdict=Verdict.UNSUPPORTED, confidence=1.0, reason="no context to check against")
+                for c in claims
+            ]
+            return Verification(verdicts=verdicts, usage=usage)
+        pairs = [(w, c) for c in range(len(claims)) for w in range(len(windows))]
+        probs = self._score(loaded, [windows[w][1] for w, _ in pairs], [claims[c].text for _, c in pairs], usage)
+        ent, con = loaded.labels["entailment"], loaded.labels["contradiction"]
+        verdicts = []
+        n = len(windows)
+        for ci, claim in enumerate(claims):
+            rows = probs[ci * n : (ci + 1) * n]
+            best_e = max(range(n), key=lambda w: rows[w][ent])
+            best_c = max(range(n), key=lambda w: rows[w][con])
+            pe, pc = rows[best_e][ent], rows[best_c][con]
+            verdicts.append(self._decide(claim, windows, best_e, pe, best_c, pc))
+        return Verification(verdicts=verdicts, usage=usage)
+
+    def _decide(self, claim: Claim, windows: list[tuple[int, str]], best_e: int, pe: float, best_c: int, pc: float) -> ClaimVerdict:
+        """The SAFE rule: entailment anywhere wins, then contradiction, else unsupported."""
+        if pe >= self.entail_threshold:
+            ctx, text = windows[best_e]
+            return ClaimVerdict(
+                claim_id=claim.id, verdict=Verdict.SUPPORTED, evidence=text, context_index=ctx,
+                confidence=_unit(pe), reason=f"entailment {pe:.3f} >= {self.entail_threshold} in context {ctx}",
+            )
+        if pc >= self.contradict_threshold:
+            ctx, text = windows[best_c]
+            return ClaimVerdict(
+                claim_id=claim.id, verdict=Verdict.CONTRADICTED, evidence=text, context_index=ctx,
+                confidence=_unit(pc), reason=f"contradiction {pc:.3f} >= {self.contradict_threshold} in context {ctx}",
+            )
+        return ClaimVerdict(
+            claim_id=claim.id, verdict=Verdict.UNSUPPORTED, confidence=_unit(1.0 - pe),
+            reason=f"best entailment {pe:.3f} < {self.entail_threshold}, best contradiction {pc:.3f} < {self.contradict_threshold}",
+        )
+
+    def _windows(self, loaded: _Loaded, claims: Sequence[Claim], contexts: Sequence[str]) -> list[tuple[int, str]]:
+        """Every premise to score: whole chunks, or sentence windows of chunks too long for ``max_length``."""
+        tok = loaded.tokenizer
+
+        def count(texts: list[str]) -> list[int]:
+            return [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]] if texts else []
+
+        longest_claim = max(count([c.text for c in claims]) or [0])
+        budget = loaded.max_length - loaded.special_tokens - longest_claim
+        budget = max(budget, loaded.max_length // 4)  # very long claims: the tokenizer truncates instead
+        out: list[tuple[int, str]] = []
+        for i, chunk in enumerate(contexts):
+            for window in sentence_windows(chunk or "", budget, count, overlap=self.window_overlap):
+                out.append((i, window))
+        return out
+
+    def _score(self, loaded: _Loaded, premises: list[str], hypotheses: list[str], usage: Usage) -> list[list[float]]:
+        """Class probabilities per (premise, hypothesis) pair, batched by similar length."""
+        torch, tok = loaded.torch, loaded.tokenizer
+        order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
+        out: list[list[float] | None] = [None] * len(premises)
+        try:
+            with torch.inference_mode():
+                for start in range(0, len(order), self.batch_size):
+                    idx = order[start : start + self.batch_size]
+                    enc = tok(
+                        [premises[k] for k in idx], [hypotheses[k] for k in idx], padding=True,
+                        truncation=True, max_length=loaded.max_length, return_tensors="pt",
+                    ).to(loaded.device)
+                    logits = loaded.model(**enc).logits.float()
+                    rows = torch.softmax(logits, dim=-1).cpu().tolist()
+                    usage.calls += 1
+                    usage.input_tokens += int(enc["attention_mask"].sum())
+                    for k, row in zip(idx, rows):
+                        out[k] = row
+        except RuntimeError as exc:  # out of memory, device errors: the answer's claims become ERROR
+            raise JudgeError(f"NLI model {self.model_name!r} failed: {exc}") from exc
+        return out  # type: ignore[return-value]
+
+
+def _unit(p: float) -> float:
+    """Clamp a probability to [0, 1] (float noise can give 1.0000001)."""
+    return min(1.0, max(0.0, float(p)))
+
+
+def _default_extractor() -> Callable[[str], Sequence[Claim | str]]:
+    """``evaluator_worker.claims`` (``split_claims`` or ``extract_claims``) when present, else a sentence split."""
+    try:
+        from evaluator_worker import claims as claims_module
+    except ImportError:
+        claims_module = None
+    for attr in ("split_claims", "extract_claims"):
+        fn = getattr(claims_module, attr, None)
+        if callable(fn):
+            return fn
+    return lambda answer: [answer[a:b] for a, b in _sentence_spans(answer)]
