@@ -42,17 +42,30 @@ def _metrics(settings: WorkerSettings):
     return WorkerMetrics(guard=guard)
 
 
+def build_evaluator(settings: WorkerSettings, metrics=None):
+    """The Evaluator every command uses: judge, parity settings, consistency tracker."""
+    from evaluator_worker.consistency import ConsistencyTracker
+    from evaluator_worker.judges.registry import get_judge
+    from evaluator_worker.pipeline import Evaluator
+
+    judge = get_judge(settings.judge, settings)
+    tracker = None
+    p = settings.parity
+    if p.consistency:
+        cjudge = judge if p.consistency_judge == settings.judge else get_judge(p.consistency_judge, settings)
+        tracker = ConsistencyTracker(cjudge, threshold=p.consistency_threshold, window=p.consistency_window)
+    return Evaluator(judge, metrics, include_text=settings.results_include_text, parity=p, consistency=tracker)
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from prometheus_client import start_http_server
 
     from evaluator_worker.consumer import Worker
-    from evaluator_worker.judges.registry import get_judge
-    from evaluator_worker.pipeline import Evaluator
 
     settings = _settings(args)
     metrics = _metrics(settings)
-    judge = get_judge(settings.judge, settings)
-    evaluator = Evaluator(judge, metrics, include_text=settings.results_include_text)
+    evaluator = build_evaluator(settings, metrics)
+    judge = evaluator.judge
     server = None
     if settings.metrics_port >= 0:
         server, _thread = start_http_server(settings.metrics_port, addr=settings.metrics_host, registry=metrics.registry)
@@ -75,11 +88,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from evaluator_worker.batch import score_file
-    from evaluator_worker.judges.registry import get_judge
-    from evaluator_worker.pipeline import Evaluator
 
     settings = _settings(args)
-    evaluator = Evaluator(get_judge(settings.judge, settings), _metrics(settings))
+    evaluator = build_evaluator(settings, _metrics(settings))
     out = sys.stdout if args.output in (None, "-") else args.output
     stats = score_file(evaluator, args.input, out)
     print(f"scored {stats.written} answers, skipped {stats.skipped} bad lines", file=sys.stderr)
@@ -150,6 +161,24 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    from evaluator_worker.consistency import ActiveProbe, http_asker
+    from evaluator_worker.judges.registry import get_judge
+
+    settings = _settings(args)
+    judge = get_judge(settings.judge, settings)
+    probe = ActiveProbe(http_asker(args.endpoint, timeout=args.timeout), judge)
+    questions = [args.question] if args.question else [
+        json.loads(line)["question"] for line in open(args.questions, encoding="utf-8") if line.strip()
+    ]
+    worst = 0
+    for q in questions:
+        r = probe.probe(q)
+        print(json.dumps({"question": q, **r.model_dump()}, ensure_ascii=False))
+        worst = max(worst, {"inconsistent": 1, "not_detected": 2}.get(r.status, 0))
+    return worst
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from evaluator_worker.demo import run_demo
 
@@ -207,6 +236,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--label", default="release", help="label that names releases")
     g.add_argument("--selector", default="", help='extra matchers, e.g. environment="prod"')
     g.set_defaults(func=cmd_gate)
+
+    pr = sub.add_parser("probe", help="active consistency probe: ask paraphrases of questions, judge the answers")
+    pr.add_argument("--endpoint", required=True, help='your RAG app: POST {"question"} -> {"answer"}')
+    grp = pr.add_mutually_exclusive_group(required=True)
+    grp.add_argument("--question")
+    grp.add_argument("--questions", help='JSONL with {"question": ...} lines')
+    pr.add_argument("--timeout", type=float, default=30.0)
+    judge_flag(pr)
+    pr.set_defaults(func=cmd_probe)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
     judge_flag(d)

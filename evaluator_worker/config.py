@@ -48,6 +48,27 @@ class CascadeSettings(BaseModel):
     agreement_sample: float = 0.02
 
 
+class ParitySettings(BaseModel):
+    """Scores other tools report (RagaliQ, DeepEval, FActScore, PAS2), from the same verdicts."""
+
+    #: RagaliQ faithfulness pass threshold (supported / judged claims)
+    faithfulness_threshold: float = 0.7
+    #: RagaliQ hallucination pass threshold (1 - hallucinated / judged claims)
+    hallucination_threshold: float = 0.8
+    #: SUPPORTED claims below this confidence are counted as suspect (0 disables)
+    confidence_floor: float = 0.5
+    #: FActScore length penalty: minimum expected claims per route, e.g. {"faq": 3}; "*" applies to every route
+    min_claims_per_route: dict[str, int] = Field(default_factory=dict)
+    #: passive consistency across paraphrased questions (PAS2-style)
+    consistency: bool = True
+    #: judge used for consistency checks (cheap by default, whatever the main judge is)
+    consistency_judge: str = "heuristic"
+    #: Dice similarity of question words above which two questions are paraphrases
+    consistency_threshold: float = 0.7
+    #: recent answers kept for consistency checks
+    consistency_window: int = 2_000
+
+
 class WorkerSettings(BaseSettings):
     """Settings for ``claimwatch worker`` / ``score`` / ``verify``."""
 
@@ -62,6 +83,7 @@ class WorkerSettings(BaseSettings):
     judge: str = "heuristic"
     anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
     cascade: CascadeSettings = Field(default_factory=CascadeSettings)
+    parity: ParitySettings = Field(default_factory=ParitySettings)
     nli_model: str | None = None
 
     metrics_host: str = "0.0.0.0"

@@ -28,6 +28,12 @@ evaluation_duration_seconds                histogram  -          decode -> resul
 consumer_lag_records                       gauge      topic      sum over this worker's assigned partitions
 last_evaluation_timestamp_seconds          gauge      -
 worker_up                                  gauge      -          1 while consuming
+answers_failing_total                      counter    evaluator (faithfulness|hallucination), <slices>
+answer_context_hallucination_ratio         histogram  <slices>   contradicted chunks / chunks
+answer_factscore_ratio                     histogram  <slices>   faithfulness x FActScore length penalty
+suspect_claims_total                       counter    <slices>   SUPPORTED below the confidence floor
+consistency_checks_total                   counter    outcome (consistent|inconsistent|not_detected), <slices>
+consistency_conflicts_total                counter    <slices>
 cascade_claims_total                       counter    decided_by (first|second|first_over_budget|first_fallback)
 cascade_agreement_total                    counter    agree (true|false)   sampled claims judged by both
 =========================================  =========  ==========================================
@@ -148,6 +154,38 @@ class WorkerMetrics:
             "claimwatch_last_evaluation_timestamp_seconds", "Unix time of the last evaluated answer.", registry=r
         )
         self.up = Gauge("claimwatch_worker_up", "1 while the worker is consuming.", registry=r)
+        self.answers_failing = Counter(
+            "claimwatch_answers_failing",
+            "Answers failing a RagaliQ-style evaluator (faithfulness < 0.7 or hallucination score < 0.8 by default).",
+            ["evaluator", *s],
+            registry=r,
+        )
+        self.context_hallucination = Histogram(
+            "claimwatch_answer_context_hallucination_ratio",
+            "DeepEval-style: share of retrieved chunks the answer contradicts (lower is better).",
+            s,
+            buckets=RATIO_BUCKETS,
+            registry=r,
+        )
+        self.factscore = Histogram(
+            "claimwatch_answer_factscore_ratio",
+            "Faithfulness with FActScore's length penalty (only for routes with a minimum claim count).",
+            s,
+            buckets=RATIO_BUCKETS,
+            registry=r,
+        )
+        self.suspect_claims = Counter(
+            "claimwatch_suspect_claims", "SUPPORTED claims below the confidence floor.", s, registry=r
+        )
+        self.consistency_checks = Counter(
+            "claimwatch_consistency_checks",
+            "Consistency checks against paraphrased questions, by outcome (consistent|inconsistent|not_detected).",
+            ["outcome", *s],
+            registry=r,
+        )
+        self.consistency_conflicts = Counter(
+            "claimwatch_consistency_conflicts", "Conflicting facts found across paraphrased questions.", s, registry=r
+        )
         self.cascade_claims = Counter(
             "claimwatch_cascade_claims",
             "Claims decided by the cascade judge, by which judge decided (first|second|first_over_budget|first_fallback).",

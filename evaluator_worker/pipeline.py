@@ -22,9 +22,12 @@ from typing import Callable
 
 from collector.logs import get_logger
 from collector.record import RagTrace
+from evaluator_worker.config import ParitySettings
+from evaluator_worker.consistency import ConsistencyResult, ConsistencyTracker
 from evaluator_worker.errors import JudgeError, JudgeOutputError
 from evaluator_worker.judges.base import Claim, Judge, Usage, Verdict, complete_verdicts
 from evaluator_worker.metrics import WorkerMetrics
+from evaluator_worker.parity import parity_scores
 from evaluator_worker.scoring import AnswerResult, score
 
 log = get_logger(__name__)
@@ -42,6 +45,8 @@ class Evaluator:
         backoff_s: float = 1.0,
         max_backoff_s: float = 30.0,
         include_text: bool = True,
+        parity: ParitySettings | None = None,
+        consistency: ConsistencyTracker | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
@@ -51,6 +56,8 @@ class Evaluator:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.include_text = include_text
+        self.parity = parity or ParitySettings()
+        self.consistency = consistency
         self._sleep = sleep
         self._clock = clock
         self._seen_slices: set[tuple[str, ...]] = set()
@@ -108,7 +115,7 @@ class Evaluator:
             for v in verdicts:
                 v.reason = f"judge error: {exc.reason}"
             error = f"{exc.reason}: {str(exc)[:500]}"
-        return score(
+        result = score(
             trace.trace_id,
             self.judge.name,
             claims,
@@ -119,6 +126,23 @@ class Evaluator:
             usage=usages,
             error=error,
         )
+        p = self.parity
+        expected = p.min_claims_per_route.get(trace.slices.get("route", ""), p.min_claims_per_route.get("*"))
+        result.parity = parity_scores(
+            result.claims,
+            len(contexts),
+            faithfulness_threshold=p.faithfulness_threshold,
+            hallucination_threshold=p.hallucination_threshold,
+            expected_min_claims=expected,
+            confidence_floor=p.confidence_floor,
+        )
+        if self.consistency is not None and result.outcome == "evaluated":
+            try:
+                result.consistency = self.consistency.check(trace.trace_id, trace.question, trace.answer, claims)
+            except Exception as exc:  # never let the side check lose the main result
+                log.warning("consistency check failed", error=str(exc)[:300])
+                result.consistency = ConsistencyResult(status="not_detected", confidence=0.0, error=str(exc)[:200])
+        return result
 
     # -- metrics -------------------------------------------------------------
     def record(self, result: AnswerResult) -> None:
@@ -152,6 +176,23 @@ class Evaluator:
             if result.faithfulness is not None:
                 m.answer_faithfulness.labels(*values).observe(result.faithfulness)
         m.answer_claims.labels(*values).observe(len(result.claims) if result.outcome != "abstained" else 0)
+        par = result.parity
+        if par is not None:
+            if par.ragaliq_faithfulness.passed is False:
+                m.answers_failing.labels("faithfulness", *values).inc()
+            if par.ragaliq_hallucination.passed is False:
+                m.answers_failing.labels("hallucination", *values).inc()
+            if par.context_hallucination is not None and result.outcome == "evaluated":
+                m.context_hallucination.labels(*values).observe(par.context_hallucination)
+            if par.factscore_penalized is not None:
+                m.factscore.labels(*values).observe(par.factscore_penalized)
+            if par.suspect_claims:
+                m.suspect_claims.labels(*values).inc(len(par.suspect_claims))
+        con = result.consistency
+        if con is not None and con.status != "no_group":
+            m.consistency_checks.labels(con.status, *values).inc()
+            if con.conflicts:
+                m.consistency_conflicts.labels(*values).inc(len(con.conflicts))
         by_model = (result.usage or {}).get("by_model") or {}
         for model, u in by_model.items():
             judge = result.judge

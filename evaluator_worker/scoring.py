@@ -17,7 +17,9 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel, Field
 
+from evaluator_worker.consistency import ConsistencyResult
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Usage, Verdict
+from evaluator_worker.parity import ParityScores
 
 
 class ClaimResult(BaseModel):
@@ -45,6 +47,10 @@ class AnswerResult(BaseModel):
     hallucination_rate: float | None = None
     error: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
+    #: RagaliQ / DeepEval / FActScore-style scores from the same verdicts (evaluator_worker.parity)
+    parity: ParityScores | None = None
+    #: PAS2-style consistency with earlier answers to paraphrased questions (evaluator_worker.consistency)
+    consistency: ConsistencyResult | None = None
     evaluated_at: float = Field(default_factory=time.time)
 
     @property
