@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from evaluator_worker.claims import extract_claims, sentence_spans
+from evaluator_worker.judges import lexicon as lex
 from evaluator_worker.judges import textmatch as tm
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
 
@@ -143,6 +144,53 @@ def _overlap(claim_terms: dict[str, float], keys, exclude: set[str] = frozenset(
     return sum(w for k, w in claim_terms.items() if k not in exclude and _has(k, keys, fz)) / total
 
 
+_RELATIONAL = re.compile(
+    r"\b(?:extra|additional|after|later|before|earlier|total|altogether|combined|in all|margin|"
+    r"difference|lasted|longer|shorter|apart|since|ago|gap|remaining|rest|did\s+not|didn't|between|from|"
+    r"(?:won|wins|win|lead|leads|led|ahead|beat|beating|rose|fell|increased|decreased|grew|dropped)\s+by)\b", re.I)
+_MODAL_CAN = re.compile(r"\b(?:can|cannot|can't|must|allowed|permitted|entitled|able|optional|have\s+to|has\s+to|need\s+to)\b", re.I)
+#: a claim about the future stated as fact
+_FUTURE = re.compile(r"\b(?:will|won't|shall|is\s+going\s+to|are\s+going\s+to)\b", re.I)
+#: context words that make a future event an intention, promise or forecast, not a fact
+_INTENT = re.compile(
+    r"\b(?:plans?|planned|planning|promised?|promises|pledged?|pledges|vowed?|vows|aims?|aimed|intends?|intended|"
+    r"hopes?|hoped|expects?|expected|forecasts?|forecasted|projects|projected|predicts?|predicted|proposes?|proposed|"
+    r"targets?|guidance|outlook|anticipates?|anticipated|seeks?|wants?|would)\b", re.I)
+_NEIGHBOUR_SKIP = frozenset({"the", "a", "an", "of", "and", "or", "than", "more", "less", "about", "around", "roughly",
+                             "approximately", "some", "over", "under", "up", "to", "at", "least", "most", "nearly"})
+
+
+def _neighbours(text: str, q: tm.Quantity, n: int = 3) -> set[str]:
+    """Keys of up to ``n`` words either side of quantity ``q`` in ``text`` ('by', 'record' around '1 minute 20 seconds')."""
+    toks = tm.tokenize(text)
+    a, b = q.token_span
+    out: set[str] = set()
+    for rng in (range(a - 1, max(a - 1 - 2 * n, -1), -1), range(b, min(b + 2 * n, len(toks)))):
+        got = 0
+        for i in rng:
+            w = toks[i].low
+            if w in (",", ";", ":", "(", ")") or w[:1].isdigit():
+                break  # stay inside the number's own clause
+            if not w[:1].isalpha() or w in _NEIGHBOUR_SKIP or w in tm.UNITS:
+                continue
+            out.add(tm.key(w))
+            got += 1
+            if got >= n:
+                break
+    return out
+
+
+def _bound_ok(q: tm.Quantity, value: float, tol: float) -> bool:
+    """Derived ``value`` satisfies claim quantity ``q`` (its bound, or its value within ``tol``)."""
+    if q.bound == "lower":
+        return value >= q.lo - tol * 0.01
+    if q.bound == "upper":
+        return value <= q.lo + tol * 0.01
+    if q.approx:
+        return abs(value - q.lo) <= max(tol, 0.1 * q.lo)
+    return abs(value - q.lo) <= tol
+
+
 def _neg_cues(text: str) -> list[str]:
     """Predicate negations ('not', 'never', "n't", 'no'); 'without'/'lack' are left to term overlap."""
     return [c for c in tm.negation_cues(text) if c not in _POLARITY_IGNORE]
@@ -232,8 +280,9 @@ class HeuristicJudge:
         # 2b. numbers and dates
         unsupported_num: tuple[float, str, _Sent | None] | None = None
         num_support: list[_Sent] = []
+        derived_num: list[str] = []
         for q in ca.quants:
-            status, ev_q, s, align = self._match_quantity(q, ca, sents)
+            status, ev_q, s, align = self._match_quantity(q, ca, sents, claim.text)
             if status == "conflict":
                 return verdict(
                     Verdict.CONTRADICTED,
@@ -247,15 +296,18 @@ class HeuristicJudge:
                 unsupported_num = (0.8, f"number {q.text} not in context", None)
             elif status in ("match", "within") and s is not None:
                 num_support.append(s)
+            elif status == "derived":
+                derived_num.append(ev_q)
+                num_support.append(s)
 
         # 2c. negation and antonyms in the best-aligned clause
-        r = self._check_polarity(claim.text, ca, best, frame)
+        r = None if derived_num else self._check_polarity(claim.text, ca, best, frame)
         if r:
             return verdict(Verdict.CONTRADICTED, r[0], r[1], best)
-        r = self._check_antonyms(ca, best)
+        r = None if derived_num else self._check_antonyms(ca, best)
         if r:
             return verdict(Verdict.CONTRADICTED, r[0], r[1], best)
-        r = self._check_entity_swap(ca, best, qterms)
+        r = self._check_entity_swap(ca, best, qterms, sents)
         if r:
             return verdict(Verdict.CONTRADICTED, r[0], r[1], best)
 
@@ -293,9 +345,14 @@ class HeuristicJudge:
             return verdict(Verdict.UNSUPPORTED, 0.7 + 0.1 * min(len(missing_ents), 2), f"not in context: {', '.join(missing_ents[:3])}")
 
         # 2d. hedges (after coverage: only meaningful if the statement is otherwise there)
-        r = self._check_hedge(claim.text, ev, frame)
+        r = self._check_hedge(claim.text, ev, frame, ca)
         if r:
             return verdict(Verdict.UNSUPPORTED, r[0], r[1], ev)
+
+        # 2e. universal/exactness words the context does not have ('exactly', 'always', 'any charger')
+        ints = [w for w in lex.intensifiers(claim.text) if not any(w == x for s2 in (covered_by or [ev]) for x in lex.intensifiers(s2.text))]
+        if ints:
+            return verdict(Verdict.UNSUPPORTED, 0.65, f"claim says '{ints[0]}'; the context does not say it that absolutely", ev)
 
         first_cov = _overlap(ca.terms, ev.a.terms, fuzzy=ev.a.fuzzy) if ca.terms else 1.0
         if coverage < self.support_threshold or (ca.terms and first_cov < 0.4 and not (num_support or qterms & set(ca.terms))):
@@ -312,6 +369,9 @@ class HeuristicJudge:
             reason += f" (combined from chunks {', '.join(map(str, srcs))})"
         if missing:
             reason += f"; not found: {', '.join(missing[:3])}"
+        if derived_num:
+            conf = min(conf, 0.65)  # arithmetic over the context: plausible, but worth a second opinion
+            reason += f"; derived: {derived_num[0]}"
         return verdict(Verdict.SUPPORTED, conf, reason, ev)
 
     @staticmethod
@@ -324,9 +384,11 @@ class HeuristicJudge:
                     return 0.3
         return 0.0
 
-    def _match_quantity(self, q: tm.Quantity, ca: _Text, sents: list[_Sent]):
+    def _match_quantity(self, q: tm.Quantity, ca: _Text, sents: list[_Sent], claim_text: str = ""):
         """-> (status, evidence quantity, sentence, frame alignment). status: match/within/approx/conflict/absent."""
         best = None  # (score, status, eq, s, align)
+        cands: list = []
+        qn = _neighbours(claim_text, q)
         for s in sents:
             align = _overlap(ca.terms, s.a.terms, fuzzy=s.a.fuzzy) if ca.terms else 1.0
             for e in s.a.quants:
@@ -338,9 +400,21 @@ class HeuristicJudge:
                 if st == "other":
                     continue
                 bonus = {"match": 0.5, "within": 0.45, "approx": 0.2, "conflict": 0.0}[st]
-                sc = align + bonus
+                sc = align + bonus + 0.25 * min(len(qn & _neighbours(s.a.text, e)), 3)
+                cands.append((sc, st, e, s, align))
                 if best is None or sc > best[0]:
                     best = (sc, st, e, s, align)
+        if best is not None and best[1] == "conflict":
+            # another sentence that agrees and aligns nearly as well wins over the clash
+            agree = [c for c in cands if c[1] != "conflict" and c[3] is not best[3] and c[4] >= best[4] - 0.25 and c[4] >= 0.3]
+            if agree:
+                best = max(agree, key=lambda c: c[0])
+        if best is None or best[1] == "conflict":
+            derived = self._derived(q, ca, sents)
+            if derived:
+                weak = best is None or best[4] < self.align_threshold
+                if weak or _RELATIONAL.search(claim_text):
+                    return "derived", derived[0], derived[1], derived[2]
         if best is None:
             if q.dim == "num" or q.dim.startswith("count:"):
                 # a bare count/label number ('Apollo 11', 'two adults'): the same value anywhere will do
@@ -356,6 +430,42 @@ class HeuristicJudge:
         if not strong:
             return "absent", e, None, align
         return st, e, s, align
+
+    @staticmethod
+    def _derived(q: tm.Quantity, ca: _Text, sents: list[_Sent]):
+        """A claim number computed from context numbers (simple arithmetic, as an annotator would):
+        the time between two dates/years anywhere in the context ('16 July' .. '24 July' -> 'eight days'),
+        or the sum/difference of two same-unit numbers in one sentence ('54.2%' - '41.6%' -> '12.6
+        percentage points'). -> (derivation text, evidence sentence, alignment) or None."""
+        if q.dim in ("date", "year", "clock") or q.is_range:
+            return None
+        if q.dim == "time":
+            dated = [(e, s) for s in sents for e in s.a.quants if e.dim in ("date", "year") and not e.is_range]
+            for i, (a, sa) in enumerate(dated):
+                for b, sb in dated[i + 1:]:
+                    days = tm.days_between(a, b)
+                    if days is None or days == 0:
+                        continue
+                    secs = abs(days) * 86400.0
+                    unit = getattr(q, "_unit", None) or 86400.0
+                    coarse = a.dim == "year" or b.dim == "year" or (a.date and a.date[2] is None) or (b.date and b.date[2] is None)
+                    tol = max(unit, 86400.0) * (1.0 if coarse else 0.5)
+                    ok = _bound_ok(q, secs, tol)
+                    if ok:
+                        s = sa if _overlap(ca.terms, sa.a.terms, fuzzy=sa.a.fuzzy) >= _overlap(ca.terms, sb.a.terms, fuzzy=sb.a.fuzzy) else sb
+                        return f"{q.text} = time from {a.text} to {b.text}", s, _overlap(ca.terms, s.a.terms, fuzzy=s.a.fuzzy)
+        if q.bound:
+            return None  # a bound is satisfied by too many sums/differences to count as evidence
+        for s in sents:
+            qs = [e for e in s.a.quants if e.dim == q.dim and not e.is_range and e.dim not in ("date", "year", "clock")]
+            if q.dim.startswith("count:") or q.dim == "num":
+                qs = [e for e in s.a.quants if (e.dim == "num" or e.dim.startswith("count:")) and not e.is_range]
+            for i, a in enumerate(qs):
+                for b in qs[i + 1:]:
+                    for val, op in ((a.lo + b.lo, "+"), (abs(a.lo - b.lo), "-")):
+                        if val > 0 and _bound_ok(q, val, 1e-6 * max(val, 1.0)) and not tm._close(val, a.lo) and not tm._close(val, b.lo):
+                            return f"{q.text} = {a.text} {op} {b.text}", s, _overlap(ca.terms, s.a.terms, fuzzy=s.a.fuzzy)
+        return None
 
     def _check_speakers(self, text: str, ca: _Text, sents: list[_Sent], best: _Sent):
         """Quote or statement attributed to a different person than in the context."""
@@ -376,11 +486,15 @@ class HeuristicJudge:
                         return (0.9, f"quote attributed to {cq.speaker_text}; context attributes it to {eq.speaker_text}", s)
         spk, spk_text = tm.speakers(text)
         if spk:
-            ekeys, etext = tm.speakers(best.text)
-            content = _overlap(ca.terms, best.a.terms, exclude=spk | tm.TITLES | {"say"})
-            chunk_names = {k for s2 in [best] for k in s2.a.terms}
-            if ekeys and not (ekeys & spk) and content >= 0.6 and not (spk & chunk_names):
-                return (0.8, f"statement attributed to {spk_text}; context attributes it to {etext}", best)
+            excl = spk | tm.TITLES | {"say"} | {tm.key(w) for w in spk}
+            # the sentence that carries the statement's content (not necessarily the one naming the speaker)
+            cs = max(sents, key=lambda s2: _overlap(ca.terms, s2.a.terms, exclude=excl, fuzzy=s2.a.fuzzy))
+            for s2 in ([best, cs] if cs is not best else [best]):
+                ekeys, etext = tm.speakers(s2.text)
+                content = _overlap(ca.terms, s2.a.terms, exclude=excl, fuzzy=s2.a.fuzzy)
+                names_here = {w.lower() for w in re.findall(r"[\w'’]+", s2.text)}
+                if ekeys and not (ekeys & spk) and content >= 0.6 and not (spk & names_here):
+                    return (0.8, f"statement attributed to {spk_text}; context attributes it to {etext}", s2)
         return None
 
     def _check_polarity(self, text: str, ca: _Text, best: _Sent, frame: float):
@@ -427,7 +541,7 @@ class HeuristicJudge:
         return None
 
     @staticmethod
-    def _check_entity_swap(ca: _Text, best: _Sent, qterms: set[str]):
+    def _check_entity_swap(ca: _Text, best: _Sent, qterms: set[str], sents: list[_Sent] | None = None):
         """The best-aligned sentence says the same thing about a different name."""
         missing = [k for k in ca.entities if not _has(k, best.a.terms, best.a.fuzzy) and k not in qterms]
         if not missing:
@@ -440,6 +554,11 @@ class HeuristicJudge:
             return None
         rest = _overlap(ca.terms, best.a.terms, exclude=ca.entities, fuzzy=best.a.fuzzy)
         non_ent = [k for k in ca.terms if k not in ca.entities]
+        uncovered = {k for k in non_ent if not _has(k, best.a.terms, best.a.fuzzy)}
+        for s2 in sents or ():
+            if s2 is not best and any(_has(k, s2.a.terms, s2.a.fuzzy) for k in missing) and \
+                    any(_has(k, s2.a.terms, s2.a.fuzzy) for k in uncovered):
+                return None  # the name comes with another part of the claim from another sentence: synthesis
         if rest < 0.75 or len(non_ent) < 2:
             return None
         return (
@@ -449,8 +568,22 @@ class HeuristicJudge:
         )
 
     @staticmethod
-    def _check_hedge(text: str, ev: _Sent, frame: float):
-        ch, eh = tm.hedge_cues(text), tm.hedge_cues(ev.text)
+    def _check_hedge(text: str, ev: _Sent, frame: float, ca: _Text | None = None):
+        ch = tm.hedge_cues(text)
+        ev_text = ev.text
+        if ca is not None and len(ev.clauses) > 1:
+            # the hedge must sit in the clause that carries the claim, not elsewhere in the sentence
+            ranked = sorted(ev.clauses, key=lambda c: _overlap(ca.terms, c[1]), reverse=True)
+            ev_text = ranked[0][0]
+        eh = tm.hedge_cues(ev_text)
+        if ch and tm.hedge_cues(ev.text):
+            return None
+        if _FUTURE.search(text) and not _INTENT.search(text):
+            m = _INTENT.search(ev_text) or _INTENT.search(ev.text)
+            if m:
+                return (0.7, f"hedge: claim says 'will' but context only says '{m.group(0).lower()}'")
+        if eh and not ch and _MODAL_CAN.search(text) and all(h in ("may", "might", "could") for h in eh):
+            eh = []  # 'may terminate' ~ 'can end': a modal of permission/possibility on both sides
         if ch and not eh:
             return (0.75, f"hedge: claim says '{ch[0]}' but context asserts it")
         if eh and not ch:

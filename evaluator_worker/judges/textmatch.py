@@ -213,6 +213,11 @@ def stem(word: str) -> str:
     return _strip_suffix(w)
 
 
+from evaluator_worker.judges.lexicon import EXTRA_ANTONYMS, EXTRA_SYNONYMS  # noqa: E402
+
+SYNONYM_GROUPS = SYNONYM_GROUPS + EXTRA_SYNONYMS
+ANTONYM_PAIRS = ANTONYM_PAIRS + EXTRA_ANTONYMS
+
 _SYN: dict[str, str] = {}
 for _group in SYNONYM_GROUPS:
     _head = _strip_suffix(_group[0])
@@ -297,6 +302,12 @@ _u("data", 1, "mb", "megabytes")
 _u("data", 1000, "gb", "gigabytes")
 _u("data", 1e6, "tb", "terabytes")
 _u("degrees", 1, "degrees", "degree")
+_u("power", 1, "W", "watts", "watt")
+_u("power", 1000, "kw", "kilowatts", "kilowatt")
+_u("charge", 1, "mah")
+_u("frequency", 1e9, "ghz")
+_u("frequency", 1e6, "mhz")
+_u("iu", 1, "iu")
 
 CURRENCY_PREFIX = {"$": "money_usd", "€": "money_eur", "£": "money_gbp", "¥": "money_jpy"}
 _APPROX_1 = {"about", "around", "approximately", "roughly", "nearly", "almost", "some", "circa", "ca", "~",
@@ -313,6 +324,12 @@ MONTHS = {
 }
 
 
+#: words that are durations in years ('the centennial of' = 100 years)
+_ANNIVERSARY = {w: n * 31557600 for w, n in (("centennial", 100), ("centenary", 100), ("bicentennial", 200),
+                                              ("bicentenary", 200), ("tercentenary", 300), ("sesquicentennial", 150),
+                                              ("millennium", 1000), ("quincentenary", 500))}
+
+
 @dataclass
 class Quantity:
     """A number (or range, or date) found in text, in a comparable form."""
@@ -322,12 +339,17 @@ class Quantity:
     dim: str  # time, length, temp_f, percent, money_usd, count:<key>, num, year, date
     text: str  # verbatim span
     approx: bool = False
+    #: 'lower' ("more than 20", "at least 40", "50 and older"), 'upper' ("under 18", "up to 5"), or None
+    bound: str | None = None
     date: tuple[int | None, int | None, int | None] | None = None  # (year, month, day)
     token_span: tuple[int, int] = (0, 0)
 
     @property
     def is_range(self) -> bool:
         return self.hi != self.lo
+
+
+_FRACTIONS = {"½": 0.5, "¼": 0.25, "¾": 0.75, "⅓": 1 / 3, "⅔": 2 / 3}
 
 
 def _num_at(toks: list[Tok], i: int) -> tuple[float, int] | None:
@@ -344,11 +366,20 @@ def _num_at(toks: list[Tok], i: int) -> tuple[float, int] | None:
         if j < len(toks) and toks[j].low in MULTIPLIERS:
             v *= MULTIPLIERS[toks[j].low]
             j += 1
+        elif j < len(toks) and toks[j].low in _FRACTIONS and toks[j].start == toks[j - 1].end:
+            v += _FRACTIONS[toks[j].low]  # '59½'
+            j += 1
+        elif j + 2 < len(toks) and toks[j].low == "and" and toks[j + 1].low in ("a", "one") and toks[j + 2].low == "half":
+            v += 0.5  # '21 and a half hours'
+            j += 3
         return v, j
     total, current, j, seen = 0.0, 0.0, i, False
     while j < len(toks):
         w = toks[j].low
         parts = w.split("-")
+        if len(parts) == 2 and parts[0] in NUM_WORDS and parts[1] in UNITS and not seen:
+            return None  # 'two-week': handled by quantities() as a number plus a unit
+
         if all(p in NUM_WORDS for p in parts) and (w != "dozen" or seen or True):
             if w == "dozen":
                 current = (current or 1) * 12
@@ -386,10 +417,12 @@ def _unit_at(toks: list[Tok], j: int, text_before_adjacent: bool) -> tuple[tuple
         return UNITS["degrees"], j + 1
     if w.low == "per" and j + 1 < len(toks) and toks[j + 1].low == "cent":
         return UNITS["%"], j + 2
+    if w.low == "percentage" and j + 1 < len(toks) and toks[j + 1].low in ("point", "points"):
+        return UNITS["%"], j + 2
     # single letters only count as units when written in the unit's usual case / adjacent to the digits
     if len(w.low) == 1 and w.low not in ("%",):
-        if w.text in ("F", "C") or (text_before_adjacent and w.low in ("s", "h", "m", "g", "l")):
-            return UNITS.get(w.text if w.text in ("F", "C") else w.low), j + 1
+        if w.text in ("F", "C", "W") or (text_before_adjacent and w.low in ("s", "h", "m", "g", "l")):
+            return UNITS.get(w.text if w.text in ("F", "C", "W") else w.low), j + 1
         return None, j
     if w.low in UNITS:
         return UNITS[w.low], j + 1
@@ -400,11 +433,57 @@ def _approx_before(toks: list[Tok], i: int) -> bool:
     k = i - 1
     if k >= 0 and toks[k].low in CURRENCY_PREFIX:
         k -= 1
+    if k >= 1 and toks[k].low in ("age", "aged"):
+        k -= 1
     if k >= 0 and toks[k].low in _APPROX_1:
         return True
     if k >= 1 and (toks[k - 1].low, toks[k].low) in _APPROX_2:
         return True
     return False
+
+
+_ROUGH = {"about", "around", "approximately", "roughly", "nearly", "almost", "some", "circa", "ca", "~", "approx"}
+_LOWER_1 = {"over", "above", "exceeding", "upwards", "beyond"}
+_UPPER_1 = {"under", "below", "within", "max", "maximum"}
+_LOWER_2 = {("more", "than"), ("at", "least"), ("greater", "than"), ("higher", "than"), ("longer", "than"),
+            ("larger", "than"), ("older", "than")}
+_UPPER_2 = {("less", "than"), ("fewer", "than"), ("up", "to"), ("at", "most"), ("lower", "than"), ("shorter", "than"),
+            ("smaller", "than"), ("younger", "than"), ("no", "later"), ("as", "late")}
+_LOWER_AFTER = {("or", "more"), ("and", "older"), ("or", "older"), ("and", "over"), ("or", "over"), ("and", "above"),
+                ("or", "above"), ("and", "up"), ("or", "later"), ("and", "later"), ("or", "higher"), ("+",)}
+_UPPER_AFTER = {("or", "less"), ("or", "fewer"), ("and", "under"), ("or", "under"), ("or", "younger"),
+                ("and", "younger"), ("or", "below"), ("and", "below"), ("or", "earlier"), ("or", "lower")}
+
+
+def _bound_at(toks: list[Tok], i: int, j: int) -> str | None:
+    """Direction of a bound around the number spanning tokens [i, j): 'lower', 'upper' or None.
+
+    Before: "more than", "over", "at least" (lower); "less than", "under", "up to", "no more than" (upper).
+    After: "or more", "and older" (lower); "or less", "and under" (upper).
+    """
+    k = i - 1
+    if k >= 0 and toks[k].low in CURRENCY_PREFIX:
+        k -= 1
+    while k >= 1 and toks[k].low in ("about", "around", "roughly", "approximately", "some", "age", "aged", "ages"):
+        k -= 1
+    # "a little over", "just under", "well over": the modifier does not change the direction
+    w1 = toks[k].low if k >= 0 else ""
+    w2 = (toks[k - 1].low, w1) if k >= 1 else ("", w1)
+    w3 = toks[k - 2].low if k >= 2 else ""
+    if w2 in _LOWER_2:
+        return "upper" if w3 in ("no", "not") and w2 == ("more", "than") else "lower"
+    if w2 in _UPPER_2:
+        return "lower" if w3 in ("no", "not") and w2 in {("less", "than"), ("fewer", "than")} else "upper"
+    if w1 in _LOWER_1:
+        return "lower"
+    if w1 in _UPPER_1:
+        return "upper"
+    a = tuple(t.low for t in toks[j: j + 2])
+    if a[:1] == ("+",) or a in _LOWER_AFTER:
+        return "lower"
+    if a in _UPPER_AFTER:
+        return "upper"
+    return None
 
 
 def _generic_unit(toks: list[Tok], j: int) -> str | None:
@@ -531,6 +610,7 @@ def quantities(text: str) -> list[Quantity]:
             q._unit = u[1]  # type: ignore[attr-defined]
             q, j = _time_merge(q, toks, i + 2, text)
             q.approx = _approx_before(toks, i)
+            q.bound = _bound_at(toks, i, j)
             out.append(q)
             i = j
             continue
@@ -538,6 +618,19 @@ def quantities(text: str) -> list[Quantity]:
         if clock:
             out.append(clock)
             i = clock.token_span[1]
+            continue
+        hy = t.low.split("-")
+        if len(hy) == 2 and hy[0] in NUM_WORDS and hy[1] in UNITS and UNITS[hy[1]][0] in ("time", "length", "mass", "volume"):
+            dim, factor, _ = UNITS[hy[1]]  # 'a two-week appointment', 'a three-day pass'
+            q = Quantity(NUM_WORDS[hy[0]] * factor, NUM_WORDS[hy[0]] * factor, dim, t.text, token_span=(i, i + 1))
+            q._unit = factor  # type: ignore[attr-defined]
+            out.append(q)
+            i += 1
+            continue
+        if t.low in _ANNIVERSARY:
+            out.append(Quantity(_ANNIVERSARY[t.low], _ANNIVERSARY[t.low], "time", t.text, token_span=(i, i + 1)))
+            out[-1]._unit = UNITS["years"][1]  # type: ignore[attr-defined]
+            i += 1
             continue
         n = _num_at(toks, i)
         if not n:
@@ -569,6 +662,10 @@ def quantities(text: str) -> list[Quantity]:
         if q.dim == "time" and not q.is_range:
             q, j = _time_merge(q, toks, j, text)
         q.approx = _approx_before(toks, start_i) or (j + 1 < len(toks) and (toks[j].low, toks[j + 1].low) == ("or", "so"))
+        if not q.is_range:
+            q.bound = _bound_at(toks, start_i, j)
+            k = start_i - 1 - (1 if start_i >= 1 and toks[start_i - 1].low in CURRENCY_PREFIX else 0)
+            q.rough = k >= 0 and toks[k].low in _ROUGH  # type: ignore[attr-defined]
         out.append(q)
         i = max(j, i + 1)
     return out
@@ -584,7 +681,8 @@ def _clock_at(toks: list[Tok], i: int, text: str) -> Quantity | None:
         return None
     j = i + 3
     rest = text[toks[i + 2].end: toks[i + 2].end + 6].lower().replace(" ", "")
-    if rest.startswith(("p.m", "pm")) and h < 12:
+    after = text[toks[i + 2].end: toks[i + 2].end + 24].lower()
+    if (rest.startswith(("p.m", "pm")) or re.match(r"\s*(?:in the (?:evening|afternoon)|at night|tonight)", after)) and h < 12:
         h += 12
     while j < len(toks) and toks[j].low in ("a", "p", "m", ".", "am", "pm") and toks[j].start - toks[j - 1].end <= 1:
         j += 1
@@ -623,6 +721,13 @@ def _make_quantity(text: str, toks: list[Tok], start_i: int, i: int, j: int, val
     if adjacent and toks[j].low == "s" and _isnum(raw) and len(raw) == 4:
         v = int(raw)
         return Quantity(v, v + 9, "year", text[span_start: toks[j].end], token_span=(start_i, j + 1))
+    # ages: '16-year-old', '52 years old', 'aged 50'
+    if j + 1 < len(toks) and toks[j].low == "-" and toks[j + 1].low in ("year-old", "year-olds"):
+        return Quantity(value, value, "age", text[span_start: toks[j + 1].end], token_span=(start_i, j + 2))
+    if j + 1 < len(toks) and toks[j].low in ("years", "year") and toks[j + 1].low == "old":
+        return Quantity(value, value, "age", text[span_start: toks[j + 1].end], token_span=(start_i, j + 2))
+    if _age_after(toks, start_i):
+        return Quantity(value, value, "age", text[span_start: toks[j - 1].end], token_span=(start_i, j))
     u, k = _unit_at(toks, j, adjacent)
     if not u and j + 1 < len(toks) and toks[j].low == "-" and toks[j].start == toks[j - 1].end:
         u, k = _unit_at(toks, j + 1, False)
@@ -648,6 +753,11 @@ def _make_quantity(text: str, toks: list[Tok], start_i: int, i: int, j: int, val
     return Quantity(value, value, "num", text[span_start: toks[j - 1].end], token_span=(start_i, j))
 
 
+def _age_after(toks: list[Tok], i: int) -> bool:
+    """The number at token i is an age ('aged 50', 'age 65', 'ages 6 to 11')."""
+    return i >= 1 and toks[i - 1].low in ("aged", "age", "ages")
+
+
 def _close(a: float, b: float, rel: float = 1e-3) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-9)
 
@@ -666,6 +776,15 @@ def compare_quantity(c: Quantity, e: Quantity) -> str:
     conflict: different values
     other: not comparable
     """
+    if c.dim != e.dim and "age" in (c.dim, e.dim):
+        other = e if c.dim == "age" else c
+        if other.dim == "age" or (other.bound and (other.dim == "num" or other.dim.startswith("count:"))):
+            c = Quantity(c.lo, c.hi, "age", c.text, c.approx, c.bound)
+            e = Quantity(e.lo, e.hi, "age", e.text, e.approx, e.bound)
+    if c.dim == e.dim and c.dim not in ("date", "year") and (c.bound or e.bound):
+        r = _compare_bounds(c, e)
+        if r:
+            return r
     if c.dim != e.dim:
         if {c.dim, e.dim} == {"year", "date"}:
             cy = c.date[0] if c.date else int(c.lo)
@@ -688,6 +807,8 @@ def compare_quantity(c: Quantity, e: Quantity) -> str:
             if a is not None and b is None:
                 return "approx"
         return "match"
+    if e.approx and not e.bound and not c.approx and not c.bound and not c.is_range and not e.is_range and _close(c.lo, e.lo, 0.1):
+        return "approx"  # false precision: 'around 1450' -> 'in 1450', 'roughly 0.5°C' -> '0.52°C'
     if _close(c.lo, e.lo) and _close(c.hi, e.hi):
         return "match"
     if not c.is_range and e.is_range and e.lo - 1e-9 <= c.lo <= e.hi + 1e-9:
@@ -705,6 +826,51 @@ def compare_quantity(c: Quantity, e: Quantity) -> str:
     if c.approx and e.is_range and _close(c.lo, (e.lo + e.hi) / 2, 0.25):
         return "approx"
     return "conflict"
+
+
+def _compare_bounds(c: Quantity, e: Quantity) -> str | None:
+    """Bounds: a claim bound the evidence satisfies is entailed ('22.5 points' -> 'more than 20 points');
+    an exact age inside an eligibility bound is entailed ('under 18' -> 'a 16-year-old'); an exact count
+    inside a bound is false precision ('more than 250 towns' -> '300 towns')."""
+    eps = 1e-9
+    if not c.approx and not c.is_range and not e.is_range and _close(c.lo, e.lo) and (not c.bound or c.bound == e.bound):
+        return "match"  # the stated figure itself: 'within 21 days' -> '21 days after'
+    if c.bound and not c.is_range:
+        if getattr(c, "rough", False) and not _close(c.lo, e.lo) and _close(c.lo, e.lo, 0.2):
+            return "approx"  # 'above about 38°C' vs 'above 38.3°C'
+        if e.bound and e.bound != c.bound:
+            return "approx"
+        if c.bound == "lower":
+            if e.lo >= c.lo - eps:
+                return "within"
+            return "conflict" if not e.bound and e.hi < c.lo and not e.approx else "approx"
+        if e.hi <= c.lo + eps:
+            return "within"
+        return "conflict" if not e.bound and e.lo > c.lo and not e.approx else "approx"
+    if e.bound and not e.is_range and not c.bound and not c.approx:
+        inside = c.lo >= e.lo - eps if e.bound == "lower" else c.hi <= e.lo + eps
+        if c.dim == "age":
+            return "within" if inside else "conflict"
+        return "approx" if inside else "conflict"
+    return None
+
+
+def days_between(a: Quantity, b: Quantity) -> float | None:
+    """Days from date/year ``a`` to date/year ``b`` (a missing year is taken from the other date;
+    a year alone counts as its 1 July). None when either has no year at all."""
+    import datetime as _dt
+
+    da = a.date if a.dim == "date" and a.date else (int(a.lo), None, None)
+    db = b.date if b.dim == "date" and b.date else (int(b.lo), None, None)
+    ya, yb = da[0] or db[0], db[0] or da[0]
+    if not ya or not yb:
+        return None
+    try:
+        x = _dt.date(ya, da[1] or 7, da[2] or 1)
+        y = _dt.date(yb, db[1] or 7, db[2] or 1)
+    except ValueError:
+        return None
+    return float((y - x).days)
 
 
 def _unit_of(q: Quantity) -> float:
@@ -754,15 +920,17 @@ TITLES = frozenset(
     economist analyst coach manager""".split()
 )
 _NAME = r"((?:[A-Z][\w.'’\-]*\s+){0,4}[A-Z][\w.'’\-]*)"
-_SAY = r"(?:said|says|say|stated|states|added|adds|told|tells|wrote|writes|explained|explains|announced|announces|declared|declares|noted|notes|claimed|claims|argued|argues|warned|warns|insisted|insists|remarked|replied|called|calls|described|describes|promised|promises|pledged|acknowledged|admitted|cautioned)"
+_SAY = r"(?:said|says|say|cautioned|acknowledged|acknowledges|stated|states|added|adds|told|tells|wrote|writes|explained|explains|announced|announces|declared|declares|noted|notes|claimed|claims|argued|argues|warned|warns|insisted|insists|remarked|replied|called|calls|described|describes|promised|promises|pledged|acknowledged|admitted|cautioned)"
 _QUOTE = re.compile(r"[\"“]([^\"”]{3,})[\"”]|(?<![\w'’])['‘]([^'‘’]{3,}?)['’](?![\w'’])")
 _AFTER_SPEAKER = [
     re.compile(r"^[\s,.]*" + _SAY + r"\s+" + _NAME),
     re.compile(r"^[\s,.]*" + _NAME + r"\s+" + _SAY + r"\b"),
 ]
-_BEFORE_SPEAKER = re.compile(_NAME + r"\s+" + _SAY + r"(?:\s+[\w'’]+){0,4}\s*[:,]?\s*(?:that\s+)?$")
+#: between a name and its verb: a role noun ('Union leaders said') or an apposition ('Alcaraz, 21, said')
+_GAP = r"(?:\s+(?:leaders?|officials?|spokes(?:person|man|woman)|representatives?|executives?|researchers?|officers?))?(?:,\s*[^,\"“”]{1,60},)?"
+_BEFORE_SPEAKER = re.compile(_NAME + _GAP + r"\s+" + _SAY + r"(?:\s+[\w'’]+){0,4}\s*[:,]?\s*(?:that\s+)?$")
 _ATTRIB = [
-    re.compile(_NAME + r"\s+" + _SAY + r"\b"),
+    re.compile(_NAME + _GAP + r"\s+" + _SAY + r"\b"),
     re.compile(r"\b" + _SAY + r"\s+" + _NAME),
     re.compile(r"\b[Aa]ccording\s+to\s+" + _NAME),
 ]

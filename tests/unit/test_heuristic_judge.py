@@ -333,3 +333,76 @@ def test_throughput_typical_answer():
         JUDGE.verify(claims, ctx)
         n += 5
     assert n / (time.perf_counter() - t0) > 50
+
+
+# --------------------------------------------------------------------------- bounds, derived numbers, cues (v2)
+
+
+def test_bound_the_figure_satisfies_is_supported():
+    """'more than six minutes' is entailed by '6 minutes 17 seconds'; 'more than two minutes' by '1 minute 20' is not."""
+    ctx = ["Pogacar won the Tour by 6 minutes 17 seconds, and broke the record by 1 minute 20 seconds."]
+    assert judge_one("Pogacar won the Tour by more than six minutes.", ctx).verdict is Verdict.SUPPORTED
+    assert judge_one("Pogacar broke the record by more than two minutes.", ctx).verdict is Verdict.CONTRADICTED
+
+
+def test_false_precision_against_approximate_context_is_unsupported():
+    """'around 1450' -> 'in 1450' and 'roughly 0.5°C' -> '0.52°C' are UNSUPPORTED, not SUPPORTED or CONTRADICTED."""
+    assert judge_one("Gutenberg introduced printing in Mainz in 1450.", ["Gutenberg introduced printing in Mainz around 1450."]).verdict is Verdict.UNSUPPORTED
+    assert judge_one("The eruption cooled global temperatures by 0.52°C.", ["The eruption cooled global temperatures by roughly 0.5°C."]).verdict is Verdict.UNSUPPORTED
+
+
+def test_duration_between_two_dates_is_derived():
+    """'lasted eight days' is computed from '16 July 1969' and '24 July' (simple arithmetic), with the derivation in the reason."""
+    ctx = ["Apollo 11 launched on 16 July 1969.", "The crew splashed down in the Pacific on 24 July."]
+    v = judge_one("Apollo 11 lasted eight days from launch to splashdown.", ctx)
+    assert v.verdict is Verdict.SUPPORTED
+    assert judge_one("Apollo 11 lasted twelve days from launch to splashdown.", ctx).verdict is not Verdict.SUPPORTED
+
+
+def test_difference_of_two_numbers_in_one_sentence_is_derived():
+    """54.2% vs 41.6% entails a 12.6-point margin; a 15-point margin is not supported."""
+    ctx = ["Mayor Janet Cole won with 54.2% of the vote, defeating Marcus Reed, who took 41.6%."]
+    assert judge_one("Cole won by 12.6 percentage points.", ctx).verdict is Verdict.SUPPORTED
+    assert judge_one("Cole won by 15 percentage points.", ctx).verdict is not Verdict.SUPPORTED
+
+
+def test_age_inside_an_eligibility_bound_is_entailed():
+    """'under 18 ... exempt' covers a 16-year-old; 'aged 50 and older' covers a 52-year-old but not a 45-year-old."""
+    ctx = ["The limit is $7,000, or $8,000 for savers aged 50 and older."]
+    assert judge_one("A 52-year-old saver can contribute $8,000.", ctx).verdict is Verdict.SUPPORTED
+    assert judge_one("A 45-year-old saver can contribute $8,000.", ctx).verdict is not Verdict.SUPPORTED
+
+
+def test_future_claim_against_a_promise_is_unsupported():
+    """'promised to finish' does not entail 'will finish' (hedge inflation)."""
+    v = judge_one("Cole will finish the light-rail line this term.", ["Cole promised to finish the light-rail line this term."])
+    assert v.verdict is Verdict.UNSUPPORTED and "promised" in v.reason
+
+
+def test_intensifier_the_context_lacks_is_unsupported():
+    """'exactly eight million' against 'some eight million' (and 'always' where the context has exceptions) is not SUPPORTED."""
+    v = judge_one("Presses had printed exactly eight million books by 1500.", ["By 1500 presses had printed some eight million books."])
+    assert v.verdict is Verdict.UNSUPPORTED
+
+
+def test_permission_may_matches_can():
+    """Deontic 'may terminate' vs 'can end' is not hedge inflation."""
+    v = judge_one("Either party can terminate the agreement with 60 days' written notice.",
+                  ["Either party may terminate this Agreement with 60 days' written notice."])
+    assert v.verdict is Verdict.SUPPORTED
+
+
+def test_statement_given_to_another_speaker_via_apposition_is_contradicted():
+    """'Alcaraz, 21, said he was proud' -> a claim giving the quote to Djokovic is CONTRADICTED."""
+    ctx = ["Djokovic won the final.", "Alcaraz, 21, said he was 'proud but hurting' after the match."]
+    v = judge_one("Djokovic said he was 'proud but hurting' after the final.", ctx)
+    assert v.verdict is Verdict.CONTRADICTED and "Alcaraz" in v.reason
+
+
+def test_spelled_hyphenated_durations_and_half_units_parse():
+    """'two-week', '21 and a half hours', '59½', 'percentage points' and '9:45 in the evening' become comparable quantities."""
+    assert [(q.dim, q.lo) for q in quantities("a two-week appointment")] == [("time", 14 * 86400)]
+    assert quantities("about 21 and a half hours")[0].lo == 21.5 * 3600
+    assert quantities("before age 59½")[0].lo == 59.5
+    assert quantities("12.6 percentage points")[0].dim == "percent"
+    assert quantities("until 9:45 in the evening")[0].lo == 21 * 60 + 45
