@@ -344,6 +344,17 @@ class HeuristicJudge:
         if missing_ents:
             return verdict(Verdict.UNSUPPORTED, 0.7 + 0.1 * min(len(missing_ents), 2), f"not in context: {', '.join(missing_ents[:3])}")
 
+        # a claim stitched from several sentences: the sentence that carries its predicate must not
+        # name someone/something else in the claim's slot ("the capital of France is Lyon" built
+        # from "the capital of France is Paris" + "Lyon is a city of France")
+        if len(covered_by) > 1:
+            predicate = {k: w for k, w in ca.terms.items() if k not in ca.entities}
+            if predicate:
+                frame_s = max(covered_by, key=lambda s2: _overlap(predicate, s2.a.terms, fuzzy=s2.a.fuzzy))
+                r = self._check_entity_swap(ca, frame_s, qterms, None)
+                if r:
+                    return verdict(Verdict.CONTRADICTED, r[0], r[1], frame_s)
+
         # 2d. hedges (after coverage: only meaningful if the statement is otherwise there)
         r = self._check_hedge(claim.text, ev, frame, ca)
         if r:
@@ -559,7 +570,10 @@ class HeuristicJudge:
             if s2 is not best and any(_has(k, s2.a.terms, s2.a.fuzzy) for k in missing) and \
                     any(_has(k, s2.a.terms, s2.a.fuzzy) for k in uncovered):
                 return None  # the name comes with another part of the claim from another sentence: synthesis
-        if rest < 0.75 or len(non_ent) < 2:
+        shared = [k for k in ca.entities if k not in missing and _has(k, best.a.terms, best.a.fuzzy)]
+        # short frames ("the capital of France is Lyon") count when the rest of the frame, another
+        # name included, matches exactly
+        if rest < 0.75 or (len(non_ent) < 2 and not (non_ent and rest >= 0.99 and shared)):
             return None
         return (
             0.6,
