@@ -1,9 +1,13 @@
 """Metric names the dashboards and rules may reference.
 
-The worker's names are declared in :mod:`evaluator_worker.metrics` (the tests
-cross-check this list against a live ``WorkerMetrics`` registry); the
-collector's live in the user's application. The cascade metrics exist only
-when the cascade judge runs: their panels stay empty otherwise.
+The worker's names are declared in :mod:`evaluator_worker.metrics`, the
+collector's in :mod:`collector.metrics` (served by the instrumented
+application's registry). The unit tests cross-check the worker list against a
+live ``WorkerMetrics`` registry and ``tests/integration/test_prometheus_e2e.py``
+both lists against the real registries scraped by a real Prometheus. Label
+values the panels and rules rely on are listed in :data:`LABEL_VALUES`. The
+cascade metrics exist only when the cascade judge runs: their panels stay
+empty otherwise.
 ``OPTIONAL_METRICS`` is for names exported by components not in this repo.
 """
 
@@ -44,6 +48,20 @@ COLLECTOR_METRICS: dict[str, str] = {
     "claimwatch_collector_buffered_traces": "gauge",
     "claimwatch_collector_produce_latency_seconds": "histogram",
     "claimwatch_collector_produce_errors_total": "counter",
+    "claimwatch_collector_truncated_total": "counter",
+    "claimwatch_collector_sampling_decisions_total": "counter",
+}
+
+#: (metric, label) -> the values the code emits (panels and rules filter on these).
+LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
+    ("claimwatch_claims_total", "verdict"): frozenset({"supported", "unsupported", "contradicted", "error"}),
+    ("claimwatch_answers_total", "outcome"): frozenset({"evaluated", "abstained", "failed"}),
+    ("claimwatch_records_total", "outcome"): frozenset({"processed", "dead_lettered", "duplicate", "failed"}),
+    ("claimwatch_collector_traces_total", "outcome"): frozenset(
+        {"assembled", "not_rag", "sampled_in", "sampled_out", "queued", "other"}
+    ),
+    ("claimwatch_collector_queue_depth", "queue"): frozenset({"span", "sink"}),
+    ("claimwatch_collector_sampling_decisions_total", "decision"): frozenset({"keep", "drop"}),
 }
 
 OPTIONAL_METRICS: dict[str, str] = {}

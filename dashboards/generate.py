@@ -189,23 +189,44 @@ def pipeline() -> dict[str, Any]:
     lay.add(timeseries("Collector drops by reason",
                        targets(("sum by (reason) (rate(claimwatch_collector_dropped_total[$__rate_interval]))", "{{reason}}")),
                        unit="cps", stacked=True,
-                       description="Traces dropped before Kafka; sampled_out is intentional."), w=8)
+                       description="Data lost before Kafka. Units depend on the reason: spans (span_queue_full, "
+                                   "late_span, too_many_spans, shutdown), traces (ttl_evicted, buffer_full, "
+                                   "incomplete_at_shutdown), records (queue_full, produce_error, sink_shutdown), "
+                                   "retrieved chunks (missing_content). Sampling is not a drop: see traces by outcome."),
+            w=8)
     lay.add(timeseries("Collector queue depth and buffered traces",
-                       targets(("sum (claimwatch_collector_queue_depth)", "queue depth"),
+                       targets(("sum by (queue) (claimwatch_collector_queue_depth)", "{{queue}} queue"),
                                ("sum (claimwatch_collector_buffered_traces)", "buffered traces")),
-                       unit="short"), w=8)
+                       unit="short",
+                       description="span = finished spans waiting for the collector thread; sink = records waiting "
+                                   "for Kafka; buffered = traces waiting for their root span."), w=8)
     lay.add(timeseries("Collector produce latency p95 and errors",
                        targets(
                            ("histogram_quantile(0.95, sum by (le) (rate(claimwatch_collector_produce_latency_seconds_bucket[$__rate_interval])))", "p95 latency"),
                            ("sum by (reason) (rate(claimwatch_collector_produce_errors_total[$__rate_interval]))", "errors {{reason}}"),
-                       ), unit="s"), w=8)
+                       ), unit="s",
+                       description="send -> broker ack; errors by Kafka error class (each also a produce_error drop)."),
+            w=8)
     lay.add(timeseries("Collector traces by outcome",
                        targets(("sum by (outcome) (rate(claimwatch_collector_traces_total[$__rate_interval]))", "{{outcome}}")),
-                       unit="cps", stacked=True), w=12)
-    lay.add(timeseries("Collector drop ratio (alerted)",
-                       targets(("reason:claimwatch_collector_dropped:ratio_rate10m", "{{reason}}")),
+                       unit="cps",
+                       description="A trace passes several outcomes: assembled, then not_rag or sampled_in / "
+                                   "sampled_out, then queued (handed to the Kafka sink). Not additive."), w=8)
+    lay.add(timeseries("Collector sampling decisions",
+                       targets(("sum by (decision, reason) (rate(claimwatch_collector_sampling_decisions_total[$__rate_interval]))",
+                                "{{decision}} {{reason}}")),
+                       unit="cps", stacked=True,
+                       description="keep_error / keep_feedback / keep_release = kept by rule; ratio_in / ratio_out = "
+                                   "the sampling ratio; rate_limited = the token bucket."), w=8)
+    lay.add(timeseries("Collector drop ratio (alerted) and truncated records",
+                       targets(("reason:claimwatch_collector_dropped:ratio_rate10m", "dropped: {{reason}}"),
+                               ("sum (rate(claimwatch_collector_truncated_total[$__rate_interval]))\n/\n"
+                                'sum (rate(claimwatch_collector_traces_total{outcome="sampled_in"}[$__rate_interval]))',
+                                "truncated to fit the size limits")),
                        unit="percentunit", minimum=0,
-                       description="Recording rule used by ClaimwatchCollectorDropping (intentional reasons excluded)."), w=12)
+                       description="Recording rule used by ClaimwatchCollectorDropping: drops / (assembled traces + "
+                                   "drops), per reason; and the share of records cut to fit the record size limits."),
+            w=8)
 
     lay.row("Kafka and workers")
     lay.add(timeseries("Consumer lag", targets(("sum by (topic) (claimwatch_consumer_lag_records)", "{{topic}}")),

@@ -65,7 +65,9 @@ DEFAULT_THRESHOLDS: dict[str, Any] = {
     # ClaimwatchCollectorDropping (per reason, 10m window)
     "collector_drop_ratio": 0.01,
     "collector_min_drops": 10,
-    "collector_ignored_drop_reasons": ["sampled_out"],  # intentional drops
+    # reasons of claimwatch_collector_dropped_total never alerted on (none by default: sampling is not a
+    # drop, it is claimwatch_collector_traces_total{outcome="sampled_out"}); see collector/metrics.py
+    "collector_ignored_drop_reasons": [],
     "collector_for": "10m",
     # ClaimwatchDeadLetters (per reason, 15m window)
     "dead_letters_min": 5,
@@ -246,10 +248,14 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             "expr": f'sum by (reason) (rate(claimwatch_collector_dropped_total{{reason!~"{ignored}"}}[10m]))',
         },
         {
+            # drops of one reason / (traces assembled + everything dropped): a share bounded by 1. Each
+            # trace is counted once per outcome it passes (assembled, sampled_in, queued...), so only
+            # outcome="assembled" is a trace count; units of the reasons are in collector/metrics.py.
             "record": "reason:claimwatch_collector_dropped:ratio_rate10m",
             "expr": (
-                "reason:claimwatch_collector_dropped:rate10m\n/ ignoring (reason) group_left ()\n"
-                "sum(rate(claimwatch_collector_traces_total[10m]))"
+                "reason:claimwatch_collector_dropped:rate10m\n/ ignoring (reason) group_left ()\n(\n"
+                '  (sum(rate(claimwatch_collector_traces_total{outcome="assembled"}[10m])) or vector(0))\n'
+                "  + sum(rate(claimwatch_collector_dropped_total[10m]))\n)"
             ),
         },
     ]
@@ -344,7 +350,6 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             t,
         ),
     ]
-    ignored = "|".join(t["collector_ignored_drop_reasons"]) or "^$"
     pipeline = [
         _alert(
             "ClaimwatchPipelineStalled",
@@ -368,7 +373,7 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
                 f"time() - max(claimwatch_last_evaluation_timestamp_seconds) > {t['no_evaluations_seconds']}\n"
                 "and on ()\n(\n  sum(claimwatch_consumer_lag_records) > 0\n"
                 "  or\n  sum(increase(claimwatch_records_total[30m])) > 0\n"
-                "  or\n  sum(increase(claimwatch_collector_traces_total[30m])) > 0\n)"
+                "  or\n  sum(increase(claimwatch_collector_traces_total{outcome=\"queued\"}[30m])) > 0\n)"
             ),
             t["no_evaluations_for"],
             t["severity_page"],
@@ -412,11 +417,13 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             ),
             t["collector_for"],
             t["severity_warning"],
-            "The claimwatch collector is dropping traces ({{ $labels.reason }})",
+            "The claimwatch collector is dropping data ({{ $labels.reason }})",
             (
-                "{{ $value | humanizePercentage }} of traces were dropped by the collector over the last 10m with "
-                f"reason {{{{ $labels.reason }}}} (threshold {t['collector_drop_ratio']}; "
-                f"intentional reasons {ignored} excluded)."
+                "Drops with reason {{ $labels.reason }} were {{ $value | humanizePercentage }} of what the "
+                "collector handled over the last 10m (drops / (assembled traces + drops); "
+                f"threshold {t['collector_drop_ratio']}"
+                + (f"; reasons {', '.join(t['collector_ignored_drop_reasons'])} not alerted" if t["collector_ignored_drop_reasons"] else "")
+                + ")."
             ),
             t,
         ),
