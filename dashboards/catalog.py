@@ -38,6 +38,12 @@ WORKER_METRICS: dict[str, str] = {
     "claimwatch_worker_up": "gauge",
     "claimwatch_cascade_claims_total": "counter",
     "claimwatch_cascade_agreement_total": "counter",
+    "claimwatch_answers_failing_total": "counter",
+    "claimwatch_answer_context_hallucination_ratio": "histogram",
+    "claimwatch_answer_factscore_ratio": "histogram",
+    "claimwatch_suspect_claims_total": "counter",
+    "claimwatch_consistency_checks_total": "counter",
+    "claimwatch_consistency_conflicts_total": "counter",
 }
 
 COLLECTOR_METRICS: dict[str, str] = {
@@ -61,6 +67,8 @@ LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
         {"assembled", "not_rag", "sampled_in", "sampled_out", "queued", "other"}
     ),
     ("claimwatch_collector_queue_depth", "queue"): frozenset({"span", "sink"}),
+    ("claimwatch_answers_failing_total", "evaluator"): frozenset({"faithfulness", "hallucination"}),
+    ("claimwatch_consistency_checks_total", "outcome"): frozenset({"consistent", "inconsistent", "not_detected"}),
     ("claimwatch_collector_sampling_decisions_total", "decision"): frozenset({"keep", "drop"}),
 }
 

@@ -161,6 +161,37 @@ def overview() -> dict[str, Any]:
             "contradicted", "percentunit",
         )],
         description="Slices with at least 50 judged claims in the range.", sort_by="contradicted"), w=12, h=9)
+    lay.row("Parity with other tools (same verdicts: RagaliQ, DeepEval, FActScore, PAS2)")
+    lay.add(timeseries(
+        "Answers failing RagaliQ-style evaluators",
+        targets((
+            f"sum by (evaluator) (rate(claimwatch_answers_failing_total{{{F}}}[{RI}]))\n/ on() group_left\n"
+            f'sum (rate(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RI}]))',
+            "{{evaluator}}",
+        )),
+        unit="percentunit", minimum=0,
+        description="Share of evaluated answers below the faithfulness (0.7) / hallucination (0.8) pass thresholds."), w=8)
+    lay.add(timeseries(
+        "Context hallucination (DeepEval-style) and FActScore",
+        targets(
+            (f"sum (rate(claimwatch_answer_context_hallucination_ratio_sum{{{F}}}[{RI}]))\n/\n"
+             f"sum (rate(claimwatch_answer_context_hallucination_ratio_count{{{F}}}[{RI}]))", "contradicted chunks / chunks"),
+            (f"sum (rate(claimwatch_answer_factscore_ratio_sum{{{F}}}[{RI}]))\n/\n"
+             f"sum (rate(claimwatch_answer_factscore_ratio_count{{{F}}}[{RI}]))", "FActScore (length-penalised)"),
+        ),
+        unit="percentunit", minimum=0, maximum=1,
+        description="Mean per answer. FActScore appears only for routes with a minimum expected claim count."), w=8)
+    lay.add(timeseries(
+        "Consistency across paraphrased questions",
+        targets(
+            (f'sum by (route) (rate(claimwatch_consistency_checks_total{{outcome="inconsistent", {F}}}[{RI}]))\n/\n'
+             f"sum by (route) (rate(claimwatch_consistency_checks_total{{{F}}}[{RI}]))", "inconsistent {{route}}"),
+            (f"sum (rate(claimwatch_suspect_claims_total{{{F}}}[{RI}]))\n/\n"
+             f'sum (rate(claimwatch_claims_total{{verdict="supported", {F}}}[{RI}]))', "low-confidence supported claims"),
+        ),
+        unit="percentunit", minimum=0,
+        description="PAS2-style: share of checks where an answer conflicts with an earlier answer to an equivalent "
+                    "question; and SUPPORTED claims below the confidence floor."), w=8)
     return dashboard(
         "claimwatch-overview",
         "claimwatch / answer quality",

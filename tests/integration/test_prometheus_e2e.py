@@ -45,7 +45,8 @@ from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from dashboards import catalog
 from dashboards.queries import iter_queries
-from evaluator_worker.config import CascadeSettings
+from evaluator_worker.config import CascadeSettings, ParitySettings
+from evaluator_worker.consistency import ConsistencyTracker
 from evaluator_worker.consumer import Worker
 from evaluator_worker.embedded import EmbeddedPrometheus, free_port
 from evaluator_worker.gate import fetch_counts, run_gate
@@ -75,6 +76,8 @@ class SliceTraffic:
     contradicted_every: int = 0  # every n-th answer has one CONTRADICTED claim (0: never)
     failing: int = 0  # extra answers whose judge call fails (ERROR claims)
 
+
+REPEAT = SliceTraffic("v0.9-consistency", "prod", "faq", "m-a", 2)
 
 TRAFFIC = [
     SliceTraffic(BASELINE, "prod", "faq", "m-a", 40),
@@ -178,7 +181,11 @@ def stack(kafka_bootstrap, tmp_path_factory):
         wport = free_port()
         servers.append(start_http_server(wport, addr="127.0.0.1", registry=wm.registry)[0])
         judge = CascadeJudge(TagJudge(), TagJudge(), CascadeSettings(agreement_sample=1.0))
-        worker = Worker(worker_settings(kafka_bootstrap, topic), Evaluator(judge, wm, transient_retries=0))
+        # every 4-claim answer gets the FActScore penalty; TagJudge confidence 0.9 is under the floor
+        parity = ParitySettings(min_claims_per_route={"*": 5}, confidence_floor=0.95)
+        evaluator = Evaluator(judge, wm, transient_retries=0, parity=parity,
+                              consistency=ConsistencyTracker(TagJudge(), threshold=0.99))
+        worker = Worker(worker_settings(kafka_bootstrap, topic), evaluator)
         wthread = threading.Thread(target=worker.run, name="e2e-worker", daemon=True)
         wthread.start()
 
@@ -214,6 +221,11 @@ def stack(kafka_bootstrap, tmp_path_factory):
                 for i in range(s.failing):
                     _ask(tracer, s, f"broken {i}", "The judge breaks here [BOOM].")
                 expected += s.answers + s.failing
+            # the same question twice, answered the same: a consistency group (its own release, so the
+            # per-slice shares of the releases above stay equal)
+            for _ in range(2):
+                _ask(tracer, REPEAT, "repeat question", "Fact r holds. Fact s holds.")
+            expected += 2
             # 3. faults: a trace that is not RAG, poison records, an app instance with a misspelt topic
             with tracer.start_as_current_span("healthcheck"):
                 pass
@@ -349,7 +361,7 @@ def test_prometheus_numbers_equal_the_worker_counts(stack):
     recorded = _by(url, "release:claimwatch_claims_supported:ratio_rate5m", "release")
     raw = _by(url, 'sum by (release) (claimwatch_claims_total{verdict="supported"})'
                    ' / sum by (release) (claimwatch_claims_total{verdict!="error"})', "release")
-    assert set(recorded) == {BASELINE, CANDIDATE, EQUAL, THIN}
+    assert set(recorded) == {BASELINE, CANDIDATE, EQUAL, THIN, REPEAT.release}
     for release, counts in by_release.items():
         judged = counts["supported"] + counts["unsupported"] + counts["contradicted"]
         expected = counts["supported"] / judged
