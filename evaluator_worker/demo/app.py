@@ -64,7 +64,7 @@ class DemoRagApp:
                     ret.set_attribute(f"retrieval.documents.{i}.document.id", doc.id)
                     ret.set_attribute(f"retrieval.documents.{i}.document.content", doc.text)
                     ret.set_attribute(f"retrieval.documents.{i}.document.score", round(1.0 - 0.1 * i, 3))
-            sentences = answer(q)
+            sentences = answer(q, self.rng)
             fault = None
             if q.facts and self.rng.random() < self.fault_rate:
                 injected = inject(sentences, q, self.rng, self._used)

@@ -128,9 +128,48 @@ def retrieve(question: Question, k: int = 3) -> list[Document]:
     return [gold, *others[: k - 1]]
 
 
-def answer(question: Question) -> list[str]:
-    """Answer sentences taken from the gold document (faithful by construction)."""
+#: how a decent generator rewords the documents: same facts, other words (still faithful)
+PARAPHRASES: dict[str, str] = {
+    "Bake the cookies at 350 F for 8 to 10 minutes, until the edges are golden.":
+        "The cookies need 8 to 10 minutes in a 350 F oven, until their edges turn golden.",
+    "Let the cookies cool on the baking sheet for 5 minutes.":
+        "After baking, leave the cookies on the sheet for 5 minutes to cool.",
+    "The dough can be refrigerated for up to 3 days.":
+        "You can keep the dough in the fridge for as long as 3 days.",
+    "Bake the loaf at 450 F for 20 minutes with the lid on.":
+        "The loaf bakes with its lid on for 20 minutes at 450 F.",
+    "The usual starting dose is 10 mg once a day.":
+        "Treatment normally starts at 10 mg taken once daily.",
+    "Patients should report unexplained muscle pain to their doctor.":
+        "Unexplained muscle pain should be reported to a doctor.",
+    "Vitamin D helps the body absorb calcium.":
+        "Calcium absorption in the body is helped by vitamin D.",
+    "Inflation fell to 3.1 percent in February.":
+        "In February, inflation dropped to 3.1 percent.",
+    "Its ongoing charge is 0.22 percent a year.":
+        "The fund charges 0.22 percent a year in ongoing costs.",
+    "Hold the reset button for 10 seconds to restore factory settings.":
+        "To restore the factory settings, press and hold the reset button for 10 seconds.",
+    "The H5 headphones last up to 30 hours on a full charge.":
+        "On a full charge the H5 headphones run for up to 30 hours.",
+    "Construction of the Harbour Bridge began in 1924.":
+        "Work on the Harbour Bridge started in 1924.",
+    "Engineer John Bradfield oversaw the design and construction.":
+        "The design and construction were overseen by engineer John Bradfield.",
+    "Governor DeWitt Clinton championed the project.":
+        "The project's champion was Governor DeWitt Clinton.",
+}
+
+
+def answer(question: Question, rng=None) -> list[str]:
+    """Answer sentences from the gold document, reworded about half the time (faithful by construction)."""
     doc = DOCS_BY_ID[question.doc_id]
     if not question.facts:
         return ["I don't know based on the provided documents."]
-    return [doc.sentences[i] for i in question.facts]
+    out = []
+    for i in question.facts:
+        sentence = doc.sentences[i]
+        if rng is not None and sentence in PARAPHRASES and rng.random() < 0.5:
+            sentence = PARAPHRASES[sentence]
+        out.append(sentence)
+    return out

@@ -74,6 +74,10 @@ class _Text:
     fuzzy: set[str] = field(default_factory=set)
 
 
+#: a sentence-initial capitalised word with one of these endings is a common word, not a name
+_COMMON_SUFFIX = re.compile(r"(?:ment|tion|sion|ness|ity|ance|ence|ing|ly|ive|ous|ful|less|able|ible|ism|ist|ship|ure)$")
+
+
 def _analyse(text: str, context_vocab: set[str] | None = None) -> _Text:
     toks = tm.tokenize(text)
     quants = tm.quantities(text)
@@ -103,7 +107,7 @@ def _analyse(text: str, context_vocab: set[str] | None = None) -> _Text:
             is_ent = p.text[:1].isupper() and (
                 not first_word
                 or (i + 1 < len(toks) and toks[i + 1].text[:1].isupper())
-                or (context_vocab is not None and low not in context_vocab)
+                or (context_vocab is not None and low not in context_vocab and not _COMMON_SUFFIX.search(low))
             )
             if p.text.isupper() and len(p.text) >= 2:
                 is_ent = True

@@ -1,0 +1,170 @@
+"""App-thread overhead of ``RagTraceProcessor`` vs OpenTelemetry's ``BatchSpanProcessor``.
+
+What runs, in one process, interleaved (every round runs each variant once, in
+a shuffled order, so machine drift hits all variants alike):
+
+- ``none``: a TracerProvider with no span processor (the SDK's own cost);
+- ``bsp``: ``BatchSpanProcessor(InMemorySpanExporter())`` (what every OTel app already pays);
+- ``claimwatch``: ``RagTraceProcessor`` producing to a real Kafka-protocol broker (``EmbeddedBroker``).
+
+Each request is a realistic RAG trace (root CHAIN, RETRIEVER with 5-20 chunks,
+LLM span, the demo app's attribute shapes). Measured on the app thread: the
+duration of every ``span.end()`` (that is where ``on_end`` runs) and of the
+whole request. Between rounds each processor is flushed (untimed) so one
+variant's background work does not bleed into the next variant's round.
+
+Second figure: the whole-request p99 with Kafka unreachable (bootstrap to a
+closed port) vs reachable, same interleaving; target: no growth.
+
+    python -m benchmarks.app_overhead [--rounds 60] [--requests 200]
+
+Last line: ``on_end ratio claimwatch/bsp (median span end): X``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import sys
+import time
+from contextlib import ExitStack
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+from benchmarks._common import closed_port, fmt_us, machine, median, percentile, rag_request
+from collector.config import CollectorSettings
+from collector.logs import configure_logging
+from collector.processor import RagTraceProcessor
+from evaluator_worker.embedded import EmbeddedBroker
+
+
+class Variant:
+    """One TracerProvider set-up and the timings collected for it."""
+
+    def __init__(self, name: str, provider: TracerProvider, flush, clear=None) -> None:
+        self.name = name
+        self.provider = provider
+        self.tracer = provider.get_tracer("bench")
+        self.flush = flush
+        self.clear = clear
+        self.span_end_ns: list[int] = []
+        self.request_ns: list[int] = []
+
+    def round(self, rng: random.Random, requests: int) -> None:
+        for _ in range(requests):
+            self.request_ns.append(rag_request(self.tracer, rng, timings=self.span_end_ns))
+        self.flush()
+        if self.clear is not None:
+            self.clear()
+
+    def summary(self) -> dict:
+        return {
+            "span_end_median_ns": median(self.span_end_ns),
+            "span_end_p99_ns": percentile(self.span_end_ns, 99),
+            "request_median_ns": median(self.request_ns),
+            "request_p99_ns": percentile(self.request_ns, 99),
+            "spans": len(self.span_end_ns),
+        }
+
+
+def claimwatch_variant(name: str, bootstrap: str, flush_ms: int) -> tuple[Variant, RagTraceProcessor]:
+    settings = CollectorSettings()
+    settings.kafka.bootstrap_servers = bootstrap
+    settings.topic = "bench.overhead"
+    settings.late_span_wait_s = 0.05
+    settings.flush_timeout_s = min(5.0, flush_ms / 1000.0)
+    proc = RagTraceProcessor(settings, registry=CollectorRegistry())
+    provider = TracerProvider()
+    provider.add_span_processor(proc)
+    return Variant(name, provider, lambda: proc.force_flush(flush_ms)), proc
+
+
+def bsp_variant() -> Variant:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    bsp = BatchSpanProcessor(exporter)
+    provider.add_span_processor(bsp)
+    return Variant("bsp", provider, lambda: bsp.force_flush(10_000), exporter.clear)
+
+
+def run_rounds(variants: list[Variant], rounds: int, requests: int, seed: int) -> None:
+    order_rng = random.Random(seed)
+    for r in range(rounds):
+        order = list(variants)
+        order_rng.shuffle(order)
+        for v in order:
+            gc.collect()
+            v.round(random.Random(seed * 1000 + r), requests)  # same requests for every variant
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--requests", type=int, default=200, help="requests per variant per round")
+    ap.add_argument("--seed", type=int, default=11)
+    args = ap.parse_args(argv)
+    configure_logging("ERROR")
+    started = time.monotonic()
+    out: dict = {}
+    with ExitStack() as stack:
+        broker = stack.enter_context(EmbeddedBroker())
+        none = Variant("none", TracerProvider(), lambda: None)
+        bsp = bsp_variant()
+        cw, cw_proc = claimwatch_variant("claimwatch", broker.bootstrap, 10_000)
+        down, down_proc = claimwatch_variant("claimwatch_kafka_down", f"127.0.0.1:{closed_port()}", 300)
+        variants = [none, bsp, cw, down]
+        run_rounds(variants, 2, max(5, args.requests // 5), args.seed + 99)  # warm-up, discarded
+        for v in variants:
+            v.span_end_ns.clear()
+            v.request_ns.clear()
+        run_rounds(variants, args.rounds, args.requests, args.seed)
+        for v in variants:
+            out[v.name] = v.summary()
+            v.provider.shutdown()
+        out["kafka_down_dropped"] = {
+            k[1]: v for k, v in _dropped(down_proc).items()
+        }
+    n, b, c, d = (out[k] for k in ("none", "bsp", "claimwatch", "claimwatch_kafka_down"))
+    ratio = c["span_end_median_ns"] / b["span_end_median_ns"]
+    net_c = c["span_end_median_ns"] - n["span_end_median_ns"]
+    net_b = b["span_end_median_ns"] - n["span_end_median_ns"]
+    out["ratio_span_end_median"] = ratio
+    out["ratio_span_end_p99"] = c["span_end_p99_ns"] / b["span_end_p99_ns"]
+    out["ratio_request_median"] = c["request_median_ns"] / b["request_median_ns"]
+    out["ratio_request_p99"] = c["request_p99_ns"] / b["request_p99_ns"]
+    out["kafka_down_vs_up_request_p99"] = d["request_p99_ns"] / c["request_p99_ns"]
+    out["kafka_down_vs_up_span_end_p99"] = d["span_end_p99_ns"] / c["span_end_p99_ns"]
+    print(f"machine: {machine()}; {args.rounds} rounds x {args.requests} requests x 3 spans per variant, "
+          f"{time.monotonic() - started:.0f} s")
+    print(f"{'variant':24} {'span end med':>13} {'span end p99':>13} {'request med':>12} {'request p99':>12}")
+    for name in ("none", "bsp", "claimwatch", "claimwatch_kafka_down"):
+        s = out[name]
+        print(f"{name:24} {fmt_us(s['span_end_median_ns']):>13} {fmt_us(s['span_end_p99_ns']):>13} "
+              f"{fmt_us(s['request_median_ns']):>12} {fmt_us(s['request_p99_ns']):>12}")
+    print(f"net added per span end over no processor: claimwatch {fmt_us(net_c)}, bsp {fmt_us(net_b)}")
+    print(f"ratios claimwatch/bsp: span end median {ratio:.2f}, p99 {out['ratio_span_end_p99']:.2f}; "
+          f"request median {out['ratio_request_median']:.2f}, p99 {out['ratio_request_p99']:.2f}")
+    print(f"Kafka unreachable vs reachable: request p99 x{out['kafka_down_vs_up_request_p99']:.2f}, "
+          f"span end p99 x{out['kafka_down_vs_up_span_end_p99']:.2f} (collector drops while down: "
+          f"{out['kafka_down_dropped'] or 'none yet'})")
+    print(f"on_end ratio claimwatch/bsp (median span end): {ratio:.2f} (target <= 1.0); "
+          f"kafka-down p99 growth x{out['kafka_down_vs_up_request_p99']:.2f} (target ~1.0)")
+    sys.stdout.flush()
+    return out
+
+
+def _dropped(proc: RagTraceProcessor) -> dict:
+    found = {}
+    for metric in proc.metrics.dropped.collect():
+        for s in metric.samples:
+            if s.name.endswith("_total") and s.value:
+                found[("reason", s.labels.get("reason"))] = s.value
+    return found
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Smoke tests: every benchmark module runs end to end in a tiny configuration (so they don't rot).
+
+The numbers are not checked against targets here (they depend on the machine);
+only that each run completes, measures something and prints its figure last.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import _common, app_overhead, freshness, judge_economy, memory, worker_throughput
+
+
+def _last_line(capsys) -> str:
+    return capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_percentile_interpolates():
+    """percentile() interpolates linearly and handles the edges."""
+    assert _common.percentile([1, 2, 3, 4], 50) == 2.5
+    assert _common.percentile([5], 99) == 5.0
+    assert _common.percentile([0, 10], 90) == 9.0
+
+
+def test_demo_traces_are_unique_rag_records():
+    """demo_traces() yields one record per request, with unique trace ids, an answer and contexts."""
+    records = _common.demo_traces(12)
+    assert len(records) == 12
+    assert len({r.trace_id for r in records}) == 12
+    assert all(r.answer and r.contexts for r in records)
+
+
+def test_judge_economy_tiny(capsys):
+    """judge_economy counts calls and tokens for every pipeline through the local Messages API."""
+    out = judge_economy.main(["--answers", "4"])
+    assert out["claimwatch"]["calls"] > 0 and out["ragas-style"]["prompt"] > 0
+    assert out["per-claim"]["calls"] >= out["claimwatch"]["calls"]
+    assert "ragas-style" in _last_line(capsys)
+
+
+def test_ragas_style_prompt_has_ragas_fixed_size():
+    """The Ragas-style prompt is exactly the measured fixed size plus the input rendered as indented JSON."""
+    inputs = {"question": "q", "answer": "a"}
+    prompt = judge_economy.ragas_style_prompt("[m]", "do it", judge_economy.RAGAS_STATEMENT_FIXED_CHARS, inputs)
+    import json
+
+    assert len(prompt) == judge_economy.RAGAS_STATEMENT_FIXED_CHARS + len(json.dumps(inputs, indent=4))
+
+
+@pytest.mark.integration
+def test_app_overhead_tiny(capsys):
+    """app_overhead measures all variants (with a real broker) and prints the on_end ratio last."""
+    out = app_overhead.main(["--rounds", "2", "--requests", "10"])
+    assert out["bsp"]["spans"] == out["claimwatch"]["spans"] == 60
+    assert out["ratio_span_end_median"] > 0
+    assert _last_line(capsys).startswith("on_end ratio")
+
+
+@pytest.mark.integration
+def test_worker_throughput_tiny(capsys):
+    """worker_throughput runs a real worker process on the broker and reports its rate."""
+    out = worker_throughput.main(["--records", "60", "--idle", "1", "--workers", "1"])
+    assert out[1]["processed"] == 60 and out[1]["rate"] > 0
+    assert _last_line(capsys).startswith("throughput")
+
+
+@pytest.mark.integration
+def test_freshness_and_memory_tiny(capsys):
+    """freshness sees every answer on /metrics; memory reports the collector's RSS per phase."""
+    fresh = freshness.main(["--duration", "1", "--rate", "10", "--configs", "tuned"])
+    assert fresh["tuned"]["seen"] == fresh["tuned"]["sent"] == 10
+    mem = memory.main(["--rate", "20", "--normal-seconds", "0.3", "--burst-seconds", "0.3", "--bursts", "2",
+                       "--backlog", "0"])  # the worker-process path is the one worker_throughput exercises
+    assert len(mem["collector"]["phases"]) == 3 and mem["collector"]["hwm_mb"] > 0
+    assert _last_line(capsys).startswith("collector peak RSS")
