@@ -37,6 +37,8 @@ from evaluator_worker.results import DedupeWindow, KafkaResults
 log = get_logger(__name__)
 
 MAX_DLQ_ERROR_CHARS = 500
+#: dead-letter values above this (Kafka's default 1 MB request limit) are replaced by b"" + an original_bytes header
+MAX_DLQ_VALUE_BYTES = 900_000
 
 
 def make_consumer(settings: WorkerSettings) -> KafkaConsumer:
@@ -54,7 +56,13 @@ def make_consumer(settings: WorkerSettings) -> KafkaConsumer:
 
 
 def make_producer(settings: WorkerSettings) -> KafkaProducer:
-    return KafkaProducer(acks="all", linger_ms=5, retries=5, compression_type="gzip", **settings.kafka.client_kwargs())
+    # results and dead letters: durable (acks=all) before offsets are committed. The worker flushes at
+    # the end of every poll batch, so a long linger only batches sends (fewer sender wake-ups), it
+    # adds no latency.
+    return KafkaProducer(
+        acks="all", linger_ms=200, batch_size=256 * 1024, retries=5, compression_type="gzip",
+        **settings.kafka.client_kwargs(),
+    )
 
 
 def read_result_keys(
@@ -252,6 +260,11 @@ class Worker:
         try:
             if msg.value is None:
                 raise RecordDecodeError("record has no value", reason="empty")
+            if len(msg.value) > self.settings.max_record_bytes:
+                raise RecordDecodeError(
+                    f"record of {len(msg.value)} bytes is over max_record_bytes={self.settings.max_record_bytes}",
+                    reason="oversized",
+                )
             trace = RagTrace.from_json_bytes(msg.value)
         except RecordDecodeError as exc:
             self._dead_letter(msg, exc.reason, str(exc))
@@ -286,7 +299,11 @@ class Worker:
             ("claimwatch.error", error[:MAX_DLQ_ERROR_CHARS].encode("utf-8", "replace")),
             ("claimwatch.source", f"{msg.topic}/{msg.partition}/{msg.offset}".encode()),
         ]
-        self._producer.send(self.settings.dead_letter_topic, key=msg.key, value=msg.value or b"", headers=headers)
+        value = msg.value or b""
+        if len(value) > MAX_DLQ_VALUE_BYTES:  # would not fit a default produce request: keep the headers only
+            headers.append(("claimwatch.original_bytes", str(len(value)).encode()))
+            value = b""
+        self._producer.send(self.settings.dead_letter_topic, key=msg.key, value=value, headers=headers)
         if self.metrics:
             self.metrics.records.labels("dead_lettered").inc()
             self.metrics.dead_letters.labels(reason).inc()

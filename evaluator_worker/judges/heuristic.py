@@ -20,6 +20,7 @@ for what this judge cannot do.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -205,6 +206,21 @@ def _short(s: str, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+@functools.lru_cache(maxsize=4096)
+def _chunk_sentences(chunk: str) -> tuple:
+    """Analysed sentences of one chunk. Cached: production traffic retrieves the same chunks again and again."""
+    out = []
+    for a, b in sentence_spans(chunk):
+        text = chunk[a:b]
+        out.append((_analyse(text), _clauses(text)))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _chunk_vocab(chunk: str) -> frozenset[str]:
+    return frozenset(t.low for t in tm.tokenize(chunk) if t.text[:1].islower())
+
+
 class HeuristicJudge:
     """Offline rule-based judge (the embedded default). Thread-safe and stateless."""
 
@@ -225,7 +241,9 @@ class HeuristicJudge:
     def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification:
         """One verdict per claim, in order."""
         sents = self._index(contexts)
-        vocab = {t.low for s in sents for t in tm.tokenize(s.text) if t.text[:1].islower()}
+        vocab: set[str] = set()
+        for chunk in contexts or []:
+            vocab |= _chunk_vocab(chunk or "")
         qterms = set(_analyse(question).terms) if question else set()
         verdicts = []
         for c in claims:
@@ -242,10 +260,8 @@ class HeuristicJudge:
     def _index(contexts: Sequence[str]) -> list[_Sent]:
         out = []
         for ci, chunk in enumerate(contexts or []):
-            chunk = chunk or ""
-            for a, b in sentence_spans(chunk):
-                text = chunk[a:b]
-                out.append(_Sent(ci, _analyse(text), _clauses(text)))
+            for analysed, clauses in _chunk_sentences(chunk or ""):
+                out.append(_Sent(ci, analysed, clauses))
         return out
 
     def _verify_one(self, claim: Claim, sents: list[_Sent], vocab: set[str], qterms: set[str]) -> ClaimVerdict:
