@@ -71,6 +71,10 @@ class TraceAssembler:
     def __len__(self) -> int:
         return len(self._buffers)
 
+    def __contains__(self, trace_id: object) -> bool:
+        """Whether ``trace_id`` is being buffered (not yet emitted or evicted)."""
+        return trace_id in self._buffers
+
     def add(self, trace_id: int, facts: SpanFacts) -> None:
         """Add one span's facts to its trace buffer."""
         now = self._clock()

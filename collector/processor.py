@@ -2,7 +2,8 @@
 
 The app's thread does O(1) work in ``on_end``: append the finished span to a
 bounded deque and return (no lock, no I/O, never raises; a full queue is
-counted as ``span_queue_full``). One daemon thread does the rest::
+counted as ``span_queue_full``). One daemon thread does the rest, through the :class:`~collector.pipeline.TracePipeline`
+shared with the OTLP receiver and the Collector-topic bridge::
 
     span -> conventions.extract -> assembler (per trace) -> complete trace
          -> conventions.build (not RAG? count) -> sampler -> redactor
@@ -33,12 +34,9 @@ from prometheus_client import CollectorRegistry
 
 from collector.assembler import CompletedTrace, TraceAssembler
 from collector.config import CollectorSettings
-from collector.conventions import SpanExtractor
 from collector.logs import get_logger
 from collector.metrics import CollectorMetrics, get_metrics
-from collector.record import enforce_limits
-from collector.redaction import Redactor
-from collector.sampling import Sampler
+from collector.pipeline import TracePipeline, warn_once
 from collector.sink import KafkaSink, ProducerFactory, Sink
 
 log = get_logger("claimwatch.collector")
@@ -57,18 +55,7 @@ _HIDE_FLAGS = (
     "OPENINFERENCE_HIDE_INPUT_TEXT",
     "OPENINFERENCE_HIDE_OUTPUT_TEXT",
 )
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_once(key: str, message: str, **fields: Any) -> bool:
-    """Log a structlog warning once per process for ``key``; True when it was logged now."""
-    with _warned_lock:
-        if key in _warned:
-            return False
-        _warned.add(key)
-    log.warning(message, warning=key, **fields)
-    return True
+__all__ = ["RagTraceProcessor", "check_provider", "check_environment", "warn_once"]
 
 
 def _truthy(value: str | None) -> bool:
@@ -138,12 +125,10 @@ class RagTraceProcessor(SpanProcessor):
         self.metrics: CollectorMetrics = get_metrics(registry)
         self._clock = clock
         self._span_queue_size = span_queue_size or max(1, self.settings.queue_size * 2)
-        self._extractor = SpanExtractor(self.settings)
-        self._redactor = Redactor.from_settings(self.settings, func=redact)
-        self._sampler = Sampler(self.settings.sampling, clock=clock)
         self.sink: Any = sink if sink is not None else KafkaSink(
             self.settings, producer_factory=producer_factory, metrics=self.metrics
         )
+        self.pipeline = TracePipeline(self.settings, sink=self.sink, metrics=self.metrics, clock=clock, redact=redact)
         self._drop_span_queue = self.metrics.dropped.labels(reason="span_queue_full")
         self._drop_shutdown = self.metrics.dropped.labels(reason="shutdown")
         self._reset_state()
@@ -161,20 +146,18 @@ class RagTraceProcessor(SpanProcessor):
     # -- state -------------------------------------------------------------
     def _reset_state(self) -> None:
         self._spans: collections.deque[ReadableSpan] = collections.deque()
-        self._assembler = TraceAssembler(
-            late_span_wait_s=self.settings.late_span_wait_s,
-            trace_ttl_s=self.settings.trace_ttl_s,
-            max_traces=self.settings.max_buffered_traces,
-            max_spans_per_trace=self.settings.max_spans_per_trace,
-            clock=self._clock,
-            on_drop=self.metrics.drop,
-        )
+        self.pipeline.reset()
         self._flush_requests: collections.deque[threading.Event] = collections.deque()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
         self._last_gauges = 0.0
+
+    @property
+    def _assembler(self) -> TraceAssembler:
+        """The pipeline's assembler (kept for tests and introspection)."""
+        return self.pipeline.assembler
 
     def _start_thread(self) -> None:
         self._thread = threading.Thread(target=self._run, name="claimwatch-collector", daemon=True)
@@ -238,7 +221,7 @@ class RagTraceProcessor(SpanProcessor):
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=max(0.05, min(2.0, deadline - time.monotonic())))
-        incomplete = self._assembler.drop_incomplete()
+        incomplete = self.pipeline.drop_incomplete()
         self.metrics.drop("incomplete_at_shutdown", incomplete)
         self.metrics.drop("shutdown", len(self._spans))
         self._spans.clear()
@@ -270,15 +253,14 @@ class RagTraceProcessor(SpanProcessor):
         while self._flush_requests:
             flushes.append(self._flush_requests.popleft())
         handled = self._drain_spans()
-        for completed in self._assembler.pop_complete(flush=bool(flushes)):
-            self._emit(completed)
+        self.pipeline.pop_complete(flush=bool(flushes))
         for event in flushes:
             event.set()
         now = time.monotonic()
         if now - self._last_gauges >= _GAUGE_EVERY_S:
             self._last_gauges = now
             self.metrics.queue_depth.labels(queue="span").set(len(self._spans))
-            self.metrics.buffered_traces.set(len(self._assembler))
+            self.metrics.buffered_traces.set(len(self.pipeline))
         if not handled and not self._spans and not self._flush_requests:
             self._wake.wait(_IDLE_WAIT_S)
             self._wake.clear()
@@ -286,55 +268,17 @@ class RagTraceProcessor(SpanProcessor):
     def _drain_spans(self, limit: int = 1_000) -> int:
         n = 0
         spans = self._spans
+        add = self.pipeline.add_span
         while spans and n < limit:
-            span = spans.popleft()
+            add(spans.popleft())
             n += 1
-            try:
-                facts = self._extractor.extract(span)
-            except Exception as exc:
-                self.metrics.drop("internal")
-                log.warning("collector_extract_failed", error=type(exc).__name__, detail=str(exc)[:200])
-                continue
-            if facts.dropped_attributes and facts.kind == "retriever":
-                warn_once(
-                    "attribute_limit_hit",
-                    "a retriever span lost attributes to the span attribute count limit: retrieved documents are "
-                    "missing; raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
-                    dropped=facts.dropped_attributes,
-                )
-            if facts.hidden:
-                warn_once("hidden_io", "spans carry __REDACTED__ inputs/outputs (OPENINFERENCE_HIDE_* is set)")
-            self._assembler.add(span.context.trace_id, facts)
         if n:
             self.metrics.spans.inc(n)
         return n
 
     def _emit(self, completed: CompletedTrace) -> None:
-        m = self.metrics
-        m.trace("assembled")
-        result = self._extractor.build(completed.trace_id, completed.facts)
-        if result.missing_content:
-            m.drop("missing_content", result.missing_content)
-        if result.record is None:
-            m.trace("not_rag")
-            return
-        decision = self._sampler.decide(
-            completed.trace_id, slices=result.record.slices, error=result.error, signals=result.signals
-        )
-        m.sampling.labels(decision="keep" if decision.keep else "drop", reason=decision.reason).inc()
-        if not decision.keep:
-            m.trace("sampled_out")
-            return
-        m.trace("sampled_in")
-        record = self._redactor.record(result.record)
-        s = self.settings
-        record = enforce_limits(
-            record, max_contexts=s.max_contexts, max_text_chars=s.max_text_chars, max_bytes=s.max_record_bytes
-        )
-        if record.truncation is not None:
-            m.truncated.inc()
-        if self.sink.submit(record):
-            m.trace("queued")
+        """Build, sample, redact, limit and submit one complete trace (see ``TracePipeline.emit``)."""
+        self.pipeline.emit(completed)
 
 
 def _after_fork(ref: "weakref.ReferenceType[RagTraceProcessor]") -> None:

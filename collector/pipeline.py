@@ -1,0 +1,186 @@
+"""``TracePipeline``: the span -> ``RagTrace`` -> sink path shared by every entry point.
+
+The in-app :class:`~collector.processor.RagTraceProcessor`, the OTLP/HTTP
+receiver (:mod:`collector.receiver`) and the Collector-topic bridge
+(:mod:`evaluator_worker.otlp_bridge`) all run the same steps::
+
+    span -> SpanExtractor.extract -> TraceAssembler (per trace) -> complete trace
+         -> SpanExtractor.build (not RAG? count) -> Sampler -> Redactor
+         -> record.enforce_limits -> sink.submit
+
+A span is anything exposing the ``ReadableSpan`` attributes the extractor reads
+(an SDK span, or a decoded OTLP span from :mod:`collector.otlp`).
+
+Thread safety: the assembler is guarded by one lock, so several producer
+threads (HTTP handler threads) may call :meth:`add_span` while one pump thread
+calls :meth:`pop_complete`. Extraction runs outside the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from collector.assembler import CompletedTrace, TraceAssembler
+from collector.config import CollectorSettings
+from collector.conventions import SpanExtractor
+from collector.logs import get_logger
+from collector.metrics import CollectorMetrics, get_metrics
+from collector.record import enforce_limits
+from collector.redaction import Redactor
+from collector.sampling import Sampler
+
+log = get_logger("claimwatch.collector")
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(key: str, message: str, **fields: Any) -> bool:
+    """Log a structlog warning once per process for ``key``; True when it was logged now."""
+    with _warned_lock:
+        if key in _warned:
+            return False
+        _warned.add(key)
+    log.warning(message, warning=key, **fields)
+    return True
+
+
+class TracePipeline:
+    """Extractor + assembler + sampler + redactor + limits + sink, wired once."""
+
+    def __init__(
+        self,
+        settings: CollectorSettings,
+        *,
+        sink: Any,
+        metrics: CollectorMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.sink = sink
+        self.metrics = metrics or get_metrics()
+        self._clock = clock
+        self.extractor = SpanExtractor(settings)
+        self.redactor = Redactor.from_settings(settings, func=redact)
+        self.sampler = Sampler(settings.sampling, clock=clock)
+        self._lock = threading.RLock()
+        self.assembler = self._new_assembler()
+
+    def _new_assembler(self) -> TraceAssembler:
+        s = self.settings
+        return TraceAssembler(
+            late_span_wait_s=s.late_span_wait_s,
+            trace_ttl_s=s.trace_ttl_s,
+            max_traces=s.max_buffered_traces,
+            max_spans_per_trace=s.max_spans_per_trace,
+            clock=self._clock,
+            on_drop=self.metrics.drop,
+        )
+
+    def reset(self) -> None:
+        """Forget every buffered trace and take a fresh lock (a forked child starts empty)."""
+        self._lock = threading.RLock()
+        self.assembler = self._new_assembler()
+
+    def __len__(self) -> int:
+        return len(self.assembler)
+
+    def is_buffered(self, trace_id: int) -> bool:
+        """Whether ``trace_id`` is still being assembled (not emitted, not evicted)."""
+        with self._lock:
+            return trace_id in self.assembler
+
+    # -- spans -------------------------------------------------------------
+    def add_span(self, span: Any) -> bool:
+        """Extract one finished span and add it to its trace; False (counted ``internal``) on failure."""
+        try:
+            facts = self.extractor.extract(span)
+        except Exception as exc:
+            self.metrics.drop("internal")
+            log.warning("collector_extract_failed", error=type(exc).__name__, detail=str(exc)[:200])
+            return False
+        if facts.dropped_attributes and facts.kind == "retriever":
+            warn_once(
+                "attribute_limit_hit",
+                "a retriever span lost attributes to the span attribute count limit: retrieved documents are "
+                "missing; raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
+                dropped=facts.dropped_attributes,
+            )
+        if facts.hidden:
+            warn_once("hidden_io", "spans carry __REDACTED__ inputs/outputs (OPENINFERENCE_HIDE_* is set)")
+        with self._lock:
+            self.assembler.add(span.context.trace_id, facts)
+        return True
+
+    # -- traces ------------------------------------------------------------
+    def pop_complete(self, *, flush: bool = False) -> list[int]:
+        """Emit every complete trace (all with an ended root when ``flush``); returns their trace ids."""
+        with self._lock:
+            completed = self.assembler.pop_complete(flush=flush)
+        for item in completed:
+            try:
+                self.emit(item)
+            except Exception as exc:  # one bad trace must not take the rest of the batch with it
+                self.metrics.drop("internal")
+                log.warning("collector_emit_failed", error=type(exc).__name__, detail=str(exc)[:200])
+        return [c.trace_id for c in completed]
+
+    def drop_incomplete(self) -> int:
+        """Forget traces whose root has not ended; returns how many (not counted here)."""
+        with self._lock:
+            return self.assembler.drop_incomplete()
+
+    def emit(self, completed: CompletedTrace) -> bool:
+        """Build, sample, redact, limit and submit one complete trace; True when the sink took it."""
+        m = self.metrics
+        m.trace("assembled")
+        result = self.extractor.build(completed.trace_id, completed.facts)
+        if result.missing_content:
+            m.drop("missing_content", result.missing_content)
+        if result.record is None:
+            m.trace("not_rag")
+            return False
+        decision = self.sampler.decide(
+            completed.trace_id, slices=result.record.slices, error=result.error, signals=result.signals
+        )
+        m.sampling.labels(decision="keep" if decision.keep else "drop", reason=decision.reason).inc()
+        if not decision.keep:
+            m.trace("sampled_out")
+            return False
+        m.trace("sampled_in")
+        record = self.redactor.record(result.record)
+        s = self.settings
+        try:
+            record = enforce_limits(
+                record, max_contexts=s.max_contexts, max_text_chars=s.max_text_chars, max_bytes=s.max_record_bytes
+            )
+        except ValueError as exc:  # text that cannot be encoded as UTF-8 JSON (lone surrogates)
+            m.drop("serialise_error")
+            log.warning("collector_record_unserialisable", error=type(exc).__name__)
+            return False
+        if record.truncation is not None:
+            m.truncated.inc()
+        if self.sink.submit(record):
+            m.trace("queued")
+            return True
+        return False
+
+    # -- backpressure --------------------------------------------------------
+    def saturation(self) -> str | None:
+        """Why new spans should be refused right now (``sink_full`` / ``buffer_full``), or None.
+
+        ``sink_full``: the sink's queue is at capacity (Kafka is down or slower
+        than the input), so a trace completed now would be dropped.
+        ``buffer_full``: as many traces are being assembled as allowed, so a new
+        one would evict the oldest.
+        """
+        depth = getattr(self.sink, "queue_depth", None)
+        capacity = getattr(getattr(self.sink, "settings", None), "queue_size", None)
+        if isinstance(depth, int) and isinstance(capacity, int) and capacity > 0 and depth >= capacity:
+            return "sink_full"
+        if len(self.assembler) >= self.settings.max_buffered_traces:
+            return "buffer_full"
+        return None

@@ -1,0 +1,354 @@
+"""``claimwatch bridge``: OpenTelemetry Collector Kafka topic -> ``RagTrace`` records.
+
+For teams that already run an OpenTelemetry Collector: its ``kafka`` exporter
+writes each span batch as one Kafka message (``encoding: otlp_proto``: the
+value is a serialized ``ExportTraceServiceRequest``; ``otlp_json`` also works)
+to ``otlp_spans``. The bridge consumes that topic in a consumer group,
+assembles traces that arrive batch by batch with the same
+:class:`~collector.pipeline.TracePipeline` as the in-app processor (assembler,
+sampler, redactor, limits) and produces ``RagTrace`` records to
+``claimwatch.traces`` through the same ``KafkaSink``.
+
+Set ``partition_traces_by_id: true`` on the exporter (see
+``deploy/otel-collector/config.yaml``): every span of a trace then lands on one
+partition, so one bridge instance sees the whole trace. Without it, spans of a
+trace are spread over partitions and, with several bridge instances, a trace
+may be assembled in pieces (each missing some spans).
+
+Offsets (at-least-once, "commit after produce"): a message's offset is
+committed only once every trace it carried has left the assembler (emitted,
+sampled out, not RAG, or evicted by the TTL) *and* the sink has flushed the
+produced records to Kafka. A message holding a span of a trace whose root has
+not arrived yet keeps its partition's committed offset from moving past it, so
+after a crash or a rebalance the next owner re-reads it and re-assembles the
+trace. The price is an occasional duplicate record (the worker's dedupe window
+drops it). While the sink's queue is full (the output cluster is slow or
+down) the bridge pauses its partitions instead of dropping records. On a rebalance the bridge emits what is complete, flushes, commits
+and forgets its open traces, which the new owner rebuilds from the uncommitted
+messages.
+
+Metrics (registry of the process): the collector's ``claimwatch_collector_*``
+pipeline metrics plus ``claimwatch_collector_otlp_requests_total{source="kafka",code}``
+(``ok`` / ``decode_error`` per message) and ``claimwatch_collector_otlp_spans_total{source="kafka",...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import signal
+import threading
+import time
+from typing import Any, Callable
+
+from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+from prometheus_client import CollectorRegistry
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from collector import otlp
+from collector.config import CollectorSettings
+from collector.logs import get_logger
+from collector.metrics import get_metrics
+from collector.pipeline import TracePipeline
+from collector.sink import KafkaSink, ProducerFactory
+
+log = get_logger("claimwatch.bridge")
+
+SOURCE = "kafka"
+
+
+class BridgeSettings(BaseSettings):
+    """Bridge settings (env: ``CLAIMWATCH_BRIDGE_*``); Kafka, output topic, sampling from ``CollectorSettings``."""
+
+    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_BRIDGE_", extra="ignore")
+
+    #: the Collector kafkaexporter's traces topic
+    source_topic: str = "otlp_spans"
+    #: kafkaexporter ``encoding``: otlp_proto (default) or otlp_json
+    encoding: str = "otlp_proto"
+    group_id: str = "claimwatch-otlp-bridge"
+    auto_offset_reset: str = "earliest"
+    session_timeout_ms: int = 6_000
+    heartbeat_interval_ms: int = 1_000
+    max_poll_interval_ms: int = 60_000
+    max_poll_records: int = 500
+    poll_timeout_ms: int = 200
+    #: how often offsets are committed (each commit first flushes the producer)
+    commit_interval_s: float = 1.0
+
+
+class _Rebalance(ConsumerRebalanceListener):
+    def __init__(self, bridge: "OtlpBridge") -> None:
+        self.bridge = bridge
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.bridge._on_revoked(list(revoked))
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        log.info("bridge_partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
+
+
+class OffsetTracker:
+    """Which offsets are safe to commit: those of messages whose traces all left the assembler."""
+
+    def __init__(self, is_open: Callable[[int], bool]) -> None:
+        self._is_open = is_open
+        self._pending: dict[TopicPartition, collections.deque[tuple[int, tuple[int, ...]]]] = {}
+        self._next: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}
+
+    def add(self, tp: TopicPartition, offset: int, trace_ids: tuple[int, ...]) -> None:
+        """Record one consumed message and the trace ids it fed."""
+        self._next[tp] = offset + 1
+        if trace_ids:
+            self._pending.setdefault(tp, collections.deque()).append((offset, trace_ids))
+
+    def committable(self) -> dict[TopicPartition, int]:
+        """Per partition, the offset to commit now (only those that moved since the last commit)."""
+        out = {}
+        for tp, nxt in self._next.items():
+            queue = self._pending.get(tp)
+            while queue and not any(self._is_open(t) for t in queue[0][1]):
+                queue.popleft()
+            offset = queue[0][0] if queue else nxt
+            if self._committed.get(tp) != offset:
+                out[tp] = offset
+        return out
+
+    def committed(self, offsets: dict[TopicPartition, int]) -> None:
+        self._committed.update(offsets)
+
+    def forget(self, partitions: list[TopicPartition] | None = None) -> None:
+        """Drop state for ``partitions`` (all when None): they were revoked."""
+        for tp in list(self._next) if partitions is None else partitions:
+            self._pending.pop(tp, None)
+            self._next.pop(tp, None)
+            self._committed.pop(tp, None)
+
+    def pending_messages(self) -> int:
+        return sum(len(q) for q in self._pending.values())
+
+
+class OtlpBridge:
+    """Consumes OTLP span batches from Kafka and produces ``RagTrace`` records."""
+
+    def __init__(
+        self,
+        settings: BridgeSettings | None = None,
+        collector_settings: CollectorSettings | None = None,
+        *,
+        consumer: Any = None,
+        sink: Any = None,
+        registry: CollectorRegistry | None = None,
+        producer_factory: ProducerFactory | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
+        self.settings = settings or BridgeSettings()
+        self.collector_settings = collector_settings or CollectorSettings()
+        self.metrics = get_metrics(registry)
+        self.otlp_metrics = otlp.get_otlp_metrics(registry)
+        self.sink: Any = sink if sink is not None else KafkaSink(
+            self.collector_settings, producer_factory=producer_factory, metrics=self.metrics
+        )
+        self.pipeline = TracePipeline(
+            self.collector_settings, sink=self.sink, metrics=self.metrics, clock=clock, redact=redact
+        )
+        self.offsets = OffsetTracker(self.pipeline.is_buffered)
+        self._consumer = consumer
+        self._clock = clock
+        self._stop = threading.Event()
+        self._last_commit = clock()
+        self.messages = 0
+
+    # -- lifecycle -------------------------------------------------------------
+    def stop(self) -> None:
+        """Finish the current batch, emit, flush, commit and leave (SIGTERM handler)."""
+        self._stop.set()
+
+    def _ensure_consumer(self) -> Any:
+        if self._consumer is None:
+            s = self.settings
+            self._consumer = KafkaConsumer(
+                group_id=s.group_id,
+                enable_auto_commit=False,
+                auto_offset_reset=s.auto_offset_reset,
+                session_timeout_ms=s.session_timeout_ms,
+                heartbeat_interval_ms=s.heartbeat_interval_ms,
+                max_poll_interval_ms=s.max_poll_interval_ms,
+                max_poll_records=s.max_poll_records,
+                **self.collector_settings.kafka.client_kwargs(),
+            )
+            self._consumer.subscribe([s.source_topic], listener=_Rebalance(self))
+        return self._consumer
+
+    def run(self, *, max_messages: int | None = None, idle_timeout_s: float | None = None) -> int:
+        """Consume until ``stop()``, ``max_messages``, or idle (after assignment) for ``idle_timeout_s``."""
+        consumer = self._ensure_consumer()
+        idle_since: float | None = None
+        try:
+            while not self._stop.is_set():
+                got = self.step()
+                now = self._clock()
+                if got or idle_since is None and consumer.assignment():
+                    idle_since = now
+                elif idle_timeout_s is not None and idle_since is not None and now - idle_since > idle_timeout_s:
+                    break
+                if max_messages is not None and self.messages >= max_messages:
+                    break
+        finally:
+            self.close()
+        return self.messages
+
+    def step(self) -> int:
+        """One poll: decode, add spans, emit complete traces, commit when due; returns messages handled."""
+        consumer = self._ensure_consumer()
+        self._backpressure(consumer)
+        batch = consumer.poll(timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.max_poll_records)
+        n = 0
+        for tp, messages in batch.items():
+            for msg in messages:
+                self.offsets.add(tp, msg.offset, self._handle(msg.value))
+                n += 1
+        self.messages += n
+        self.pipeline.pop_complete()
+        if self._clock() - self._last_commit >= self.settings.commit_interval_s:
+            self.commit()
+        return n
+
+    def _backpressure(self, consumer: Any) -> None:
+        """Pause fetching while the sink's queue is full (output Kafka slow or down); resume when it drains.
+
+        Only ``sink_full`` pauses: pausing on a full assembler could wait for roots
+        that sit behind the pause; those traces are evicted by the TTL instead.
+        """
+        full = self.pipeline.saturation() == "sink_full"
+        paused = consumer.paused()
+        if full and not paused:
+            assigned = list(consumer.assignment())
+            if assigned:
+                consumer.pause(*assigned)
+                log.warning("bridge_paused_sink_full", partitions=len(assigned))
+        elif not full and paused:
+            consumer.resume(*paused)
+            log.info("bridge_resumed")
+
+    def _handle(self, value: bytes | None) -> tuple[int, ...]:
+        try:
+            request = otlp.decode(value or b"", self.settings.encoding)
+        except otlp.OtlpDecodeError as exc:
+            self.otlp_metrics.requests.labels(source=SOURCE, code="decode_error").inc()
+            log.warning("bridge_undecodable_message", error=str(exc)[:200])
+            return ()
+        decoded = otlp.spans_from_request(request)
+        for reason, count in decoded.rejected.items():
+            self.otlp_metrics.reject(SOURCE, reason, count)
+        trace_ids = []
+        added = 0
+        for span in decoded.spans:
+            if self.pipeline.add_span(span):
+                added += 1
+                trace_ids.append(span.context.trace_id)
+        if added:
+            self.metrics.spans.inc(added)
+        self.otlp_metrics.accept(SOURCE, added)
+        self.otlp_metrics.requests.labels(source=SOURCE, code="ok").inc()
+        return tuple(dict.fromkeys(trace_ids))
+
+    def commit(self) -> bool:
+        """Flush produced records, then commit every offset whose traces are done; False if the flush failed."""
+        self._last_commit = self._clock()
+        offsets = self.offsets.committable()
+        if not offsets or self._consumer is None:
+            return True
+        if not self.sink.force_flush(self.collector_settings.flush_timeout_s):
+            log.warning("bridge_flush_failed_commit_skipped", partitions=len(offsets))
+            return False
+        self._consumer.commit({tp: OffsetAndMetadata(off, None, -1) for tp, off in offsets.items()})
+        self.offsets.committed(offsets)
+        return True
+
+    def _on_revoked(self, revoked: list[TopicPartition]) -> None:
+        """Rebalance: emit what is complete, flush, commit; forget open traces (the next owner rebuilds them)."""
+        self.pipeline.pop_complete(flush=True)
+        try:
+            self.commit()
+        except Exception as exc:  # the group may already have moved on
+            log.warning("bridge_commit_on_revoke_failed", error=type(exc).__name__, detail=str(exc)[:200])
+        dropped = self.pipeline.drop_incomplete()
+        self.offsets.forget(None)
+        log.info("bridge_partitions_revoked", partitions=sorted(tp.partition for tp in revoked),
+                 open_traces_left_to_next_owner=dropped)
+
+    def close(self) -> None:
+        """Emit complete traces, flush, commit, close the consumer and the sink."""
+        try:
+            self.pipeline.pop_complete(flush=True)
+            self.commit()
+        except Exception as exc:
+            log.warning("bridge_final_commit_failed", error=type(exc).__name__, detail=str(exc)[:200])
+        left = self.pipeline.drop_incomplete()
+        if left:
+            log.info("bridge_open_traces_left_uncommitted", traces=left)
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            except Exception as exc:  # pragma: no cover
+                log.warning("bridge_consumer_close_failed", error=type(exc).__name__)
+            self._consumer = None
+        self.sink.shutdown(self.collector_settings.flush_timeout_s)
+
+
+# -- CLI ----------------------------------------------------------------------
+
+
+def cmd_bridge(args: argparse.Namespace) -> int:
+    """Run the bridge until SIGTERM / SIGINT (or ``--idle-timeout``)."""
+    settings = BridgeSettings()
+    csettings = CollectorSettings()
+    if args.bootstrap:
+        csettings.kafka.bootstrap_servers = args.bootstrap
+    if args.source_topic:
+        settings.source_topic = args.source_topic
+    if args.topic:
+        csettings.topic = args.topic
+    if args.group:
+        settings.group_id = args.group
+    if args.encoding:
+        settings.encoding = args.encoding
+    metrics_port = args.metrics_port if args.metrics_port is not None else csettings.metrics_port
+    server = None
+    if metrics_port is not None and metrics_port >= 0:
+        from prometheus_client import start_http_server
+
+        server, _thread = start_http_server(metrics_port)
+    bridge = OtlpBridge(settings, csettings)
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("bridge_signal", signal=signum)
+        bridge.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    log.info("bridge_starting", source_topic=settings.source_topic, topic=csettings.topic, group=settings.group_id,
+             bootstrap=csettings.kafka.bootstrap_servers)
+    n = bridge.run(idle_timeout_s=args.idle_timeout)
+    log.info("bridge_stopped", messages=n)
+    if server is not None:
+        server.shutdown()
+    return 0
+
+
+def add_cli(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``claimwatch bridge`` on an argparse subparsers object."""
+    p = subparsers.add_parser("bridge", help="OTel Collector kafkaexporter topic (otlp_spans) -> RagTrace records")
+    p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
+    p.add_argument("--source-topic", default=None, help="Collector topic (CLAIMWATCH_BRIDGE_SOURCE_TOPIC, default otlp_spans)")
+    p.add_argument("--topic", default=None, help="RagTrace topic (CLAIMWATCH_TOPIC, default claimwatch.traces)")
+    p.add_argument("--group", default=None, help="consumer group (CLAIMWATCH_BRIDGE_GROUP_ID)")
+    p.add_argument("--encoding", choices=["otlp_proto", "otlp_json"], default=None)
+    p.add_argument("--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT; off by default)")
+    p.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
+    p.set_defaults(func=cmd_bridge)
+    return p

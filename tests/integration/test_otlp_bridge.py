@@ -1,0 +1,211 @@
+"""Collector kafkaexporter topic -> bridge -> RagTrace records, on the real broker."""
+
+from __future__ import annotations
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+from collector.config import CollectorSettings, KafkaConnection
+from collector.record import RagTrace
+from evaluator_worker.otlp_bridge import BridgeSettings, OtlpBridge
+from tests.integration.kafka_helpers import create_topic, drain, produce
+
+pytestmark = pytest.mark.integration
+
+QA = [
+    ("How long do refunds take?", "Refunds take 5 days.", ["Refunds are paid within 5 days.", "Fees are 3 euros."]),
+    ("Can I appeal?", "You can appeal within 30 days.", ["Appeals are open for 30 days."]),
+    ("Is there a fee?", "There is a 3 euro fee.", ["A 3 euro fee applies.", "Members pay nothing.", "Fees go up in May."]),
+]
+
+
+def rag_trace_spans(question: str, answer: str, chunks: list[str]):
+    """Finished SDK spans of one OpenInference RAG request (root last, as they end)."""
+    exp = InMemorySpanExporter()
+    tp = TracerProvider(resource=Resource.create({"service.name": "java-rag"}))
+    tp.add_span_processor(SimpleSpanProcessor(exp))
+    tracer = tp.get_tracer("t")
+    with tracer.start_as_current_span("rag", attributes={"openinference.span.kind": "CHAIN", "input.value": question,
+                                                         "output.value": answer}):
+        attrs = {"openinference.span.kind": "RETRIEVER", "input.value": question}
+        for i, chunk in enumerate(chunks):
+            attrs[f"retrieval.documents.{i}.document.content"] = chunk
+        with tracer.start_as_current_span("retrieve", attributes=attrs):
+            pass
+        with tracer.start_as_current_span("llm", attributes={"openinference.span.kind": "LLM",
+                                                             "llm.output_messages.0.message.content": answer}):
+            pass
+    return list(exp.get_finished_spans())
+
+
+def one_span_messages(spans) -> list[tuple[bytes, bytes]]:
+    """Each span as its own ExportTraceServiceRequest message keyed by trace id (partition_traces_by_id)."""
+    out = []
+    for span in spans:
+        key = format(span.context.trace_id, "032x").encode()
+        out.append((key, encode_spans([span]).SerializeToString()))
+    return out
+
+
+def settings_for(bootstrap: str, source: str, group: str) -> tuple[BridgeSettings, CollectorSettings]:
+    bs = BridgeSettings(source_topic=source, group_id=group, commit_interval_s=0.2, poll_timeout_ms=100,
+                        max_poll_interval_ms=10_000)
+    cs = CollectorSettings(kafka=KafkaConnection(bootstrap_servers=bootstrap), topic=source + ".traces",
+                           late_span_wait_s=0.05, linger_ms=5)
+    return bs, cs
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int | None]:
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        return {p: c.committed(TopicPartition(topic, p)) for p in range(partitions)}
+    finally:
+        c.close()
+
+
+def test_traces_split_across_messages_come_out_as_rag_records(kafka_bootstrap, topic_name):
+    """Three traces, one span per Kafka message, interleaved over 2 partitions, plus garbage -> 3 records; all committed."""
+    create_topic(kafka_bootstrap, topic_name, partitions=2)
+    per_trace = [one_span_messages(rag_trace_spans(*qa)) for qa in QA]
+    interleaved = [m for group in zip(*per_trace) for m in group]
+    produce(kafka_bootstrap, topic_name, interleaved + [(b"junk", b"\xff\xff not protobuf")])
+    bs, cs = settings_for(kafka_bootstrap, topic_name, topic_name + "-bridge")
+    registry = CollectorRegistry()
+    bridge = OtlpBridge(bs, cs, registry=registry)
+    handled = bridge.run(max_messages=len(interleaved) + 1, idle_timeout_s=10.0)
+    assert handled == len(interleaved) + 1
+    records = [RagTrace.from_json_bytes(m.value) for m in drain(kafka_bootstrap, cs.topic, 3, 20)]
+    by_q = {r.question: r for r in records}
+    assert set(by_q) == {q for q, _, _ in QA}
+    for q, a, chunks in QA:
+        assert by_q[q].answer == a and [c.content for c in by_q[q].contexts] == chunks
+        assert by_q[q].attributes["spans"] == 3 and by_q[q].attributes["service.name"] == "java-rag"
+    offsets = committed(kafka_bootstrap, bs.group_id, topic_name, 2)
+    assert sum(offsets.values()) == len(interleaved) + 1  # every message committed, on both partitions
+    assert bridge.otlp_metrics.requests.labels(source="kafka", code="decode_error")._value.get() == 1
+    assert bridge.otlp_metrics.spans.labels(source="kafka", outcome="accepted")._value.get() == 9
+
+
+def test_open_trace_holds_the_offset_and_the_next_run_completes_it(kafka_bootstrap, topic_name):
+    """A trace whose root has not arrived keeps its message uncommitted; a restarted bridge rebuilds it whole."""
+    create_topic(kafka_bootstrap, topic_name, partitions=1)
+    q, a, chunks = QA[2]
+    messages = one_span_messages(rag_trace_spans(q, a, chunks))  # retrieve, llm, rag (root last)
+    done = one_span_messages(rag_trace_spans(*QA[0]))
+    produce(kafka_bootstrap, topic_name, messages[:2] + done)  # offsets 0,1 open trace; 2..4 a full trace
+    bs, cs = settings_for(kafka_bootstrap, topic_name, topic_name + "-bridge")
+    assert OtlpBridge(bs, cs, registry=CollectorRegistry()).run(max_messages=5, idle_timeout_s=10.0) == 5
+    first = [RagTrace.from_json_bytes(m.value) for m in drain(kafka_bootstrap, cs.topic, 1, 10)]
+    assert [r.question for r in first] == [QA[0][0]]
+    assert committed(kafka_bootstrap, bs.group_id, topic_name, 1) == {0: 0}  # held by the open trace
+
+    produce(kafka_bootstrap, topic_name, messages[2:])  # the root arrives
+    # the restarted bridge re-reads from the held offset 0: 6 messages (the done trace again, at-least-once)
+    assert OtlpBridge(bs, cs, registry=CollectorRegistry()).run(max_messages=6, idle_timeout_s=10.0) == 6
+    records = [RagTrace.from_json_bytes(m.value) for m in drain(kafka_bootstrap, cs.topic, 3, 10)]
+    rebuilt = [r for r in records if r.question == q]
+    assert len(rebuilt) == 1 and rebuilt[0].answer == a and [c.content for c in rebuilt[0].contexts] == chunks
+    assert rebuilt[0].attributes["spans"] == 3
+    assert committed(kafka_bootstrap, bs.group_id, topic_name, 1) == {0: 6}
+
+
+def test_a_multi_trace_batch_message_is_handled():
+    """One message carrying several traces (exporter without partition_traces_by_id) feeds each trace."""
+    spans = [s for qa in QA for s in rag_trace_spans(*qa)]
+    request = encode_spans(spans)
+    assert isinstance(request, ExportTraceServiceRequest)
+
+    class Sink:
+        def __init__(self):
+            self.records = []
+
+        def submit(self, record):
+            self.records.append(record)
+            return True
+
+        def force_flush(self, timeout_s):
+            return True
+
+        def shutdown(self, timeout_s):
+            return True
+
+    sink = Sink()
+    bridge = OtlpBridge(BridgeSettings(), CollectorSettings(late_span_wait_s=0.0), sink=sink,
+                        registry=CollectorRegistry())
+    trace_ids = bridge._handle(request.SerializeToString())
+    assert len(trace_ids) == 3
+    bridge.pipeline.pop_complete(flush=True)
+    assert sorted(r.question for r in sink.records) == sorted(q for q, _, _ in QA)
+
+
+def test_add_cli_registers_the_bridge_subcommand():
+    """add_cli adds `bridge` with source topic, group, encoding flags and its handler."""
+    import argparse
+
+    from evaluator_worker.otlp_bridge import add_cli, cmd_bridge
+
+    parser = argparse.ArgumentParser()
+    add_cli(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bridge", "--source-topic", "spans", "--group", "g", "--encoding", "otlp_json"])
+    assert (args.source_topic, args.group, args.encoding, args.func) == ("spans", "g", "otlp_json", cmd_bridge)
+
+
+def test_full_sink_pauses_fetching_and_a_drained_sink_resumes_it():
+    """While the sink queue is full the bridge pauses its partitions; once it drains, it resumes them."""
+    from types import SimpleNamespace
+
+    class Consumer:
+        def __init__(self):
+            self.assigned = {TopicPartition("otlp_spans", 0), TopicPartition("otlp_spans", 1)}
+            self._paused: set = set()
+
+        def assignment(self):
+            return set(self.assigned)
+
+        def paused(self):
+            return set(self._paused)
+
+        def pause(self, *tps):
+            self._paused |= set(tps)
+
+        def resume(self, *tps):
+            self._paused -= set(tps)
+
+        def poll(self, timeout_ms=0, max_records=None):
+            return {}
+
+        def commit(self, offsets):
+            pass
+
+        def close(self):
+            pass
+
+    class Sink:
+        def __init__(self):
+            self.settings = SimpleNamespace(queue_size=2)
+            self.queue_depth = 2
+
+        def submit(self, record):
+            return False
+
+        def force_flush(self, timeout_s):
+            return True
+
+        def shutdown(self, timeout_s):
+            return True
+
+    consumer, sink = Consumer(), Sink()
+    bridge = OtlpBridge(BridgeSettings(), CollectorSettings(), consumer=consumer, sink=sink,
+                        registry=CollectorRegistry())
+    bridge.step()
+    assert consumer.paused() == consumer.assigned
+    sink.queue_depth = 0
+    bridge.step()
+    assert consumer.paused() == set()
