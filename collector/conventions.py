@@ -106,7 +106,7 @@ def _maybe_json(value: str) -> Any:
     if s[:1] in ("{", "[", '"'):
         try:
             return json.loads(s)
-        except ValueError:
+        except (ValueError, RecursionError):  # absurdly deep nesting: keep it as text
             return value
     return value
 

@@ -4,7 +4,8 @@ Small composable processors:
 
 - ``add_otel_ids``: adds ``trace_id``/``span_id`` of the current OTel span.
 - ``redact_secrets``: masks values of keys that look like credentials (api_key,
-  password, token, secret, authorization, sasl_*) and any ``sk-ant-...`` string,
+  password, token, secret, authorization, sasl_*), any ``sk-ant-...`` string and
+  ``password=...`` / ``'api_key': '...'`` / ``Bearer ...`` pairs inside free text,
   so an API key never reaches a log line.
 
 JSON lines in production, coloured console output when stderr is a TTY.
@@ -21,6 +22,11 @@ import structlog
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|password|passwd|secret|token|authorization|sasl_plain)", re.I)
 _SECRET_VALUE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}|sk-[A-Za-z0-9]{20,}")
+#: ``password=x``, ``'api_key': 'x'``, ``Bearer x`` inside free text (exception messages, config reprs)
+_SECRET_PAIR = re.compile(
+    r"""((?:api[_-]?key|password|passwd|secret|token|sasl_plain_password)['"]?\s*[:=]\s*['"]?|bearer\s+)[^\s'",}]+""",
+    re.I,
+)
 MASK = "***"
 
 
@@ -40,7 +46,7 @@ def add_otel_ids(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str,
 
 def _mask(value: Any) -> Any:
     if isinstance(value, str):
-        return _SECRET_VALUE.sub(MASK, value)
+        return _SECRET_PAIR.sub(lambda m: m.group(1) + MASK, _SECRET_VALUE.sub(MASK, value))
     if isinstance(value, dict):
         return {k: (MASK if _SECRET_KEY.search(str(k)) else _mask(v)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

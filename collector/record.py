@@ -13,9 +13,10 @@ what it cut in ``truncation``. It never raises on big input.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
@@ -28,6 +29,8 @@ DEFAULT_MAX_TEXT_CHARS = 100_000
 AttributeValue = Union[str, int, float, bool]
 
 _TRUNCATION_MARK = " …[truncated]"
+#: bytes that may decode to a lone surrogate: a \\uD800-\\uDFFF escape, or its surrogatepass UTF-8 form
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]|\xed[\xa0-\xbf]")
 
 
 class Context(BaseModel):
@@ -96,20 +99,30 @@ class RagTrace(BaseModel):
 
         try:
             raw = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise RecordDecodeError(f"not JSON: {exc}", reason="not_json") from exc
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+            raise RecordDecodeError(f"not JSON: {str(exc)[:200]}", reason="not_json") from exc
         if not isinstance(raw, dict):
             raise RecordDecodeError("record is not a JSON object", reason="not_object")
         version = raw.get("schema_version", SCHEMA_VERSION)
-        if version not in SUPPORTED_SCHEMA_VERSIONS:
+        if type(version) is not int or version not in SUPPORTED_SCHEMA_VERSIONS:  # "1", [1], true: not versions
             raise RecordDecodeError(
-                f"unsupported schema_version {version!r} (this worker knows {sorted(SUPPORTED_SCHEMA_VERSIONS)})",
+                f"unsupported schema_version {str(version)[:50]!r} (this worker knows {sorted(SUPPORTED_SCHEMA_VERSIONS)})",
                 reason="schema_version",
             )
         try:
-            return cls.model_validate(raw)
+            rec = cls.model_validate(raw)
+        except ValidationError as exc:  # messages without the offending input: it may be personal data
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False)[:5])
+            raise RecordDecodeError(f"invalid record: {problems}"[:500], reason="invalid") from exc
         except ValueError as exc:
-            raise RecordDecodeError(f"invalid record: {exc}", reason="invalid") from exc
+            raise RecordDecodeError(f"invalid record: {str(exc)[:200]}", reason="invalid") from exc
+        if isinstance(data, str) or _MAYBE_SURROGATE.search(data):
+            # lone UTF-16 surrogates (from \\udXXX escapes) decode but can never be written out again
+            try:
+                rec.to_json_bytes()
+            except ValueError as exc:
+                raise RecordDecodeError(f"invalid text: {str(exc)[:200]}", reason="invalid_text") from exc
+        return rec
 
     @property
     def key(self) -> bytes:

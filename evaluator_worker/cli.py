@@ -69,7 +69,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     server = None
     if settings.metrics_port >= 0:
         server, _thread = start_http_server(settings.metrics_port, addr=settings.metrics_host, registry=metrics.registry)
-    worker = Worker(settings, evaluator)
+    from evaluator_worker.trace_export import EvaluationExporter
+
+    exporter = EvaluationExporter.from_settings()
+    worker = Worker(settings, evaluator, exporter=exporter if exporter.enabled else None)
 
     def _stop(signum, _frame):
         log.info("signal received, finishing in-flight record", signal=signum)
@@ -83,6 +86,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     log.info("worker stopped", processed=n)
     if server is not None:
         server.shutdown()
+    exporter.shutdown()
     return 0
 
 
@@ -245,6 +249,15 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--timeout", type=float, default=30.0)
     judge_flag(pr)
     pr.set_defaults(func=cmd_probe)
+
+    from collector.receiver import add_cli as add_receiver  # noqa: E402 (subcommands owned by their modules)
+    from evaluator_worker.otlp_bridge import add_cli as add_bridge
+
+    from evaluator_worker.soak import add_cli as add_soak
+
+    add_receiver(sub)
+    add_bridge(sub)
+    add_soak(sub)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
     judge_flag(d)

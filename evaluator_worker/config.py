@@ -92,6 +92,8 @@ class WorkerSettings(BaseSettings):
     slice_values: dict[str, list[str]] = Field(default_factory=dict)
     max_values_per_label: int = 50
 
+    #: Kafka values larger than this are dead-lettered (reason ``oversized``) without being judged
+    max_record_bytes: int = 4_000_000
     dedupe_window: int = 100_000
     #: results read back from the results topic on every partition assignment to seed the window
     dedupe_seed_records: int = 20_000

@@ -138,6 +138,7 @@ class Worker:
         seed_dedupe: Callable[[list[int]], list[str]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         lag_interval_s: float = 2.0,
+        exporter: Any = None,
     ) -> None:
         self.settings = settings
         self.evaluator = evaluator
@@ -152,6 +153,8 @@ class Worker:
         self._stop = threading.Event()
         self.processed = 0
         self.on_result: Callable[[Any], None] | None = None
+        #: optional evaluations-back-into-traces exporter (``export(result, trace)``, never raises)
+        self.exporter = exporter
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -283,6 +286,8 @@ class Worker:
         self.evaluator.record(result)
         if self._results is not None:
             self._results.write(result)
+        if self.exporter is not None:
+            self.exporter.export(result, trace)
         self.dedupe.add(trace.trace_id)
         self.processed += 1
         if m:

@@ -205,14 +205,14 @@ def stack(kafka_bootstrap, tmp_path_factory):
             assert _wait(lambda: _prom_value(prom.url, "sum(up)") == 2, 30), "Prometheus never scraped both targets"
             expected = 0
             # 1. one abstained answer per slice: creates every verdict series at 0, then let Prometheus scrape
-            for s in TRAFFIC:
+            for s in [*TRAFFIC, REPEAT]:
                 _ask(tracer, s, f"warm-up {s}", "I don't know.")
                 expected += 1
             assert processor.force_flush(10_000)
             assert _wait(lambda: _records_processed(wm) >= expected, 60), "worker never saw the warm-up answers"
             # the zeros (and the warm-up answers) are in the TSDB before any claim is counted
             assert _wait(lambda: _prom_value(prom.url, 'sum(claimwatch_answers_total{outcome="abstained"})')
-                         == len(TRAFFIC), 20), "Prometheus never scraped the warm-up"
+                         == len(TRAFFIC) + 1, 20), "Prometheus never scraped the warm-up"
 
             # 2. the bulk
             for s in TRAFFIC:
