@@ -105,6 +105,8 @@ class CollectorSettings(BaseSettings):
 
     # sink
     queue_size: int = 10_000
+    #: bytes of serialised records the sink may hold while Kafka is slow or down (bounds memory)
+    queue_max_bytes: int = 64 * 1024 * 1024
     acks: str = "1"  # "0" | "1" | "all"
     compression_type: str | None = "gzip"
     linger_ms: int = 50

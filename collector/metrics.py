@@ -30,6 +30,7 @@ DROP_REASONS = frozenset(
         "buffer_full",
         "incomplete_at_shutdown",
         "queue_full",
+        "queue_bytes_full",
         "produce_error",
         "sink_shutdown",
         "serialise_error",

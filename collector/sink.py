@@ -94,6 +94,7 @@ class KafkaSink:
         self._cond = threading.Condition()
         self._submitted = 0
         self._done = 0
+        self._queued_bytes = 0
         self._stop = threading.Event()
         self._closed = False
         self._producer: Any = None
@@ -142,13 +143,18 @@ class KafkaSink:
         except Exception:  # pragma: no cover - pydantic models serialise
             self.metrics.drop("serialise_error")
             return False
+        size = len(item[0]) + len(item[1])
         with self._cond:
+            if self._queued_bytes + size > self.settings.queue_max_bytes and self._queued_bytes > 0:
+                self.metrics.drop("queue_bytes_full")
+                return False
             try:
                 self._queue.put_nowait(item)
             except queue.Full:
                 self.metrics.drop("queue_full")
                 return False
             self._submitted += 1
+            self._queued_bytes += size
         self.metrics.queue_depth.labels(queue="sink").set(self._queue.qsize())
         return True
 
@@ -238,6 +244,7 @@ class KafkaSink:
             finally:
                 with self._cond:
                     self._done += 1
+                    self._queued_bytes -= len(key) + len(value)
                     self._cond.notify_all()
                 self.metrics.queue_depth.labels(queue="sink").set(items.qsize())
 

@@ -100,6 +100,7 @@ FALLBACK_DESCRIPTIONS: dict[str, str] = {
     "CollectorSettings.max_contexts": "Retrieved contexts kept per record.",
     "CollectorSettings.max_text_chars": "Characters kept per text field.",
     "CollectorSettings.max_record_bytes": "Record size limit (stays under Kafka's 1 MB default); contexts are trimmed to fit.",
+    "CollectorSettings.queue_max_bytes": "Bytes of serialised records the sink may hold while Kafka is slow or down; past it records are dropped (memory bound).",
     "CollectorSettings.queue_size": "Records queued for the producer thread; past it records are dropped (never blocks the app).",
     "CollectorSettings.acks": "Producer acks: `0`, `1` or `all`.",
     "CollectorSettings.compression_type": "Producer compression: `gzip`, `zstd`, or null.",

@@ -187,3 +187,27 @@ def test_reset_after_fork_starts_fresh_queue_and_producer():
     assert sink.force_flush(2.0)
     assert len(made) == 2 and not made[0].closed
     sink.shutdown(1.0)
+
+
+def test_queue_byte_budget_bounds_memory_and_counts_drops():
+    """With Kafka unreachable, records past queue_max_bytes are dropped as queue_bytes_full, not buffered."""
+    from prometheus_client import CollectorRegistry
+
+    from collector.config import CollectorSettings
+    from collector.metrics import get_metrics
+    from collector.record import RagTrace
+    from collector.sink import KafkaSink
+
+    def never(**_kw):
+        raise OSError("broker down")
+
+    settings = CollectorSettings(queue_size=1000, queue_max_bytes=50_000)
+    reg = CollectorRegistry()
+    sink = KafkaSink(settings, producer_factory=never, metrics=get_metrics(reg))
+    try:
+        big = "x" * 10_000
+        accepted = sum(sink.submit(RagTrace(trace_id=f"{i:032x}", answer=big)) for i in range(20))
+        assert accepted == 4  # 4 x ~10 KB fit in 50 KB
+        assert reg.get_sample_value("claimwatch_collector_dropped_total", {"reason": "queue_bytes_full"}) == 16
+    finally:
+        sink.shutdown(0.5)
