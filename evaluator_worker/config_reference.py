@@ -43,6 +43,20 @@ NESTED_DELIMITER = "__"
 
 #: descriptions for fields that carry none in code, keyed ``ModelClass.field``
 FALLBACK_DESCRIPTIONS: dict[str, str] = {
+    "ReceiverSettings.host": "Address the OTLP/HTTP receiver binds.",
+    "ReceiverSettings.port": "Port of the OTLP/HTTP receiver (4318 is the OTLP/HTTP default).",
+    "ReceiverSettings.path": "Path that accepts trace exports.",
+    "BridgeSettings.group_id": "Consumer group of the bridge processes.",
+    "BridgeSettings.auto_offset_reset": "Where a new bridge group starts reading the Collector's topic (earliest | latest).",
+    "BridgeSettings.session_timeout_ms": "Consumer session timeout; short values make failover fast.",
+    "BridgeSettings.heartbeat_interval_ms": "Consumer heartbeat interval (about a third of the session timeout or less).",
+    "BridgeSettings.max_poll_interval_ms": "Longest pause between polls before the group evicts the bridge.",
+    "BridgeSettings.max_poll_records": "Span batches handled per poll.",
+    "BridgeSettings.poll_timeout_ms": "How long one poll waits for messages.",
+    "TraceExportSettings.headers": "Extra HTTP headers for the OTLP endpoint (e.g. authorization for a SaaS backend).",
+    "TraceExportSettings.service_name": "service.name of the evaluation spans.",
+    "TraceExportSettings.timeout_s": "OTLP export timeout in seconds.",
+    "TraceExportSettings.max_claim_events": "Per-claim evaluation events per span at most; the rest are counted, not sent.",
     # KafkaConnection
     "KafkaConnection.bootstrap_servers": "Comma-separated `host:port` list of Kafka brokers.",
     "KafkaConnection.client_id": "Kafka client id (shows up in broker logs and quotas).",
@@ -116,9 +130,22 @@ FALLBACK_DESCRIPTIONS: dict[str, str] = {
 }
 
 #: the settings classes documented, with the section title
+def _extra_settings() -> tuple[tuple[str, type[BaseModel]], ...]:
+    from collector.receiver import ReceiverSettings
+    from evaluator_worker.otlp_bridge import BridgeSettings
+    from evaluator_worker.trace_export import TraceExportSettings
+
+    return (
+        ("OTLP receiver (`claimwatch receiver`; Kafka, topic and sampling from the collector's settings)", ReceiverSettings),
+        ("Collector-topic bridge (`claimwatch bridge`)", BridgeSettings),
+        ("Evaluations back into traces (worker; off until an endpoint is set)", TraceExportSettings),
+    )
+
+
 DOCUMENTED: tuple[tuple[str, type[BaseModel]], ...] = (
     ("Evaluator worker (`claimwatch worker`, `score`, `verify`)", WorkerSettings),
     ("Collector (`RagTraceProcessor` in the RAG app)", CollectorSettings),
+    *_extra_settings(),
 )
 
 
@@ -326,14 +353,22 @@ def _table(rows: Sequence[SettingDoc]) -> list[str]:
     return out
 
 
+def env_prefix(model: type[BaseModel]) -> str:
+    """The model's own ``env_prefix`` (``CLAIMWATCH_`` unless it says otherwise)."""
+    return model.model_config.get("env_prefix") or "CLAIMWATCH_"
+
+
 def render_markdown(documented: Sequence[tuple[str, type[BaseModel]]] = DOCUMENTED) -> str:
     """The whole reference: settings shared by every documented class first, then one section per class."""
-    per_class = [(title, list(iter_settings(model))) for title, model in documented]
+    per_class = [
+        (title, list(iter_settings(model, prefix=env_prefix(model))))
+        for title, model in documented
+    ]
     shared: list[SettingDoc] = []
     if len(per_class) > 1:
-        first = per_class[0][1]
-        others = [set(rows) for _, rows in per_class[1:]]
-        shared = [r for r in first if all(r in o for o in others)]
+        # shared between the worker and the collector (the first two sections)
+        first, second = per_class[0][1], set(per_class[1][1])
+        shared = [r for r in first if r in second]
     shared_set = set(shared)
     lines: list[str] = []
     if shared:
