@@ -27,7 +27,7 @@ from typing import Any, Callable
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from collector.errors import RecordDecodeError
+from collector.errors import ConfigError, RecordDecodeError
 from collector.logs import get_logger
 from collector.record import RagTrace
 from evaluator_worker.config import WorkerSettings
@@ -279,6 +279,8 @@ class Worker:
             return
         try:
             result = self.evaluator.evaluate(trace)
+        except ConfigError:
+            raise  # misconfiguration (no key, no model): stop without committing, don't dead-letter everything
         except Exception as exc:  # a judge bug must not kill the worker or lose the record
             log.exception("evaluation crashed; record dead-lettered", trace_id=trace.trace_id)
             self._dead_letter(msg, "evaluation_error", repr(exc))

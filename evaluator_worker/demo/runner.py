@@ -263,6 +263,9 @@ def run_demo(args: argparse.Namespace) -> int:
             )
         deadline = time.monotonic() + max(60.0, len(sent) * 0.2)
         while len(collected) < len(sent) and time.monotonic() < deadline:
+            if not any(th.is_alive() for _, th in workers):
+                print("claimwatch demo: every worker stopped (see the error above)", file=sys.stderr)
+                return 1
             _status(f"judging: {len(collected)}/{len(sent)} answers", tty)
             time.sleep(0.2)
         _status(f"judged {len(collected)}/{len(sent)} answers", tty)

@@ -19,15 +19,22 @@ def get_judge(name: str, settings: WorkerSettings | None = None) -> Judge:
 
         return HeuristicJudge()
     if name == "anthropic":
+        import os
+
         from evaluator_worker.judges.anthropic import AnthropicJudge
 
-        return AnthropicJudge(settings.anthropic)
+        a = settings.anthropic
+        if a.api_key is None and not os.environ.get("ANTHROPIC_API_KEY") and not a.base_url:
+            raise ConfigError("the anthropic judge needs a key: set ANTHROPIC_API_KEY or CLAIMWATCH_ANTHROPIC__API_KEY")
+        return AnthropicJudge(a)
     if name == "nli":
         from evaluator_worker.judges.nli import NLIJudge
 
         if not settings.nli_model:
             raise ConfigError("the nli judge needs a model: set CLAIMWATCH_NLI_MODEL to a Hugging Face id or a local directory")
-        return NLIJudge(settings.nli_model)
+        judge = NLIJudge(settings.nli_model)
+        judge.load()  # fail at start-up, not on the first record
+        return judge
     if name == "cascade":
         from evaluator_worker.judges.cascade import CascadeJudge
 

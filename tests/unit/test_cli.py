@@ -119,3 +119,41 @@ def test_unknown_judge_is_a_clear_error():
     """An unknown judge name exits 2 with a message naming the choices."""
     code, _, err = _run(["verify", "-", "--judge", "nope"])
     assert code == 2 and "unknown judge" in err and "heuristic" in err
+
+
+def test_anthropic_judge_without_a_key_fails_at_start(monkeypatch):
+    """No API key: a clear error at start-up (exit 2), not a worker that dead-letters every record."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("CLAIMWATCH_ANTHROPIC__API_KEY", raising=False)
+    code, _, err = _run(["verify", "-", "--judge", "anthropic"])
+    assert code == 2 and "ANTHROPIC_API_KEY" in err
+
+
+def test_config_error_mid_stream_stops_the_worker_without_dead_lettering():
+    """A judge raising ConfigError on a record stops the worker; the record is neither dead-lettered nor committed."""
+    from collector.record import RagTrace
+    from evaluator_worker.config import WorkerSettings
+    from evaluator_worker.consumer import Worker
+    from evaluator_worker.errors import ConfigError
+    from evaluator_worker.pipeline import Evaluator
+    from tests.fakes.judges import TagJudge
+
+    class Unconfigured(TagJudge):
+        def extract_claims(self, answer, question=None):
+            raise ConfigError("model weights missing")
+
+    class Msg:
+        topic, partition, offset, key = "t", 0, 0, b"k"
+        value = RagTrace(trace_id="a" * 32, answer="x.").to_json_bytes()
+
+    sent = []
+
+    class Producer:
+        def send(self, *a, **kw):
+            sent.append((a, kw))
+
+    worker = Worker(WorkerSettings(), Evaluator(Unconfigured()), consumer=object(), producer=Producer())
+    worker._results = None
+    with pytest.raises(ConfigError):
+        worker._handle(Msg())
+    assert sent == []
