@@ -6,8 +6,11 @@ Hierarchy::
     ├── ConfigError                 invalid settings (bad regex, unknown option)
     └── RecordError                 a RagTrace that can't be used
         └── RecordDecodeError       bytes that are not a valid RagTrace; ``reason``
-                                    is a short bounded label (not_json, not_object,
-                                    schema_version, invalid) used in metrics and DLQ headers
+                                    is a short bounded label used in metrics and DLQ
+                                    headers: not_json, not_object, schema_version,
+                                    invalid, invalid_text (lone surrogates), and from the
+                                    worker empty, oversized (``evaluation_error`` is the
+                                    DLQ reason for a judge that crashed on a record)
 
 The span processor itself never raises into the host app: every failure on the
 app's thread is caught, counted with a reason and logged.
