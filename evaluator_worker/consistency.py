@@ -20,6 +20,7 @@ or a single worker for consistency, when full coverage matters.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -115,26 +116,58 @@ def compare_answers(
                              conflicts=conflicts, confidence=round(conf, 4))
 
 
-class ConsistencyTracker:
-    """Passive detector over a bounded window of recent answers."""
+def _normalised(answer: str) -> str:
+    return " ".join(_TOKEN.findall(answer.lower()))
 
-    def __init__(self, judge: Judge, *, threshold: float = 0.7, window: int = 2_000, max_compare: int = 3) -> None:
+
+def _sampled(trace_id: str, rate: float) -> bool:
+    if rate >= 1.0:
+        return True
+    h = int.from_bytes(hashlib.blake2b(trace_id.encode("utf-8", "replace"), digest_size=8).digest(), "big")
+    return h < rate * 2**64
+
+
+class ConsistencyTracker:
+    """Passive detector over a bounded window of recent answers.
+
+    Cost control: only a deterministic ``sample`` of answers is checked (every answer still enters
+    the window); earlier answers with the same normalised text are consistent without a judge
+    call; at most ``max_compare`` distinct earlier answers are compared.
+    """
+
+    def __init__(
+        self, judge: Judge, *, threshold: float = 0.7, window: int = 2_000, max_compare: int = 2, sample: float = 1.0
+    ) -> None:
         self.judge = judge
         self.threshold = threshold
         self.max_compare = max_compare
+        self.sample = sample
         self._seen: deque[_Seen] = deque(maxlen=window)
         self._lock = threading.Lock()
 
     def check(self, trace_id: str, question: str | None, answer: str, claims: Sequence[Claim]) -> ConsistencyResult:
         tokens = question_tokens(question)
+        checked = _sampled(trace_id, self.sample)
         with self._lock:
-            similar = [s for s in reversed(self._seen) if s.trace_id != trace_id and similarity(tokens, s.tokens) >= self.threshold]
+            similar = [s for s in reversed(self._seen) if s.trace_id != trace_id and similarity(tokens, s.tokens) >= self.threshold] \
+                if checked else []
             self._seen.append(_Seen(trace_id, tokens, answer))
-        similar = similar[: self.max_compare]
-        if not tokens or not similar or not claims:
+        if not checked or not tokens or not similar or not claims:
             return ConsistencyResult(status="no_group", group_size=1 + len(similar))
+        mine = _normalised(answer)
+        distinct: list[_Seen] = []
+        texts = {mine}
+        for s in similar:
+            norm = _normalised(s.answer)
+            if norm not in texts:
+                texts.add(norm)
+                distinct.append(s)
+        if not distinct:  # every earlier answer says the same thing, word for word
+            return ConsistencyResult(status="consistent", group_size=1 + len(similar), confidence=1.0)
         topic = " ".join(sorted(tokens))[:120]
-        return compare_answers(self.judge, topic, claims, similar)
+        result = compare_answers(self.judge, topic, claims, distinct[: self.max_compare])
+        result.group_size = 1 + len(similar)
+        return result
 
 
 def default_paraphrases(question: str) -> list[str]:

@@ -100,3 +100,27 @@ def test_active_probe_app_failure_is_not_detected():
 
     r = ActiveProbe(broken, CityJudge()).probe("What is the capital of France?", "Paris.")
     assert r.status == "not_detected" and r.confidence == 0.0 and "connection refused" in r.error
+
+
+def test_identical_earlier_answers_need_no_judge_call():
+    """A repeat of the same answer text is consistent without calling the judge."""
+    class Counting(CityJudge):
+        calls = 0
+
+        def verify(self, claims, contexts, question=None):
+            type(self).calls += 1
+            return super().verify(claims, contexts, question)
+
+    t = ConsistencyTracker(Counting())
+    t.check("t1", "What is the capital of France?", "Paris is the capital.", _claims("Paris is the capital."))
+    r = t.check("t2", "What is the capital of France?", "Paris is the capital!", _claims("Paris is the capital."))
+    assert r.status == "consistent" and Counting.calls == 0
+
+
+def test_sampling_is_deterministic_per_trace():
+    """With sample 0 nothing is checked; every answer still enters the window for later checks."""
+    t = ConsistencyTracker(CityJudge(), sample=0.0)
+    t.check("t1", "What is the capital of France?", "Paris.", _claims("Paris."))
+    assert t.check("t2", "What is the capital of France?", "Lyon.", _claims("Lyon.")).status == "no_group"
+    t.sample = 1.0
+    assert t.check("t3", "What is the capital of France?", "Lyon is it.", _claims("Lyon is it.")).status == "inconsistent"
