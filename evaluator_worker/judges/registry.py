@@ -1,4 +1,5 @@
-"""Build a judge by name: ``heuristic`` (default), ``anthropic``, ``nli``, ``cascade``,
+"""Build a judge by name: ``heuristic`` (default), ``hybrid`` (heuristic + offline sentence
+embeddings), ``anthropic``, ``nli``, ``cascade``,
 or ``package.module:factory`` for a judge of your own (called with the settings)."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from evaluator_worker.config import WorkerSettings
 from evaluator_worker.errors import ConfigError
 from evaluator_worker.judges.base import Judge
 
-JUDGES = ("heuristic", "anthropic", "nli", "cascade")
+JUDGES = ("heuristic", "hybrid", "anthropic", "nli", "cascade")
 
 
 def get_judge(name: str, settings: WorkerSettings | None = None) -> Judge:
@@ -18,6 +19,10 @@ def get_judge(name: str, settings: WorkerSettings | None = None) -> Judge:
         from evaluator_worker.judges.heuristic import HeuristicJudge
 
         return HeuristicJudge()
+    if name == "hybrid":
+        from evaluator_worker.judges.hybrid import make_judge
+
+        return make_judge(settings)
     if name == "anthropic":
         import os
 

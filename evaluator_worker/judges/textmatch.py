@@ -840,6 +840,10 @@ def _compare_bounds(c: Quantity, e: Quantity) -> str | None:
             return "approx"  # 'above about 38°C' vs 'above 38.3°C'
         if e.bound and e.bound != c.bound:
             return "approx"
+        if e.bound == c.bound and not e.is_range and not _close(c.lo, e.lo):
+            # two limits of the same kind with different values are different rules ('use within 6 days'
+            # vs 'within 6 hours', 'under 12s travel free' vs 'under 16s'), not one entailing the other
+            return "approx" if getattr(c, "rough", False) and _close(c.lo, e.lo, 0.2) else "conflict"
         if c.bound == "lower":
             if e.lo >= c.lo - eps:
                 return "within"
