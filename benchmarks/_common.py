@@ -53,6 +53,58 @@ def fmt_us(ns: float) -> str:
     return f"{ns / 1000.0:.1f} us"
 
 
+# --------------------------------------------------------------------------- a local OTLP/HTTP endpoint
+
+_OTLP_SINK_SCRIPT = r"""
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(n)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+"""
+
+
+class OtlpSink:
+    """A tiny OTLP/HTTP endpoint (every POST gets 200) in a child process, so it takes no GIL from ours.
+
+    ``endpoint`` is the ``/v1/traces`` URL for ``OTLPSpanExporter(endpoint=...)``.
+    """
+
+    def __init__(self) -> None:
+        import subprocess
+        import sys
+
+        self._proc = subprocess.Popen([sys.executable, "-c", _OTLP_SINK_SCRIPT], stdout=subprocess.PIPE, text=True)
+        port = int(self._proc.stdout.readline().strip())
+        self.endpoint = f"http://127.0.0.1:{port}/v1/traces"
+
+    def close(self) -> None:
+        self._proc.terminate()
+        try:
+            self._proc.wait(5)
+        except Exception:  # pragma: no cover
+            self._proc.kill()
+
+    def __enter__(self) -> "OtlpSink":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 # --------------------------------------------------------------------------- demo traffic
 
 

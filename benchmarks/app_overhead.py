@@ -5,7 +5,12 @@ a shuffled order, so machine drift hits all variants alike):
 
 - ``none``: a TracerProvider with no span processor (the SDK's own cost);
 - ``bsp``: ``BatchSpanProcessor(InMemorySpanExporter())`` (what every OTel app already pays);
-- ``claimwatch``: ``RagTraceProcessor`` producing to a real Kafka-protocol broker (``EmbeddedBroker``).
+- ``bsp_otlp``: ``BatchSpanProcessor(OTLPSpanExporter())`` (HTTP/protobuf) sending to a local
+  OTLP/HTTP endpoint in a child process that answers 200: the like-for-like comparator, since a
+  real exporter encodes and sends in its background thread as the collector does;
+- ``claimwatch``: ``RagTraceProcessor`` producing to a real Kafka-protocol broker (``EmbeddedBroker``);
+- ``claimwatch_no_yield``: the same with the background thread's cooperative GIL yield turned off
+  (``yield_after_s = 0``), i.e. the collector before that change, in the same run.
 
 Each request is a realistic RAG trace (root CHAIN, RETRIEVER with 5-20 chunks,
 LLM span, the demo app's attribute shapes). Measured on the app thread: the
@@ -32,10 +37,11 @@ from contextlib import ExitStack
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
-from benchmarks._common import closed_port, fmt_us, machine, median, percentile, rag_request
+from benchmarks._common import OtlpSink, closed_port, fmt_us, machine, median, percentile, rag_request
 from collector.config import CollectorSettings
 from collector.logs import configure_logging
 from collector.processor import RagTraceProcessor
@@ -71,13 +77,17 @@ class Variant:
         }
 
 
-def claimwatch_variant(name: str, bootstrap: str, flush_ms: int) -> tuple[Variant, RagTraceProcessor]:
+def claimwatch_variant(
+    name: str, bootstrap: str, flush_ms: int, *, yield_gil: bool = True
+) -> tuple[Variant, RagTraceProcessor]:
     settings = CollectorSettings()
     settings.kafka.bootstrap_servers = bootstrap
     settings.topic = "bench.overhead"
     settings.late_span_wait_s = 0.05
     settings.flush_timeout_s = min(5.0, flush_ms / 1000.0)
     proc = RagTraceProcessor(settings, registry=CollectorRegistry())
+    if not yield_gil:
+        proc.yield_after_s = 0.0
     provider = TracerProvider()
     provider.add_span_processor(proc)
     return Variant(name, provider, lambda: proc.force_flush(flush_ms)), proc
@@ -89,6 +99,13 @@ def bsp_variant() -> Variant:
     bsp = BatchSpanProcessor(exporter)
     provider.add_span_processor(bsp)
     return Variant("bsp", provider, lambda: bsp.force_flush(10_000), exporter.clear)
+
+
+def bsp_otlp_variant(endpoint: str) -> Variant:
+    provider = TracerProvider()
+    bsp = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=10))
+    provider.add_span_processor(bsp)
+    return Variant("bsp_otlp", provider, lambda: bsp.force_flush(10_000))
 
 
 def run_rounds(variants: list[Variant], rounds: int, requests: int, seed: int) -> None:
@@ -112,11 +129,14 @@ def main(argv: list[str] | None = None) -> dict:
     out: dict = {}
     with ExitStack() as stack:
         broker = stack.enter_context(EmbeddedBroker())
+        otlp = stack.enter_context(OtlpSink())
         none = Variant("none", TracerProvider(), lambda: None)
         bsp = bsp_variant()
+        bsp_otlp = bsp_otlp_variant(otlp.endpoint)
         cw, cw_proc = claimwatch_variant("claimwatch", broker.bootstrap, 10_000)
+        cw_ny, _ = claimwatch_variant("claimwatch_no_yield", broker.bootstrap, 10_000, yield_gil=False)
         down, down_proc = claimwatch_variant("claimwatch_kafka_down", f"127.0.0.1:{closed_port()}", 300)
-        variants = [none, bsp, cw, down]
+        variants = [none, bsp, bsp_otlp, cw, cw_ny, down]
         run_rounds(variants, 2, max(5, args.requests // 5), args.seed + 99)  # warm-up, discarded
         for v in variants:
             v.span_end_ns.clear()
@@ -129,6 +149,11 @@ def main(argv: list[str] | None = None) -> dict:
             k[1]: v for k, v in _dropped(down_proc).items()
         }
     n, b, c, d = (out[k] for k in ("none", "bsp", "claimwatch", "claimwatch_kafka_down"))
+    bo, ny = out["bsp_otlp"], out["claimwatch_no_yield"]
+    out["ratio_request_p99_vs_otlp"] = c["request_p99_ns"] / bo["request_p99_ns"]
+    out["ratio_request_median_vs_otlp"] = c["request_median_ns"] / bo["request_median_ns"]
+    out["ratio_span_end_median_vs_otlp"] = c["span_end_median_ns"] / bo["span_end_median_ns"]
+    out["yield_vs_no_yield_request_p99"] = c["request_p99_ns"] / ny["request_p99_ns"]
     ratio = c["span_end_median_ns"] / b["span_end_median_ns"]
     net_c = c["span_end_median_ns"] - n["span_end_median_ns"]
     net_b = b["span_end_median_ns"] - n["span_end_median_ns"]
@@ -141,13 +166,18 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"machine: {machine()}; {args.rounds} rounds x {args.requests} requests x 3 spans per variant, "
           f"{time.monotonic() - started:.0f} s")
     print(f"{'variant':24} {'span end med':>13} {'span end p99':>13} {'request med':>12} {'request p99':>12}")
-    for name in ("none", "bsp", "claimwatch", "claimwatch_kafka_down"):
+    for name in ("none", "bsp", "bsp_otlp", "claimwatch", "claimwatch_no_yield", "claimwatch_kafka_down"):
         s = out[name]
         print(f"{name:24} {fmt_us(s['span_end_median_ns']):>13} {fmt_us(s['span_end_p99_ns']):>13} "
               f"{fmt_us(s['request_median_ns']):>12} {fmt_us(s['request_p99_ns']):>12}")
     print(f"net added per span end over no processor: claimwatch {fmt_us(net_c)}, bsp {fmt_us(net_b)}")
     print(f"ratios claimwatch/bsp: span end median {ratio:.2f}, p99 {out['ratio_span_end_p99']:.2f}; "
           f"request median {out['ratio_request_median']:.2f}, p99 {out['ratio_request_p99']:.2f}")
+    print(f"ratios claimwatch/bsp_otlp (real OTLP/HTTP exporter): span end median "
+          f"{out['ratio_span_end_median_vs_otlp']:.2f}; request median {out['ratio_request_median_vs_otlp']:.2f}, "
+          f"p99 {out['ratio_request_p99_vs_otlp']:.2f}")
+    print(f"cooperative GIL yield: request p99 with / without x{out['yield_vs_no_yield_request_p99']:.2f} "
+          f"({fmt_us(c['request_p99_ns'])} vs {fmt_us(ny['request_p99_ns'])})")
     print(f"Kafka unreachable vs reachable: request p99 x{out['kafka_down_vs_up_request_p99']:.2f}, "
           f"span end p99 x{out['kafka_down_vs_up_span_end_p99']:.2f} (collector drops while down: "
           f"{out['kafka_down_dropped'] or 'none yet'})")

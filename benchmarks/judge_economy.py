@@ -8,6 +8,8 @@ demo answers (made by the instrumented demo app through the real collector,
 with injected faults):
 
 - ``claimwatch``: ``AnthropicJudge`` (one extraction call + one batched verify call);
+- ``single-call``: ``AnthropicJudge`` with ``single_call=True`` (one call that extracts
+  the claims and judges them; the contexts are passed to ``extract_claims``);
 - ``ragas-style``: one statement-extraction call + one NLI call over the joined
   context, prompts sized like Ragas' faithfulness prompts (see RAGAS_* below);
 - ``per-claim``: claimwatch's extraction, then one verify call per claim
@@ -53,7 +55,17 @@ from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage,
 from evaluator_worker.judges.cascade import CascadeJudge
 from evaluator_worker.judges.heuristic import HeuristicJudge
 from evaluator_worker.judges.pricing import cost_usd
-from tests.fakes.messages_server import MessagesServer, oracle_responder, text_response, tool_name, user_text
+from evaluator_worker.judges import prompts
+from tests.fakes.messages_server import (
+    MessagesServer,
+    oracle_responder,
+    request_answer,
+    request_contexts,
+    text_response,
+    tool_name,
+    tool_response,
+    user_text,
+)
 
 RAGAS_STATEMENT_FIXED_CHARS = 1568
 RAGAS_NLI_FIXED_CHARS = 2825
@@ -117,10 +129,30 @@ class RagasStyleJudge:
         return Verification(verdicts=verdicts, usage=usage)
 
 
+def single_call_responder(request: dict) -> dict:
+    """The substring oracle for the single-call tool: the oracle's extraction, then its verdicts, in one reply."""
+    answer, contexts = request_answer(request), request_contexts(request)
+    as_extract = {"model": request.get("model"), "tool_choice": {"type": "tool", "name": prompts.EXTRACT_TOOL_NAME},
+                  "messages": [{"role": "user", "content": prompts.render_extract_user(answer, None)}]}
+    extracted = oracle_responder(as_extract)["content"][0]["input"]
+    claims = [(f"c{i}", c["text"]) for i, c in enumerate(extracted["claims"], start=1)]
+    as_verify = {"model": request.get("model"), "tool_choice": {"type": "tool", "name": prompts.VERIFY_TOOL_NAME},
+                 "messages": [{"role": "user", "content": prompts.render_verify_user(claims, contexts, None)}]}
+    verdicts = oracle_responder(as_verify)["content"][0]["input"]["verdicts"] if claims else []
+    items = []
+    for c, v in zip(extracted["claims"], verdicts):
+        items.append({"text": c["text"], "sentence": c.get("sentence"),
+                      **{k: v[k] for k in ("verdict", "evidence", "context_index", "confidence", "reason")}})
+    return tool_response(prompts.SINGLE_TOOL_NAME, {"claims": items, "abstained": extracted["abstained"]},
+                         model=request.get("model", "fake-model"))
+
+
 def economy_responder(request: dict) -> dict:
     """The server's oracle for claimwatch's tool calls, and the same oracle in Ragas' JSON shapes."""
     if tool_name(request) in ("record_claims", "record_verdicts"):
         return oracle_responder(request)
+    if tool_name(request) == prompts.SINGLE_TOOL_NAME:
+        return single_call_responder(request)
     text = user_text(request)
     m = _INPUT.search(text)
     data = json.loads(m.group(1)) if m else {}
@@ -160,15 +192,20 @@ def run_pipeline(judge: Any, traces: list) -> dict:
     total = Usage()
     claims_n = answers = 0
     for t in traces:
-        ex = judge.extract_claims(t.answer, t.question)
+        contexts = [c.content for c in t.contexts]
+        if getattr(judge, "extract_sees_contexts", False):
+            ex = judge.extract_claims(t.answer, t.question, contexts=contexts)
+        else:
+            ex = judge.extract_claims(t.answer, t.question)
         total = total + ex.usage
         if ex.claims:
-            ver = judge.verify(ex.claims, [c.content for c in t.contexts], t.question)
+            ver = judge.verify(ex.claims, contexts, t.question)
             total = total + ver.usage
         claims_n += len(ex.claims)
         answers += 1
     prompt = total.input_tokens + total.cache_read_tokens + total.cache_creation_tokens
     return {"answers": answers, "claims": claims_n, "calls": total.calls / answers,
+            "full_price": (total.input_tokens + total.cache_creation_tokens) / answers,
             "input": total.input_tokens / answers, "prompt": prompt / answers,
             "cache_read": total.cache_read_tokens / answers, "output": total.output_tokens / answers,
             "cost_usd": total.cost_usd / answers}
@@ -184,13 +221,16 @@ def main(argv: list[str] | None = None) -> dict:
     started = time.monotonic()
     traces = demo_traces(args.answers, fault_rate=args.fault_rate)
     out: dict = {}
+    names = ("claimwatch", "single-call", "ragas-style", "per-claim", "cascade")
     with MessagesServer(economy_responder) as srv:
         settings = AnthropicSettings(api_key="bench", base_url=srv.base_url, max_retries=0)
         client = anthropic.Anthropic(api_key="bench", base_url=srv.base_url, max_retries=0)
         per_claim = settings.model_copy(update={"max_claims_per_call": 1})
+        single = settings.model_copy(update={"single_call": True})
         cascade = CascadeJudge(HeuristicJudge(), AnthropicJudge(settings), CascadeSettings(budget_usd_per_hour=1e9))
         pipelines = {
             "claimwatch": AnthropicJudge(settings),
+            "single-call": AnthropicJudge(single),
             "ragas-style": RagasStyleJudge(client, settings.extract_model, settings.model),
             "per-claim": AnthropicJudge(per_claim),
             "cascade": cascade,
@@ -201,25 +241,36 @@ def main(argv: list[str] | None = None) -> dict:
         judged = st["first"] + st["second"] + st["first_over_budget"] + st["first_fallback"]
         out["cascade_escalated_share"] = st["second"] / judged if judged else 0.0
         out["cascade_stats"] = dict(st)
-    cw, rg, pc, cs = (out[k] for k in ("claimwatch", "ragas-style", "per-claim", "cascade"))
+    cw, sc, rg, pc, cs = (out[k] for k in names)
     out["input_ratio_vs_ragas"] = cw["prompt"] / rg["prompt"]
     out["uncached_ratio_vs_ragas"] = cw["input"] / rg["input"]
+    out["single_ratio_vs_ragas"] = sc["prompt"] / rg["prompt"]
+    out["single_full_price_ratio_vs_ragas"] = sc["full_price"] / rg["full_price"]
     out["cascade_tokens_saved"] = 1 - (cs["prompt"] + cs["output"]) / (cw["prompt"] + cw["output"])
     print(f"machine: {machine()}; {len(traces)} demo answers (fault rate {args.fault_rate}), tokens = len/4 of what "
           f"is sent, {time.monotonic() - started:.0f} s")
-    print(f"{'pipeline':12} {'claims/ans':>10} {'calls/ans':>9} {'prompt tok':>10} {'uncached':>9} {'cache rd':>9} "
-          f"{'output':>7} {'USD/1k ans':>10}")
-    for name in ("claimwatch", "ragas-style", "per-claim", "cascade"):
+    print("per answer; prompt = all input tokens; uncached = billed at full price; cache wr = billed at 1.25x; "
+          "cache rd = billed at 0.1x")
+    print(f"{'pipeline':12} {'claims/ans':>10} {'calls/ans':>9} {'prompt tok':>10} {'uncached':>9} {'cache wr':>9} "
+          f"{'cache rd':>9} {'output':>7} {'USD/1k ans':>10}")
+    for name in names:
         r = out[name]
+        wr = r["full_price"] - r["input"]
         print(f"{name:12} {r['claims'] / r['answers']:10.2f} {r['calls']:9.2f} {r['prompt']:10.0f} {r['input']:9.0f} "
-              f"{r['cache_read']:9.0f} {r['output']:7.0f} {r['cost_usd'] * 1000:10.2f}")
-    print(f"claimwatch vs ragas-style: prompt tokens x{out['input_ratio_vs_ragas']:.2f}, uncached (billed at full "
-          f"price) x{out['uncached_ratio_vs_ragas']:.2f}, cost x{cw['cost_usd'] / rg['cost_usd']:.2f}; "
+              f"{wr:9.0f} {r['cache_read']:9.0f} {r['output']:7.0f} {r['cost_usd'] * 1000:10.2f}")
+    print(f"claimwatch (two calls) vs ragas-style: prompt tokens x{out['input_ratio_vs_ragas']:.2f}, uncached (billed "
+          f"at full price) x{out['uncached_ratio_vs_ragas']:.2f}, cost x{cw['cost_usd'] / rg['cost_usd']:.2f}; "
           f"vs per-claim: calls x{cw['calls'] / pc['calls']:.2f}, prompt tokens x{cw['prompt'] / pc['prompt']:.2f}")
+    print(f"single-call vs ragas-style: calls x{sc['calls'] / rg['calls']:.2f}, prompt tokens "
+          f"x{out['single_ratio_vs_ragas']:.2f}, billed at full price (incl. cache writes) "
+          f"x{out['single_full_price_ratio_vs_ragas']:.2f}, output x{sc['output'] / rg['output']:.2f}, "
+          f"cost x{sc['cost_usd'] / rg['cost_usd']:.2f}; vs per-claim: calls x{sc['calls'] / pc['calls']:.2f}, "
+          f"prompt tokens x{sc['prompt'] / pc['prompt']:.2f}")
     print(f"cascade: {out['cascade_escalated_share']:.0%} of claims escalated to Claude ({out['cascade_stats']}); "
           f"tokens saved vs claimwatch alone {out['cascade_tokens_saved']:.0%}, cost x{cs['cost_usd'] / cw['cost_usd']:.2f}")
-    print(f"calls per answer {cw['calls']:.2f} (target <= 2); input tokens per answer, claimwatch / ragas-style: "
-          f"{out['input_ratio_vs_ragas']:.2f} (target < 1; uncached {out['uncached_ratio_vs_ragas']:.2f})")
+    print(f"calls per answer: two-call {cw['calls']:.2f}, single-call {sc['calls']:.2f} (target <= 2); input tokens "
+          f"per answer / ragas-style: two-call {out['input_ratio_vs_ragas']:.2f}, single-call "
+          f"{out['single_ratio_vs_ragas']:.2f} (target < 1)")
     sys.stdout.flush()
     return out
 

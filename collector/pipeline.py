@@ -116,11 +116,19 @@ class TracePipeline:
         return True
 
     # -- traces ------------------------------------------------------------
-    def pop_complete(self, *, flush: bool = False) -> list[int]:
-        """Emit every complete trace (all with an ended root when ``flush``); returns their trace ids."""
+    def pop_complete(
+        self, *, flush: bool = False, pause: Callable[[], None] | None = None, pause_every: int = 8
+    ) -> list[int]:
+        """Emit every complete trace (all with an ended root when ``flush``); returns their trace ids.
+
+        ``pause`` (if given) is called between slices of ``pause_every`` traces, outside the lock:
+        the in-app processor uses it to hand the GIL to the app thread during a burst.
+        """
         with self._lock:
             completed = self.assembler.pop_complete(flush=flush)
-        for item in completed:
+        for n, item in enumerate(completed):
+            if pause is not None and n and n % max(1, pause_every) == 0:
+                pause()
             try:
                 self.emit(item)
             except Exception as exc:  # one bad trace must not take the rest of the batch with it

@@ -33,6 +33,8 @@ class AnthropicSettings(BaseModel):
     max_retries: int = 4
     #: claims per verify call; larger answers are split
     max_claims_per_call: int = 40
+    #: one call per answer: `model` extracts the claims and judges them in the same call (the worker passes the contexts to extraction); fewer tokens, but extraction and verification are no longer independent
+    single_call: bool = False
     #: USD per million tokens: {model: {"input": x, "output": y, "cache_read": z, "cache_creation": w}}
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 

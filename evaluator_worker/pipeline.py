@@ -61,6 +61,8 @@ class Evaluator:
         self._sleep = sleep
         self._clock = clock
         self._seen_slices: set[tuple[str, ...]] = set()
+        #: label children per slice (see ``record``)
+        self._slice_children: dict[tuple[str, ...], dict[tuple[str, tuple[str, ...]], object]] = {}
         bind = getattr(judge, "bind_metrics", None)
         if metrics is not None and callable(bind):
             bind(metrics)
@@ -88,13 +90,19 @@ class Evaluator:
                 if self.metrics:
                     self.metrics.judge_latency.labels(self.judge.name, operation).observe(self._clock() - start)
 
+    def _extract(self, trace: RagTrace, contexts: list[str]) -> object:
+        """Claim extraction; a judge with ``extract_sees_contexts`` (single-call mode) also gets the contexts."""
+        if getattr(self.judge, "extract_sees_contexts", False):
+            return self.judge.extract_claims(trace.answer, trace.question, contexts=contexts)  # type: ignore[call-arg]
+        return self.judge.extract_claims(trace.answer, trace.question)
+
     def evaluate(self, trace: RagTrace) -> AnswerResult:
         """Judge one answer. Never raises for judge failures: they become outcome ``failed``."""
         contexts = [c.content for c in trace.contexts]
         usages: list[Usage] = []
         claims: list[Claim] = []
         try:
-            extraction = self._call("extract", lambda: self.judge.extract_claims(trace.answer, trace.question))
+            extraction = self._call("extract", lambda: self._extract(trace, contexts))
             claims = list(extraction.claims)  # type: ignore[attr-defined]
             usages.append(extraction.usage)  # type: ignore[attr-defined]
             if claims:
@@ -146,53 +154,68 @@ class Evaluator:
 
     # -- metrics -------------------------------------------------------------
     def record(self, result: AnswerResult) -> None:
-        """Add one result to the metrics (call once per trace: dedupe first)."""
+        """Add one result to the metrics (call once per trace: dedupe first).
+
+        Label children are cached per slice (``labels()`` takes a lock and hashes the label
+        values on every call); a child is still created on first use, as before.
+        """
         m = self.metrics
         if m is None:
             return
         labels = m.guard.labels_for(result.slices)
-        values = list(labels.values())
-        key = tuple(values)
-        if key not in self._seen_slices:
+        values = tuple(labels.values())
+        children = self._slice_children.get(values)
+        if children is None:
+            if len(self._slice_children) >= 10_000:  # bounded: the guard bounds values, this bounds combinations
+                self._slice_children.clear()
+            children = self._slice_children[values] = {}
+        if values not in self._seen_slices:
             # create every verdict series at 0 the first time a slice shows up, so increase()/rate()
             # see the first CONTRADICTED claim of a slice instead of a series born at 1
-            self._seen_slices.add(key)
+            self._seen_slices.add(values)
             for verdict in Verdict:
                 m.claims.labels(verdict.label, *values)
             for outcome in ("evaluated", "abstained", "failed"):
                 m.answers.labels(outcome, *values)
             m.answers_with_unsupported.labels(*values)
             m.answers_with_contradicted.labels(*values)
+
+        def child(name: str, *extra: str):
+            ch = children.get((name, extra))
+            if ch is None:
+                ch = children[(name, extra)] = getattr(m, name).labels(*extra, *values)
+            return ch
+
         for verdict in Verdict:
             n = result.counts.get(verdict.value, 0)
             if n:
-                m.claims.labels(verdict.label, *values).inc(n)
-        m.answers.labels(result.outcome, *values).inc()
+                child("claims", verdict.label).inc(n)
+        child("answers", result.outcome).inc()
         if result.outcome == "evaluated":
             if result.has_unsupported:
-                m.answers_with_unsupported.labels(*values).inc()
+                child("answers_with_unsupported").inc()
             if result.has_contradicted:
-                m.answers_with_contradicted.labels(*values).inc()
+                child("answers_with_contradicted").inc()
             if result.faithfulness is not None:
-                m.answer_faithfulness.labels(*values).observe(result.faithfulness)
-        m.answer_claims.labels(*values).observe(len(result.claims) if result.outcome != "abstained" else 0)
+                child("answer_faithfulness").observe(result.faithfulness)
+        child("answer_claims").observe(len(result.claims) if result.outcome != "abstained" else 0)
         par = result.parity
         if par is not None:
             if par.ragaliq_faithfulness.passed is False:
-                m.answers_failing.labels("faithfulness", *values).inc()
+                child("answers_failing", "faithfulness").inc()
             if par.ragaliq_hallucination.passed is False:
-                m.answers_failing.labels("hallucination", *values).inc()
+                child("answers_failing", "hallucination").inc()
             if par.context_hallucination is not None and result.outcome == "evaluated":
-                m.context_hallucination.labels(*values).observe(par.context_hallucination)
+                child("context_hallucination").observe(par.context_hallucination)
             if par.factscore_penalized is not None:
-                m.factscore.labels(*values).observe(par.factscore_penalized)
+                child("factscore").observe(par.factscore_penalized)
             if par.suspect_claims:
-                m.suspect_claims.labels(*values).inc(len(par.suspect_claims))
+                child("suspect_claims").inc(len(par.suspect_claims))
         con = result.consistency
         if con is not None and con.status != "no_group":
-            m.consistency_checks.labels(con.status, *values).inc()
+            child("consistency_checks", con.status).inc()
             if con.conflicts:
-                m.consistency_conflicts.labels(*values).inc(len(con.conflicts))
+                child("consistency_conflicts").inc(len(con.conflicts))
         by_model = (result.usage or {}).get("by_model") or {}
         for model, u in by_model.items():
             judge = result.judge

@@ -7,6 +7,15 @@ Two calls per answer:
 2. ``verify`` -> ``settings.model`` with the ``record_verdicts`` tool, all claims
    in one call (chunks of ``max_claims_per_call`` for large answers).
 
+Single-call mode (``settings.single_call``, off by default): when the caller passes
+``contexts`` to ``extract_claims``, one call to ``settings.model`` with the
+``record_claim_verdicts`` tool returns the claims *and* their verdicts (answer and
+contexts sent once). The verdicts are kept for the immediately following
+``verify()`` of the same claims (same ids, texts and contexts) and returned from
+there without a call; claims left without a valid verdict get the usual repair
+call. Any other ``verify()`` call is a normal verify call, so the ``Judge``
+protocol and the cascade (extract on another judge, verify here) are unchanged.
+
 Reliability rules (see docs/anthropic-judge.md):
 
 - 429/529/5xx/timeouts are retried by the SDK (``max_retries``, honours
@@ -186,11 +195,26 @@ class AnthropicJudge:
             except Exception:  # pragma: no cover - older SDK shapes
                 pass
         self.client = client
+        self._pending = threading.local()  # single-call verdicts waiting for the next verify()
+
+    @property
+    def extract_sees_contexts(self) -> bool:
+        """True in single-call mode: callers should pass ``contexts=`` to ``extract_claims``."""
+        return bool(self.settings.single_call)
 
     # ------------------------------------------------------------------ extraction
 
-    def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
-        """Split ``answer`` into atomic claims (one call; halves of the answer if the output is truncated)."""
+    def extract_claims(
+        self, answer: str, question: str | None = None, contexts: Sequence[str] | None = None
+    ) -> Extraction:
+        """Split ``answer`` into atomic claims (one call; halves of the answer if the output is truncated).
+
+        In single-call mode with ``contexts`` given, the same call also judges the claims; their
+        verdicts are served by the next ``verify()`` of exactly these claims and contexts.
+        """
+        self._pending.value = None
+        if self.settings.single_call and contexts is not None:
+            return self._extract_and_verify(answer, question, [c or "" for c in contexts])
         usage = Usage(model=self.settings.extract_model)
         if not answer or not answer.strip():
             return Extraction(claims=[], usage=usage)
@@ -244,6 +268,122 @@ class AnthropicJudge:
         except ValidationError as exc:
             raise _Malformed(str(exc)) from exc
 
+    # ------------------------------------------------------------------ single-call mode
+
+    def _extract_and_verify(self, answer: str, question: str | None, contexts: list[str]) -> Extraction:
+        """One ``record_claim_verdicts`` call: claims plus verdicts (answer halves when truncated)."""
+        usage = Usage(model=self.settings.model)
+        if not answer or not answer.strip():
+            return Extraction(claims=[], usage=usage)
+        items: list[tuple[str, int | None, dict[str, Any] | None]] = []
+        self._single_part(answer, question, contexts, 0, usage, items, depth=0)
+        claims, verdicts = [], {}
+        for i, (text, sentence, wire) in enumerate(items, start=1):
+            claim = Claim(id=f"c{i}", text=text, sentence=sentence)
+            claims.append(claim)
+            if wire is not None:
+                try:
+                    w = _WireVerdict.model_validate({**wire, "claim_id": claim.id})
+                except ValidationError:
+                    continue  # no usable verdict: verify() repairs it
+                verdicts[claim.id] = self._to_verdict(claim, w, contexts)
+        missing = len(claims) - len(verdicts)
+        if missing:
+            log.warning("judge_single_call_missing_verdicts", missing=missing, of=len(claims), action="repair")
+        self._pending.value = (
+            [(c.id, c.text) for c in claims],
+            list(contexts),
+            verdicts,
+        )
+        return Extraction(claims=claims, usage=usage)
+
+    def _single_part(
+        self,
+        answer: str,
+        question: str | None,
+        contexts: list[str],
+        sentence_offset: int,
+        usage: Usage,
+        out: list[tuple[str, int | None, dict[str, Any] | None]],
+        depth: int,
+    ) -> None:
+        kwargs = dict(
+            model=self.settings.model,
+            system=prompts.system_blocks(prompts.SINGLE_SYSTEM),
+            tools=[prompts.SINGLE_TOOL],
+            tool_choice={"type": "tool", "name": prompts.SINGLE_TOOL_NAME},
+            messages=[{"role": "user", "content": prompts.render_single_user(answer, contexts, question)}],
+        )
+        try:
+            parsed = self._call_tool(kwargs, prompts.SINGLE_TOOL_NAME, usage, self._parse_single)
+        except _Truncated:
+            sentences = _split_sentences(answer)
+            if len(sentences) < 2 or depth >= 6:
+                # one sentence whose claims+verdicts do not fit: plain extraction (shorter output);
+                # verify() then judges these claims with its own truncation handling
+                log.info("judge_single_call_truncated_fallback", depth=depth)
+                texts: list[tuple[str, int | None]] = []
+                plain = Usage(model=self.settings.extract_model)
+                self._extract_part(answer, question, sentence_offset, plain, texts, depth=0)
+                usage.calls += plain.calls
+                usage.input_tokens += plain.input_tokens
+                usage.output_tokens += plain.output_tokens
+                usage.cache_read_tokens += plain.cache_read_tokens
+                usage.cache_creation_tokens += plain.cache_creation_tokens
+                usage.cost_usd += plain.cost_usd
+                usage.retries += plain.retries
+                out.extend((t, s, None) for t, s in texts)
+                return
+            mid = len(sentences) // 2
+            log.info("judge_single_call_truncated_split", sentences=len(sentences))
+            self._single_part(" ".join(sentences[:mid]), question, contexts, sentence_offset, usage, out, depth + 1)
+            self._single_part(
+                " ".join(sentences[mid:]), question, contexts, sentence_offset + mid, usage, out, depth + 1
+            )
+            return
+        abstained, raw_items = parsed
+        if abstained and not raw_items:
+            return
+        for item in raw_items:
+            text = prompts.unescape_data(str(item.get("text") or "")).strip()
+            if not text:
+                continue
+            sentence = item.get("sentence")
+            if isinstance(sentence, int) and not isinstance(sentence, bool):
+                sentence += sentence_offset
+            else:
+                sentence = None
+            wire = {k: item[k] for k in ("verdict", "evidence", "context_index", "confidence", "reason") if k in item}
+            out.append((text, sentence, wire if "verdict" in wire else None))
+
+    def _parse_single(self, raw: dict[str, Any] | None) -> tuple[bool, list[dict[str, Any]]]:
+        if raw is None:
+            raise _Malformed("no tool_use block")
+        items = _maybe_json(raw.get("claims", []))
+        if not isinstance(items, list):
+            raise _Malformed(f"claims is {type(items).__name__}, not a list")
+        out = []
+        for item in items:
+            item = _maybe_json(item)
+            if isinstance(item, str):
+                item = {"text": item}  # a bare claim: kept, verdict repaired later
+            if isinstance(item, dict) and isinstance(item.get("text"), str) and item["text"].strip():
+                out.append(item)
+        if items and not out:
+            raise _Malformed(f"none of {len(items)} claims validated")
+        return bool(raw.get("abstained", False)), out
+
+    def _take_pending(self, claims: list[Claim], contexts: list[str]) -> dict[str, ClaimVerdict] | None:
+        """Verdicts from the single call just made, if ``verify`` is about exactly those claims and contexts."""
+        pending = getattr(self._pending, "value", None)
+        self._pending.value = None
+        if pending is None:
+            return None
+        ids_texts, ctx, verdicts = pending
+        if [(c.id, c.text) for c in claims] != ids_texts or list(contexts) != ctx:
+            return None
+        return {cid: v.model_copy() for cid, v in verdicts.items()}
+
     # ------------------------------------------------------------------ verification
 
     def verify(
@@ -259,8 +399,12 @@ class AnthropicJudge:
         pid = {c.id: (c.id if _SAFE_ID.match(c.id) else f"x{i}") for i, c in enumerate(claims)}
         got: dict[str, ClaimVerdict] = {}
         truncated: set[str] = set()
-        for batch in _chunks(claims, self.settings.max_claims_per_call):
-            self._verify_batch(batch, contexts, question, pid, usage, got, truncated, repair=False)
+        cached = self._take_pending(claims, contexts)
+        if cached is not None:  # single-call mode: judged already; only missing ids need a (repair) call
+            got.update(cached)
+        else:
+            for batch in _chunks(claims, self.settings.max_claims_per_call):
+                self._verify_batch(batch, contexts, question, pid, usage, got, truncated, repair=False)
         missing = [c for c in claims if c.id not in got and c.id not in truncated]
         if missing:
             log.warning("judge_missing_claim_ids", missing=len(missing), of=len(claims), action="repair")
