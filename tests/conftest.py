@@ -32,3 +32,12 @@ def kafka_bootstrap() -> str:
 def topic_name() -> str:
     """A fresh topic name per test (topics are auto-created on first produce)."""
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog():
+    """Each test starts with structlog's defaults (a CLI or benchmark run may have set a level filter)."""
+    import structlog
+
+    structlog.reset_defaults()
+    yield
