@@ -69,6 +69,25 @@ class TracePipeline:
         self._lock = threading.RLock()
         self.assembler = self._new_assembler()
 
+    @classmethod
+    def to_kafka(
+        cls,
+        settings: CollectorSettings,
+        *,
+        sink: Any = None,
+        registry: Any = None,
+        producer_factory: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+        redact: Callable[[str], str] | None = None,
+    ) -> "TracePipeline":
+        """The pipeline with its own ``KafkaSink`` (unless ``sink`` is given), metrics on ``registry``."""
+        from collector.sink import KafkaSink
+
+        metrics = get_metrics(registry)
+        if sink is None:
+            sink = KafkaSink(settings, producer_factory=producer_factory, metrics=metrics)
+        return cls(settings, sink=sink, metrics=metrics, clock=clock, redact=redact)
+
     def _new_assembler(self) -> TraceAssembler:
         s = self.settings
         return TraceAssembler(

@@ -49,9 +49,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from collector import otlp
 from collector.config import CollectorSettings
 from collector.logs import get_logger
-from collector.metrics import get_metrics
 from collector.pipeline import TracePipeline
-from collector.sink import KafkaSink, ProducerFactory
+from collector.sink import ProducerFactory
 
 log = get_logger("claimwatch.bridge")
 
@@ -147,14 +146,12 @@ class OtlpBridge:
     ) -> None:
         self.settings = settings or BridgeSettings()
         self.collector_settings = collector_settings or CollectorSettings()
-        self.metrics = get_metrics(registry)
+        self.pipeline = TracePipeline.to_kafka(
+            self.collector_settings, sink=sink, registry=registry, producer_factory=producer_factory, clock=clock, redact=redact
+        )
+        self.metrics = self.pipeline.metrics
         self.otlp_metrics = otlp.get_otlp_metrics(registry)
-        self.sink: Any = sink if sink is not None else KafkaSink(
-            self.collector_settings, producer_factory=producer_factory, metrics=self.metrics
-        )
-        self.pipeline = TracePipeline(
-            self.collector_settings, sink=self.sink, metrics=self.metrics, clock=clock, redact=redact
-        )
+        self.sink: Any = self.pipeline.sink
         self.offsets = OffsetTracker(self.pipeline.is_buffered)
         self._consumer = consumer
         self._clock = clock
