@@ -29,7 +29,6 @@ from dashboards.panels import (
     query_variable,
     stat,
     table,
-    target,
     targets,
     timeseries,
 )

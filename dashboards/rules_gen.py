@@ -123,7 +123,7 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
         )
     fast += [
         {
-            "record": f"release:claimwatch_claims_supported:ratio_rate5m",
+            "record": "release:claimwatch_claims_supported:ratio_rate5m",
             "expr": _ratio("release", f'{claims5}{{verdict="supported"}}', f'{claims5}{{verdict!="error"}}'),
         },
         {"record": f"{SL}:claimwatch_answers:rate5m", "expr": f"sum by ({S}, outcome) (rate(claimwatch_answers_total[5m]))"},
@@ -146,7 +146,7 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
 
     trailing = []
     for window in ("1h", "24h"):
-        raw_all = f'claimwatch_claims_total{{verdict!="error"}}'
+        raw_all = 'claimwatch_claims_total{verdict!="error"}'
         trailing.append(
             {
                 "record": f"{SL}:claimwatch_claims_contradicted:ratio_rate{window}",
@@ -176,7 +176,7 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
     release = [
         {
             "record": f"{rv}:claimwatch_claims:increase1h",
-            "expr": f"sum by (release, environment, verdict) (increase(claimwatch_claims_total[1h]))",
+            "expr": "sum by (release, environment, verdict) (increase(claimwatch_claims_total[1h]))",
         },
         {
             "record": f"{re_}:claimwatch_claims_judged:increase1h",
