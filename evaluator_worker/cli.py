@@ -53,7 +53,9 @@ def build_evaluator(settings: WorkerSettings, metrics=None):
     p = settings.parity
     if p.consistency:
         cjudge = judge if p.consistency_judge == settings.judge else get_judge(p.consistency_judge, settings)
-        tracker = ConsistencyTracker(cjudge, threshold=p.consistency_threshold, window=p.consistency_window)
+        tracker = ConsistencyTracker(
+            cjudge, threshold=p.consistency_threshold, window=p.consistency_window, sample=p.consistency_sample
+        )
     return Evaluator(judge, metrics, include_text=settings.results_include_text, parity=p, consistency=tracker)
 
 

@@ -69,6 +69,9 @@ class ParitySettings(BaseModel):
     consistency_threshold: float = 0.7
     #: recent answers kept for consistency checks
     consistency_window: int = 2_000
+    #: share of answers checked against earlier paraphrases (deterministic by trace id; each check
+    #: costs up to 2 extra verify calls of the consistency judge)
+    consistency_sample: float = Field(0.2, ge=0.0, le=1.0)
 
 
 class WorkerSettings(BaseSettings):
