@@ -330,6 +330,10 @@ class HeuristicJudge:
         r = self._check_entity_swap(ca, best, qterms, sents)
         if r:
             return verdict(Verdict.CONTRADICTED, r[0], r[1], best)
+        # 2c'. scoped negation, prohibitions, roles and closed-class swaps (see ``scoped_checks``)
+        r = None if derived_num else self._check_scoped(claim.text, ca, best, sents, qterms)
+        if r:
+            return verdict(Verdict.CONTRADICTED, r[0], r[1], r[2])
 
         if unsupported_num:
             return verdict(Verdict.UNSUPPORTED, unsupported_num[0], unsupported_num[1], unsupported_num[2])
@@ -552,6 +556,12 @@ class HeuristicJudge:
         if claim_neg:
             cue = _neg_cues(text)[0]
             return (0.55 + 0.35 * ov, f"negation: claim says '{cue}', context affirms: '{_short(ctext)}'")
+        um = re.search(r"\buntil\b", ctext, re.I)
+        cm = lex.CONDITION.search(text)
+        if um and cm:
+            cond = set(_analyse(text[cm.start():]).terms)
+            if cond and len(cond & set(_analyse(ctext[um.start():]).terms)) >= max(1, len(cond) // 2):
+                return None  # 'not X until Y' vs 'X once Y': the claim keeps the context's condition
         cue = _neg_cues(ctext)[0]
         return (0.55 + 0.35 * ov, f"negation: context says '{cue}': '{_short(ctext)}'")
 
@@ -569,6 +579,24 @@ class HeuristicJudge:
                     o = sorted(opp)[0]
                     o_word = _analyse(ctext).surface.get(o, o)
                     return (0.6 + 0.2 * rest, f"opposite: claim '{ca.surface[k]}' vs context '{o_word}' in '{_short(ctext)}'")
+        return None
+
+    @staticmethod
+    def _check_scoped(text: str, ca: _Text, best: _Sent, sents: list[_Sent], qterms: set[str]):
+        """Scope-aware contradictions the bag-of-words checks miss -> (confidence, reason, sentence) or None."""
+        for check in (_roles_clash, _contrast_clash, _without_clash, _prohibition_clash):
+            r = check(text, ca, sents)
+            if r:
+                return r
+        r = _clause_entity_clash(ca, best, qterms)
+        if r:
+            return (r[0], r[1], best)
+        r = _closed_class_clash(ca, sents)
+        if r:
+            return r
+        r = _antonym_in_sentence(ca, best)
+        if r:
+            return (r[0], r[1], best)
         return None
 
     @staticmethod
@@ -623,3 +651,198 @@ class HeuristicJudge:
         if eh and not ch:
             return (0.7, f"hedge: context says '{eh[0]}' but claim asserts it")
         return None
+
+
+# ---------------------------------------------------------------------- scope-aware checks
+#
+# Each takes the claim text, its analysis and the context sentences and returns
+# ``(confidence, reason, sentence)`` when the context says the opposite of the claim, else None.
+
+_NAME = r"((?:[A-ZÀ-Ý][\w'’-]*\s+){0,3}[A-ZÀ-Ý][\w'’-]*)"
+_WIN_RE = re.compile(_NAME + r"(?:,\s*\d+,)?\s+(?:also\s+|has\s+|had\s+)?" + lex.WIN_VERBS + r"\b")
+_LOSE_RE = re.compile(r"\b" + lex.LOSE_AFTER + r"\s+(?:[a-z][\w-]*\s+){0,3}" + _NAME)
+_RANK_RE = re.compile(_NAME + r"\s+(?:finished\s+|came\s+|placed\s+|was\s+|lost\b)" + r"?" + lex.LOSE_RANK + r"?\b")
+_RANK_ONLY = re.compile(_NAME + r"\s+(?:(?:finished|came|placed|was)\s+)?" + lex.LOSE_RANK + r"\b|" + _NAME + r"\s+lost\b")
+_SEGMENT_END = re.compile(r"[,;:.()]|\b(?:unless|except|if|when|while|because|which|who)\b", re.I)
+
+
+def _name_key(name: str) -> str:
+    """Key of a name's last word ('city councillor Marcus Reed' -> 'reed')."""
+    return tm.key(name.split()[-1].strip("'’").lower().removesuffix("'s").removesuffix("’s"))
+
+
+def _roles(text: str) -> set[tuple[str, str]]:
+    """(name key, 'win'|'lose') pairs: 'A beat B' -> {(a, win), (b, lose)}; 'B finished second' -> {(b, lose)}."""
+    out: set[tuple[str, str]] = set()
+    for m in _WIN_RE.finditer(text):
+        out.add((_name_key(m.group(1)), "win"))
+    for m in _LOSE_RE.finditer(text):
+        out.add((_name_key(m.group(1)), "lose"))
+    for m in _RANK_ONLY.finditer(text):
+        name = m.group(1) or m.group(2)
+        if name:
+            out.add((_name_key(name), "lose"))
+    return out
+
+
+def _roles_clash(text: str, ca: _Text, sents: list[_Sent]):
+    """The claim makes X the winner (or loser) where the sentence about X gives X the other role."""
+    croles = _roles(text)
+    if not croles:
+        return None
+    non_ent = {k: w for k, w in ca.terms.items() if k not in ca.entities}
+    for name, role in croles:
+        about = [s for s in sents if name in s.a.terms]
+        if not about:
+            continue
+        s = max(about, key=lambda s2: _overlap(ca.terms, s2.a.terms, fuzzy=s2.a.fuzzy))
+        sroles = _roles(s.text)
+        other = "lose" if role == "win" else "win"
+        if (name, other) in sroles and (name, role) not in sroles:
+            if non_ent and _overlap(non_ent, s.a.terms, fuzzy=s.a.fuzzy) < 0.5:
+                continue
+            word = "won" if role == "win" else "lost"
+            return (0.75, f"role: claim says {ca.surface.get(name, name)} {word}; context says otherwise: '{_short(s.text)}'", s)
+    return None
+
+
+def _negated_keys(text: str, after: re.Pattern) -> set[str]:
+    """Keys of the words a cue in ``after`` puts out of the statement (up to the segment end, at most 5 words)."""
+    out: set[str] = set()
+    for m in after.finditer(text):
+        rest = text[m.end():]
+        end = _SEGMENT_END.search(rest)
+        span = " ".join(rest[: end.start() if end else len(rest)].split()[:5])
+        out |= set(_analyse(span).terms)
+    return out
+
+
+_CLAIM_NEG_AFTER = re.compile(r"\b(?:not|never|no|without|cannot|n['’]t|except|excluding|rather\s+than|instead\s+of)\s+", re.I)
+
+
+def _contrast_clash(text: str, ca: _Text, sents: list[_Sent]):
+    """Context excludes X ('in Nice rather than Paris', 'but not the Nozomi'); the claim asserts X."""
+    claim_neg = _negated_keys(text, _CLAIM_NEG_AFTER)
+    for s in sents:
+        if not lex.CONTRAST_NEG.search(s.text):
+            continue
+        for m in lex.CONTRAST_NEG.finditer(s.text):
+            seg_start = max(s.text.rfind(c, 0, m.start()) for c in ",;:") + 1
+            positive = set(_analyse(s.text[seg_start:m.start()]).terms)
+            neg = _negated_keys(s.text[m.start():], lex.CONTRAST_NEG) - positive
+            for k in ca.terms:
+                if k not in neg or k in claim_neg:
+                    continue
+                rest_here = _overlap(ca.terms, s.a.terms, exclude={k}, fuzzy=s.a.fuzzy)
+                anywhere = set().union(*(s2.a.terms for s2 in sents))
+                rest_all = _overlap(ca.terms, anywhere, exclude={k})
+                if rest_here >= 0.2 and rest_all >= 0.6:
+                    return (0.7, f"negation: context says '{m.group(0).strip()} {ca.surface[k]}': '{_short(s.text)}'", s)
+    return None
+
+
+_WITHOUT = re.compile(r"\bwithout\s+", re.I)
+
+
+def _without_clash(text: str, ca: _Text, sents: list[_Sent]):
+    """Claim says 'without X'; the aligned context says X is needed ('still need a timed reservation')."""
+    lacking = _negated_keys(text, _WITHOUT)
+    if not lacking:
+        return None
+    for s in sents:
+        if _overlap(ca.terms, s.a.terms, exclude=lacking, fuzzy=s.a.fuzzy) < 0.5:
+            continue
+        for m in lex.REQUIRE.finditer(s.text):
+            before = s.text[max(0, m.start() - 25):m.start()]
+            if tm.negation_cues(before):
+                continue
+            obj = set(_analyse(" ".join(s.text[m.end():].split()[:4])).terms)
+            hit = lacking & obj
+            if hit:
+                k = sorted(hit)[0]
+                return (0.7, f"negation: claim says 'without {ca.surface.get(k, k)}'; context says '{m.group(0)}' it: '{_short(s.text)}'", s)
+    return None
+
+
+_UNTIL = re.compile(r"\b(?:until|unless|before|if)\b", re.I)
+
+
+def _prohibition_clash(text: str, ca: _Text, sents: list[_Sent]):
+    """Claim permits an action ('you can soak the knee') the context forbids ('do not soak the knee ... until')."""
+    if not lex.PERMISSION.search(text) or tm.negation_cues(text):
+        return None
+    cm = lex.CONDITION.search(text)
+    main = _analyse(text[: cm.start()] if cm else text).terms
+    cond = set(_analyse(text[cm.start():]).terms) if cm else set()
+    if len(main) < 2:
+        return None
+    for s in sents:
+        for ctext, _keys in s.clauses:
+            if not lex.PROHIBITION.match(ctext):
+                continue
+            um = _UNTIL.search(ctext)
+            banned = set(_analyse(ctext[: um.start()] if um else ctext).terms)
+            if _overlap(main, banned) < 0.6:
+                continue
+            if um and cond and len(cond & set(_analyse(ctext[um.start():]).terms)) >= max(1, len(cond) // 2):
+                continue  # the claim permits it under the context's own condition
+            return (0.7, f"negation: context forbids it: '{_short(ctext)}'", s)
+    return None
+
+
+_CALENDAR = frozenset(lex.CLOSED_CLASSES[1]) | frozenset(
+    "january february march april may june july august september october november december".split())
+
+
+def _clause_entity_clash(ca: _Text, best: _Sent, qterms: set[str]):
+    """The clause of the best sentence that carries the claim's predicate names someone else
+    ('A and B landed, while C remained in orbit' vs 'B remained in orbit')."""
+    non_ent = {k: w for k, w in ca.terms.items() if k not in ca.entities}
+    if len(non_ent) < 3 or len(best.clauses) < 2:
+        return None
+    if _overlap(non_ent, best.a.terms, fuzzy=best.a.fuzzy) < 0.75:
+        return None
+    ranked = sorted(((_overlap(non_ent, keys), ctext) for ctext, keys in best.clauses), reverse=True)
+    ov, ctext = ranked[0]
+    if ov < 0.5 or ov - ranked[1][0] < 0.15:
+        return None
+    clause = _analyse(ctext)
+    moved = [k for k in ca.entities if k not in qterms and k in best.a.terms and k not in clause.terms]
+    toks = [t.low for t in tm.tokenize(ctext)]
+    claim_low = {ca.surface[k].lower() for k in ca.entities}
+    beside = {toks[i + d] for i, w in enumerate(toks) if w in claim_low for d in (-1, 1) if 0 <= i + d < len(toks)}
+    others = [k for k in clause.entities if k not in ca.terms and clause.surface[k].lower() not in tm.TITLES
+              and clause.surface[k].lower() not in beside and clause.surface[k].lower() not in _CALENDAR]
+    if not moved or not others:
+        return None
+    return (0.6, f"entity: claim says {', '.join(ca.surface[k] for k in moved[:2])}; "
+                 f"the matching clause names {', '.join(clause.surface[k] for k in others[:2])}: '{_short(ctext)}'")
+
+
+def _closed_class_clash(ca: _Text, sents: list[_Sent]):
+    """Claim says 'green' where the aligned sentence says 'amber' (colours, weekdays, compass points, left/right)."""
+    for k, surf in ca.surface.items():
+        cls = next((c for c in lex.CLOSED_CLASSES if surf.lower() in c), None)
+        if cls is None:
+            continue
+        for s in sents:
+            if k in s.a.terms:
+                continue
+            words = {w.lower() for w in re.findall(r"[A-Za-z]+", s.text)}
+            rivals = (words & cls) - {surf.lower()}
+            if rivals and _overlap(ca.terms, s.a.terms, exclude={k}, fuzzy=s.a.fuzzy) >= 0.75:
+                return (0.7, f"entity: claim says '{surf}'; context says '{sorted(rivals)[0]}': '{_short(s.text)}'", s)
+    return None
+
+
+def _antonym_in_sentence(ca: _Text, best: _Sent):
+    """Opposite word anywhere in the best sentence when the clause split separated it from the subject
+    ('Turnout was 38%, the lowest in two decades' vs 'the highest')."""
+    for k in ca.terms:
+        if k in best.a.terms:
+            continue
+        opp = tm.antonyms(k) & set(best.a.terms)
+        if opp and _overlap(ca.terms, best.a.terms, exclude={k}, fuzzy=best.a.fuzzy) >= 0.75:
+            o = sorted(opp)[0]
+            return (0.65, f"opposite: claim '{ca.surface[k]}' vs context '{best.a.surface.get(o, o)}' in '{_short(best.text)}'")
+    return None

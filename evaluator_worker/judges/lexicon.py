@@ -91,3 +91,35 @@ _INTENSIFIER = re.compile(
 def intensifiers(text: str) -> list[str]:
     """Universal/exactness markers in ``text`` ('exactly', 'always', 'any', 'no exceptions'), lower-cased."""
     return [m.group(0).lower() for m in _INTENSIFIER.finditer(text or "")]
+
+
+#: closed word classes: two different members in the same slot cannot both be true of one thing
+#: ("the LED blinks amber" vs "blinks green")
+CLOSED_CLASSES: list[frozenset[str]] = [
+    frozenset("red orange amber yellow green blue purple violet pink white black grey gray brown silver gold".split()),
+    frozenset("monday tuesday wednesday thursday friday saturday sunday".split()),
+    frozenset("north south east west northeast northwest southeast southwest".split()),
+    frozenset("left right".split()),
+]
+
+#: words that put the noun phrase after them out of the statement ("in Nice rather than Paris")
+CONTRAST_NEG = re.compile(r"\b(?:rather\s+than|instead\s+of|but\s+not|and\s+not|as\s+opposed\s+to)\s+", re.I)
+
+#: an instruction not to do something, at the start of a clause ("Do not soak the knee ...")
+PROHIBITION = re.compile(
+    r"^\s*(?:but\s+|and\s+|so\s+)?(?:you\s+)?(?:do\s+not|don['’]t|never|must\s+not|mustn['’]t|should\s+not|"
+    r"shouldn['’]t|cannot|can['’]t|may\s+not|avoid)\b", re.I)
+
+#: a claim that something is allowed ("you can soak", "may be stored", "is safe to")
+PERMISSION = re.compile(r"\b(?:can|may|could|allowed\s+to|permitted\s+to|(?:safe|fine|okay|ok)\s+to)\b", re.I)
+
+#: where a condition starts in a claim ("... as soon as the first 48 hours have passed")
+CONDITION = re.compile(r"\b(?:if|once|as\s+soon\s+as|after|when|whenever|provided|unless|until)\b", re.I)
+
+#: "need X" / "require X" / "with X": X is necessary or present
+REQUIRE = re.compile(r"\b(?:needs?|needed|requires?|required|must\s+(?:have|hold|show|book|make)|with)\b", re.I)
+
+#: winner / loser roles around a name ("A beat B", "defeating B", "B finished second")
+WIN_VERBS = r"(?:won|wins|beat|beats|defeated|defeats|finished\s+first|came\s+first|placed\s+first|took\s+(?:the\s+)?gold)"
+LOSE_AFTER = r"(?:defeating|defeated|beating|beat|beats|defeats|edged|edging|over)"
+LOSE_RANK = r"(?:second|third|fourth|fifth|last|runner-up|runners-up)"

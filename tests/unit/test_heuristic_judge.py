@@ -406,3 +406,67 @@ def test_spelled_hyphenated_durations_and_half_units_parse():
     assert quantities("before age 59½")[0].lo == 59.5
     assert quantities("12.6 percentage points")[0].dim == "percent"
     assert quantities("until 9:45 in the evening")[0].lo == 21 * 60 + 45
+
+
+# --------------------------------------------------------------------------- scope-aware negation and roles
+
+
+def test_role_swap_loser_named_as_winner_is_contradicted():
+    """'A won, defeating B' vs a claim that B won -> CONTRADICTED (role, not bag of words)."""
+    ctx = ["Senator Alma Ruiz won the governor's race, defeating businessman Tom Hale by nine points."]
+    v = judge_one("Tom Hale won the governor's race.", ctx)
+    assert v.verdict is Verdict.CONTRADICTED and "role" in v.reason
+    assert judge_one("Alma Ruiz beat Tom Hale in the governor's race.", ctx).verdict is not Verdict.CONTRADICTED
+
+
+def test_rank_second_named_as_winner_is_contradicted():
+    """'X finished first, with Y second' vs 'Y won' -> CONTRADICTED."""
+    ctx = ["In the sprint final, Kenji Mori finished first in 10.02 seconds, with teammate Daniel Osei second."]
+    assert judge_one("Daniel Osei won the sprint final.", ctx).verdict is Verdict.CONTRADICTED
+
+
+def test_reversed_beat_is_contradicted():
+    """'A beat B' in the context vs 'B beat A' in the claim -> CONTRADICTED."""
+    ctx = ["In the chess semifinal, Priya Nair beat Lukas Berg after a long endgame."]
+    assert judge_one("Lukas Berg beat Priya Nair in the chess semifinal.", ctx).verdict is Verdict.CONTRADICTED
+
+
+def test_contrastive_negation_scope_is_contradicted():
+    """'covers X but not Y' vs a claim that it covers Y -> CONTRADICTED even though the claim has its own 'no'."""
+    ctx = ["The museum pass covers most city galleries but not the Rothko Annex unless a surcharge is paid."]
+    v = judge_one("The museum pass covers the Rothko Annex at no surcharge.", ctx)
+    assert v.verdict is Verdict.CONTRADICTED and "negation" in v.reason
+
+
+def test_without_vs_required_is_contradicted():
+    """Claim 'without X' where the context says X is needed -> CONTRADICTED."""
+    ctx = ["Guests under 12 stay free but still need a signed waiver from a parent."]
+    assert judge_one("Guests under 12 can stay without a waiver.", ctx).verdict is Verdict.CONTRADICTED
+
+
+def test_prohibition_vs_permission_is_contradicted():
+    """'Do not X until Y' vs 'you can X' under another condition -> CONTRADICTED; under Y itself it is not."""
+    ctx = ["After surgery you may walk short distances, but do not lift heavy boxes until the surgeon clears you."]
+    v = judge_one("You can lift heavy boxes once the first week has passed.", ctx)
+    assert v.verdict is Verdict.CONTRADICTED and "forbids" in v.reason
+    ok = judge_one("You can lift heavy boxes once the surgeon clears you.", ctx)
+    assert ok.verdict is not Verdict.CONTRADICTED
+
+
+def test_name_moved_to_another_clause_is_contradicted():
+    """'A and B did X, while C did Y' vs 'B did Y' -> CONTRADICTED (the clause that says Y names C)."""
+    ctx = ["Maria Lind and Oskar Vey climbed the north ridge on Friday, while Greta Holm stayed at base camp with the radio."]
+    v = judge_one("Oskar Vey stayed at base camp with the radio.", ctx)
+    assert v.verdict is Verdict.CONTRADICTED and "clause" in v.reason
+
+
+def test_closed_class_colour_swap_is_contradicted():
+    """A different colour in the same slot ('flashes red' vs 'flashes blue') -> CONTRADICTED."""
+    ctx = ["When the battery is low, the status light on the charger flashes red twice a minute."]
+    assert judge_one("When the battery is low, the charger's status light flashes blue.", ctx).verdict is Verdict.CONTRADICTED
+
+
+def test_superlative_opposite_across_clause_split_is_contradicted():
+    """'X was N, the smallest in a decade' vs 'X was the largest in a decade' -> CONTRADICTED."""
+    ctx = ["The wheat harvest was 12 million tonnes, the smallest in a decade."]
+    assert judge_one("The wheat harvest was the largest in a decade.", ctx).verdict is Verdict.CONTRADICTED
