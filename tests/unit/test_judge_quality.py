@@ -16,12 +16,12 @@ def _report(split: str) -> cal.ClaimReport:
 
 
 def test_dev_set_floors():
-    """On claims_dev.jsonl the heuristic keeps accuracy >= 0.73, TPR >= 0.70 and TNR >= 0.84."""
+    """On claims_dev.jsonl the heuristic keeps accuracy >= 0.80, TPR >= 0.70 and TNR >= 0.92."""
     r = _report("dev")
     assert r.n == 222 and r.errors == 0
-    assert r.accuracy >= 0.73, r.to_text()
+    assert r.accuracy >= 0.80, r.to_text()
     assert r.tpr_supported >= 0.70, r.to_text()
-    assert r.tnr_not_supported >= 0.84, r.to_text()
+    assert r.tnr_not_supported >= 0.92, r.to_text()
 
 
 def test_dev_set_explicit_kinds_stay_caught():
@@ -43,4 +43,4 @@ def test_heldout_set_floors():
 
 
 #: set once from the final held-out run of this judge version (aggregate numbers only)
-HELDOUT_FLOORS = {"accuracy": 0.55, "tpr": 0.45, "tnr": 0.78}  # measured 0.574 / 0.484 / 0.802
+HELDOUT_FLOORS = {"accuracy": 0.58, "tpr": 0.43, "tnr": 0.84}  # measured 0.608 / 0.452 / 0.872
