@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import urllib.request
+from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from evaluator_worker.config import WorkerSettings
+
+ROOT = Path(__file__).resolve().parents[2]
 
 FAST = dict(session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=10000)
 
@@ -76,3 +82,32 @@ def scrape(url: str) -> dict[tuple, float]:
 def total(samples: dict, name: str, **labels) -> float:
     want = set(labels.items())
     return sum(v for (n, ls), v in samples.items() if n == name and want <= set(ls))
+
+
+def worker_env(settings: WorkerSettings, metrics_port: int, **extra: str) -> dict[str, str]:
+    """Environment for a `claimwatch worker` subprocess with ``settings`` (fast group timings)."""
+    env = dict(os.environ)
+    env.update({
+        "CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
+        "CLAIMWATCH_TOPIC": settings.topic,
+        "CLAIMWATCH_RESULTS_TOPIC": settings.results_topic or "",
+        "CLAIMWATCH_DEAD_LETTER_TOPIC": settings.dead_letter_topic,
+        "CLAIMWATCH_CONSUMER__GROUP_ID": settings.consumer.group_id,
+        "CLAIMWATCH_CONSUMER__SESSION_TIMEOUT_MS": "6000",
+        "CLAIMWATCH_CONSUMER__HEARTBEAT_INTERVAL_MS": "1000",
+        "CLAIMWATCH_CONSUMER__MAX_POLL_INTERVAL_MS": "10000",
+        "CLAIMWATCH_CONSUMER__MAX_POLL_RECORDS": "5",
+        "CLAIMWATCH_METRICS_PORT": str(metrics_port),
+        "CLAIMWATCH_METRICS_HOST": "127.0.0.1",
+        "PYTHONPATH": str(ROOT),
+    })
+    env.update(extra)
+    return env
+
+
+def spawn_worker(settings: WorkerSettings, metrics_port: int, **extra: str) -> subprocess.Popen:
+    """Start `claimwatch worker` as a real process (so it can be SIGTERMed / SIGKILLed)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "evaluator_worker.cli", "--log-level", "WARNING", "worker"],
+        env=worker_env(settings, metrics_port, **extra), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )

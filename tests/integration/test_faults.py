@@ -7,15 +7,12 @@ storage: a restart loses what the broker held); the others use the shared
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
 import uuid
-from pathlib import Path
 
 import anthropic
 import pytest
@@ -32,10 +29,9 @@ from evaluator_worker.judges.anthropic import AnthropicJudge
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.messages_server import MessagesServer
-from tests.integration.kafka_helpers import create_topic, drain, produce, scrape, total, worker_settings
+from tests.integration.kafka_helpers import create_topic, drain, produce, scrape, spawn_worker, total, worker_settings
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _wait(pred, timeout_s: float = 30.0, every: float = 0.1) -> bool:
@@ -228,25 +224,8 @@ def test_worker_survives_429_529_500_and_timeouts_then_judges_normally(kafka_boo
 
 
 def _spawn_worker(settings, port: int) -> subprocess.Popen:
-    env = dict(os.environ)
-    env.update({
-        "CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
-        "CLAIMWATCH_TOPIC": settings.topic,
-        "CLAIMWATCH_RESULTS_TOPIC": settings.results_topic,
-        "CLAIMWATCH_DEAD_LETTER_TOPIC": settings.dead_letter_topic,
-        "CLAIMWATCH_CONSUMER__GROUP_ID": settings.consumer.group_id,
-        "CLAIMWATCH_CONSUMER__SESSION_TIMEOUT_MS": "6000",
-        "CLAIMWATCH_CONSUMER__HEARTBEAT_INTERVAL_MS": "1000",
-        "CLAIMWATCH_CONSUMER__MAX_POLL_INTERVAL_MS": "10000",
-        "CLAIMWATCH_CONSUMER__MAX_POLL_RECORDS": "5",
-        "CLAIMWATCH_JUDGE": "tests.fakes.judges:slow_factory",
-        "CLAIMWATCH_TEST_DELAY_SECONDS": "0.05",
-        "CLAIMWATCH_METRICS_PORT": str(port),
-        "CLAIMWATCH_METRICS_HOST": "127.0.0.1",
-        "PYTHONPATH": str(ROOT),
-    })
-    return subprocess.Popen([sys.executable, "-m", "evaluator_worker.cli", "--log-level", "WARNING", "worker"],
-                            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return spawn_worker(settings, port, CLAIMWATCH_JUDGE="tests.fakes.judges:slow_factory",
+                        CLAIMWATCH_TEST_DELAY_SECONDS="0.05")
 
 
 def test_scrape_during_sigterm_exits_0_and_commits_offsets(kafka_bootstrap, topic_name):

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from prometheus_client import start_http_server
@@ -21,10 +18,9 @@ from evaluator_worker.embedded import free_port
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
-from tests.integration.kafka_helpers import create_topic, drain, produce, scrape, total, worker_settings
+from tests.integration.kafka_helpers import create_topic, drain, produce, scrape, spawn_worker, total, worker_settings
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _record(i: int, release: str, answer: str) -> tuple[bytes, bytes]:
@@ -118,25 +114,7 @@ def test_replayed_record_is_not_counted_twice(kafka_bootstrap, topic_name):
 
 
 def _spawn_worker(settings, port: int, env_extra: dict) -> subprocess.Popen:
-    env = dict(os.environ)
-    env.update({
-        "CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
-        "CLAIMWATCH_TOPIC": settings.topic,
-        "CLAIMWATCH_RESULTS_TOPIC": settings.results_topic,
-        "CLAIMWATCH_DEAD_LETTER_TOPIC": settings.dead_letter_topic,
-        "CLAIMWATCH_CONSUMER__GROUP_ID": settings.consumer.group_id,
-        "CLAIMWATCH_CONSUMER__SESSION_TIMEOUT_MS": "6000",
-        "CLAIMWATCH_CONSUMER__HEARTBEAT_INTERVAL_MS": "1000",
-        "CLAIMWATCH_CONSUMER__MAX_POLL_INTERVAL_MS": "10000",
-        "CLAIMWATCH_CONSUMER__MAX_POLL_RECORDS": "5",
-        "CLAIMWATCH_JUDGE": "tests.fakes.judges:slow_factory",
-        "CLAIMWATCH_METRICS_PORT": str(port),
-        "CLAIMWATCH_METRICS_HOST": "127.0.0.1",
-        "PYTHONPATH": str(ROOT),
-    })
-    env.update(env_extra)
-    return subprocess.Popen([sys.executable, "-m", "evaluator_worker.cli", "--log-level", "WARNING", "worker"],
-                            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return spawn_worker(settings, port, CLAIMWATCH_JUDGE="tests.fakes.judges:slow_factory", **env_extra)
 
 
 def test_sigkill_mid_record_loses_nothing_and_double_counts_nothing(kafka_bootstrap, topic_name, tmp_path):
