@@ -6,6 +6,8 @@ worker and only add measurement around them.
 
 from __future__ import annotations
 
+from collector.sink import MemorySink
+
 import os
 import random
 import re
@@ -108,29 +110,12 @@ class OtlpSink:
 # --------------------------------------------------------------------------- demo traffic
 
 
-class ListSink:
-    """A collector sink that keeps the records in memory (the Sink protocol)."""
-
-    def __init__(self) -> None:
-        self.records: list[RagTrace] = []
-
-    def submit(self, record: RagTrace) -> bool:
-        self.records.append(record)
-        return True
-
-    def force_flush(self, timeout_s: float) -> bool:
-        return True
-
-    def shutdown(self, timeout_s: float) -> bool:
-        return True
-
-
 def demo_traces(n: int, *, fault_rate: float = 0.3, seed: int = 7, release: str = "v1.5.0-rc1") -> list[RagTrace]:
     """``n`` RagTrace records made by the instrumented demo app and turned into records by the real collector."""
     provider = make_provider(release)
     settings = CollectorSettings()
     settings.late_span_wait_s = 0.0
-    sink = ListSink()
+    sink = MemorySink()
     processor = RagTraceProcessor(settings, sink=sink, registry=CollectorRegistry())
     provider.add_span_processor(processor)
     app = DemoRagApp(provider.get_tracer("demo-rag-app"), release, MODEL, fault_rate=fault_rate, seed=seed)

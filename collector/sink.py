@@ -69,6 +69,23 @@ def producer_config(settings: CollectorSettings) -> dict[str, Any]:
     return cfg
 
 
+class MemorySink:
+    """A sink that keeps records in memory (tests, benchmarks, dry runs): the ``Sink`` protocol."""
+
+    def __init__(self) -> None:
+        self.records: list[RagTrace] = []
+
+    def submit(self, record: RagTrace) -> bool:
+        self.records.append(record)
+        return True
+
+    def force_flush(self, timeout_s: float | None = None) -> bool:
+        return True
+
+    def shutdown(self, timeout_s: float | None = None) -> bool:
+        return True
+
+
 class KafkaSink:
     """Bounded queue + producer thread. Thread-safe ``submit``; never raises into the caller."""
 

@@ -20,6 +20,7 @@ from evaluator_worker.consumer import MAX_DLQ_VALUE_BYTES, Worker
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
+from tests.fakes.kafka import MemoryProducer
 
 KNOWN_REASONS = {"empty", "not_json", "not_object", "schema_version", "invalid", "invalid_text", "oversized"}
 
@@ -35,22 +36,6 @@ class Msg:
     offset: int = 0
 
 
-class Producer:
-    """Records ``send`` calls; ``flush``/``close`` do nothing."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes | None, bytes, list]] = []
-
-    def send(self, topic, key=None, value=None, headers=None):
-        self.sent.append((topic, key, value, list(headers or [])))
-
-    def flush(self, timeout=None):
-        pass
-
-    def close(self, timeout=None):
-        pass
-
-
 class Consumer:
     """Only what ``_ensure_clients`` may touch when a consumer is given."""
 
@@ -61,20 +46,20 @@ class Consumer:
         pass
 
 
-def make_worker(metrics: WorkerMetrics | None = None, **overrides) -> tuple[Worker, Producer, WorkerMetrics]:
+def make_worker(metrics: WorkerMetrics | None = None, **overrides) -> tuple[Worker, MemoryProducer, WorkerMetrics]:
     """A worker wired to the fakes, dedupe seeding disabled."""
     s = WorkerSettings()
     for k, v in overrides.items():
         setattr(s, k, v)
     metrics = metrics or WorkerMetrics()
-    producer = Producer()
+    producer = MemoryProducer()
     w = Worker(s, Evaluator(TagJudge(), metrics, consistency=None), consumer=Consumer(), producer=producer,
                seed_dedupe=lambda parts: [])
     w._ensure_clients()
     return w, producer, metrics
 
 
-def outcome(w: Worker, p: Producer, value: bytes | None) -> tuple[str, str | None]:
+def outcome(w: Worker, p: MemoryProducer, value: bytes | None) -> tuple[str, str | None]:
     """Handle one message; return ('dlq', reason) or ('result', None)."""
     before = len(p.sent)
     started = time.monotonic()

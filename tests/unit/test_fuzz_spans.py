@@ -23,30 +23,15 @@ from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from collector.record import RagTrace
 from collector.sink import KafkaSink
+from tests.fakes.kafka import MemoryProducer
 
 LIMITS = dict(max_contexts=8, max_text_chars=2_000, max_record_bytes=20_000)
 _ids = itertools.count(1)
 
 
-class Producer:
-    """In-memory stand-in for ``KafkaProducer``: keeps every value sent."""
-
-    def __init__(self, **config) -> None:
-        self.values: list[bytes] = []
-
-    def send(self, topic, key=None, value=None):
-        self.values.append(value)
-
-    def flush(self, timeout=None):
-        pass
-
-    def close(self, timeout=None):
-        pass
-
-
-def make_processor() -> tuple[RagTraceProcessor, Producer, CollectorRegistry]:
+def make_processor() -> tuple[RagTraceProcessor, MemoryProducer, CollectorRegistry]:
     """A processor with small record limits, a real KafkaSink and an in-memory producer."""
-    producer = Producer()
+    producer = MemoryProducer()
     registry = CollectorRegistry()
     s = CollectorSettings(late_span_wait_s=0.0, **LIMITS)
     from collector.metrics import get_metrics

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collector.sink import MemorySink
+
 import json
 
 import pytest
@@ -22,23 +24,6 @@ from collector.conventions import SpanExtractor
 from collector.metrics import get_metrics
 from collector.pipeline import TracePipeline
 from collector.record import RagTrace
-
-
-class ListSink:
-    """Collects submitted records."""
-
-    def __init__(self) -> None:
-        self.records: list[RagTrace] = []
-
-    def submit(self, record: RagTrace) -> bool:
-        self.records.append(record)
-        return True
-
-    def force_flush(self, timeout_s: float) -> bool:
-        return True
-
-    def shutdown(self, timeout_s: float) -> bool:
-        return True
 
 
 def rag_spans(question: str = "How long do refunds take?", answer: str = "Refunds take 5 days.", n_docs: int = 3):
@@ -67,7 +52,7 @@ def rag_spans(question: str = "How long do refunds take?", answer: str = "Refund
 
 def build_all(spans, settings: CollectorSettings | None = None) -> list[RagTrace]:
     """Run spans through a TracePipeline and return the records it submits."""
-    sink = ListSink()
+    sink = MemorySink()
     pipe = TracePipeline(settings or CollectorSettings(late_span_wait_s=0.0), sink=sink,
                          metrics=get_metrics(CollectorRegistry()))
     for span in spans:

@@ -15,6 +15,7 @@ from collector.config import CollectorSettings, KafkaConnection, SamplingSetting
 from collector.processor import RagTraceProcessor, check_environment, check_provider
 from collector.record import RagTrace
 from collector.sink import KafkaSink
+from tests.fakes.kafka import MemoryProducer
 
 
 class FakeSink:
@@ -38,20 +39,6 @@ class FakeSink:
 
     def reset_after_fork(self) -> None:
         self.calls.append("fork")
-
-
-class FakeProducer:
-    def __init__(self, **config) -> None:
-        self.sent: list[bytes] = []
-
-    def send(self, topic, key=None, value=None):
-        self.sent.append(value)
-
-    def flush(self, timeout=None):
-        pass
-
-    def close(self, timeout=None):
-        pass
 
 
 def setup(settings: CollectorSettings | None = None, sink=None, **kw):
@@ -170,18 +157,18 @@ def test_kafka_unreachable_on_end_stays_fast_and_drops_are_counted():
 
 def test_email_never_reaches_the_producer():
     """With redact_emails on, no e-mail from question, answer or context is in the bytes sent to Kafka."""
-    producers: list[FakeProducer] = []
+    producers: list[MemoryProducer] = []
     settings = CollectorSettings(late_span_wait_s=0.01, redact_emails=True)
     registry = CollectorRegistry()
     from collector.metrics import get_metrics
 
     sink = KafkaSink(settings, metrics=get_metrics(registry),
-                     producer_factory=lambda **c: producers.append(FakeProducer()) or producers[-1])
+                     producer_factory=lambda **c: producers.append(MemoryProducer()) or producers[-1])
     proc, tp, _, _ = setup(settings, sink=sink)
     rag_trace(tp, question="I am jane.doe@example.com", answer="Mail bob@corp.io",
               docs=("Owner: ops@example.org", "plain"))
     assert proc.force_flush(3000)
-    sent = b"".join(producers[0].sent)
+    sent = b"".join(producers[0].values)
     assert b"@" not in sent and b"[EMAIL]" in sent
     proc.shutdown()
 

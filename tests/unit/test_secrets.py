@@ -20,6 +20,7 @@ from collector.processor import RagTraceProcessor
 from collector.record import RagTrace
 from collector.sink import KafkaSink, producer_config
 from evaluator_worker.config import WorkerSettings
+from tests.fakes.kafka import MemoryProducer
 
 API_KEY = "sk-ant-api03-Zq9xUNIQUEKEYxx_1234567890abcdef"
 SASL_PASSWORD = "hunter2-UNIQUE-sasl-pw"
@@ -113,20 +114,6 @@ def test_kafka_tls_and_sasl_settings_pass_through_from_env(monkeypatch):
         assert {k: kwargs.get(k) for k in want} == want
 
 
-class _Producer:
-    def __init__(self, **config) -> None:
-        self.values: list[bytes] = []
-
-    def send(self, topic, key=None, value=None):
-        self.values.append(value)
-
-    def flush(self, timeout=None):
-        pass
-
-    def close(self, timeout=None):
-        pass
-
-
 def _pii_trace(tp: TracerProvider) -> None:
     tracer = tp.get_tracer("t")
     text = f"Mail {EMAIL}, call {PHONE}, card {CARD}, id {EMPLOYEE}, about {SECRET_NAME}."
@@ -144,7 +131,7 @@ def _pii_trace(tp: TracerProvider) -> None:
 
 def test_redacted_text_never_reaches_the_producer_logs_or_metrics(capsys):
     """Emails, phones, cards, a custom regex and a callable: masked in the produced value; absent from logs and /metrics."""
-    producer = _Producer()
+    producer = MemoryProducer()
     registry = CollectorRegistry()
     s = CollectorSettings(late_span_wait_s=0.0, redact_emails=True, redact_phones=True, redact_cards=True,
                           redact_patterns=[r"EMP-\d+"])
