@@ -4,5 +4,5 @@
 # $CLAIMWATCH_TEST_BOOTSTRAP when set (.ci/run starts one), else the tests start their own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+[ "${CLAIMWATCH_SETUP_DONE:-0}" = 1 ] || bash scripts/setup.sh
 exec python3 -m pytest -q -p no:cacheprovider "$@"
