@@ -23,6 +23,7 @@ SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
 
 #: Kafka's default ``message.max.bytes`` is ~1 MB; stay clear of it.
 DEFAULT_MAX_RECORD_BYTES = 900_000
+MAX_TRACE_ID_CHARS = 256
 DEFAULT_MAX_CONTEXTS = 64
 DEFAULT_MAX_TEXT_CHARS = 100_000
 
@@ -59,7 +60,8 @@ class RagTrace(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     schema_version: int = SCHEMA_VERSION
-    trace_id: str
+    #: W3C trace ids are 32 hex digits; the bound keeps Kafka keys and result records small
+    trace_id: str = Field(max_length=MAX_TRACE_ID_CHARS)
     root_span_id: str | None = None
     span_ids: list[str] = Field(default_factory=list)
     start_time_unix_nano: int | None = None

@@ -56,7 +56,12 @@ def build_evaluator(settings: WorkerSettings, metrics=None):
         tracker = ConsistencyTracker(
             cjudge, threshold=p.consistency_threshold, window=p.consistency_window, sample=p.consistency_sample
         )
-    return Evaluator(judge, metrics, include_text=settings.results_include_text, parity=p, consistency=tracker)
+    from evaluator_worker.flow import RetryPolicy
+
+    f = settings.flow
+    retry = RetryPolicy(base_s=f.retry_base_s, max_s=f.retry_max_s, deadline_s=f.retry_deadline_s)
+    return Evaluator(judge, metrics, retry=retry, include_text=settings.results_include_text, parity=p,
+                     consistency=tracker)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -83,12 +88,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     log.info("worker starting", topic=settings.topic, group=settings.consumer.group_id, judge=judge.name,
-             bootstrap=settings.kafka.bootstrap_servers, metrics_port=settings.metrics_port)
-    n = worker.run(max_records=args.max_records, idle_timeout_s=args.idle_timeout)
+             bootstrap=settings.kafka.bootstrap_servers, metrics_port=settings.metrics_port,
+             max_in_flight=settings.flow.max_in_flight, io_bound=evaluator.io_bound)
+    try:
+        n = worker.run(max_records=args.max_records, idle_timeout_s=args.idle_timeout)
+    finally:
+        if server is not None:
+            server.shutdown()
+        exporter.shutdown()
     log.info("worker stopped", processed=n)
-    if server is not None:
-        server.shutdown()
-    exporter.shutdown()
     return 0
 
 

@@ -30,13 +30,56 @@ class AnthropicSettings(BaseModel):
     extract_model: str = "claude-haiku-4-5"
     max_tokens: int = 4096
     timeout_s: float = 60.0
-    max_retries: int = 4
+    #: retries inside the SDK. Keep 0: the worker's flow layer (CLAIMWATCH_FLOW__*) is the one retry layer, so
+    #: every 429 lowers the worker's concurrency and a 401 is never retried
+    max_retries: int = 0
     #: claims per verify call; larger answers are split
     max_claims_per_call: int = 40
     #: one call per answer: `model` extracts the claims and judges them in the same call (the worker passes the contexts to extraction); fewer tokens, but extraction and verification are no longer independent
     single_call: bool = False
     #: USD per million tokens: {model: {"input": x, "output": y, "cache_read": z, "cache_creation": w}}
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+class FlowSettings(BaseModel):
+    """How many answers one worker judges at once, how it backs off, how writes are made durable.
+
+    See ``evaluator_worker.flow`` (retries, adaptive concurrency) and ``evaluator_worker.consumer``.
+    """
+
+    #: answers handed to judging at once. Network judges (anthropic, cascade) get this many threads: at ~2 s per
+    #: call and 2 calls per answer, 64 gives ~16 answers/s per worker. Partitions are paused while it is full
+    max_in_flight: int = Field(64, ge=1, le=4096)
+    #: threads for CPU-bound judges (heuristic, hybrid, nli): more threads only add GIL contention
+    cpu_threads: int = Field(1, ge=1, le=64)
+    #: lowest adaptive concurrency after repeated 429/529 (the limit starts at max_in_flight)
+    min_concurrency: int = Field(1, ge=1)
+    #: client-side ceiling on judge calls per minute (your Anthropic organisation's RPM); unset = none
+    requests_per_minute: float | None = Field(None, gt=0)
+    #: client-side ceiling on estimated input tokens per minute (your organisation's ITPM); unset = none
+    input_tokens_per_minute: float | None = Field(None, gt=0)
+    #: first retry delay of a failed judge call; doubles per attempt (full jitter), never below retry-after
+    retry_base_s: float = Field(1.0, gt=0)
+    retry_max_s: float = Field(60.0, gt=0)
+    #: a judge operation is retried for this long before the answer's claims become ERROR
+    retry_deadline_s: float = Field(900.0, gt=0)
+    #: on revoke and on SIGTERM: time to finish in-flight answers and commit them; the rest is handed back
+    drain_timeout_s: float = Field(20.0, ge=0)
+    #: how often durable offsets are committed
+    commit_interval_s: float = Field(1.0, gt=0)
+    #: a result write the broker keeps failing with a retriable error (timeouts, NOT_ENOUGH_REPLICAS) is
+    #: re-sent for this long; then the worker stops without committing past it
+    write_retry_deadline_s: float = Field(600.0, gt=0)
+    #: attempts for a write failing with a non-retriable error (authorization, invalid topic) before the stop
+    write_max_attempts: int = Field(5, ge=1)
+    #: results and dead letters awaiting acknowledgement before partitions are paused
+    max_unacked_writes: int = Field(10_000, ge=1)
+    #: the producer's request limit (kafka-python max_request_size). Results larger than this minus
+    #: headroom are shrunk (text dropped, verdicts kept); keep it <= the broker's message.max.bytes
+    producer_max_request_bytes: int = Field(1_048_576, ge=1)
+    producer_linger_ms: int = Field(50, ge=0)
+    #: a send() never blocks the poll loop longer than this (metadata or buffer waits); it is retried
+    producer_max_block_ms: int = Field(1_000, ge=0)
 
 
 class CascadeSettings(BaseModel):
@@ -89,6 +132,7 @@ class WorkerSettings(BaseSettings):
     anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
     cascade: CascadeSettings = Field(default_factory=CascadeSettings)
     parity: ParitySettings = Field(default_factory=ParitySettings)
+    flow: FlowSettings = Field(default_factory=FlowSettings)
     nli_model: str | None = None
 
     metrics_host: str = "0.0.0.0"
@@ -97,7 +141,8 @@ class WorkerSettings(BaseSettings):
     slice_values: dict[str, list[str]] = Field(default_factory=dict)
     max_values_per_label: int = 50
 
-    #: Kafka values larger than this are dead-lettered (reason ``oversized``) without being judged
+    #: Kafka values larger than this are dead-lettered (reason ``oversized``) without being judged. Results of
+    #: accepted records may still exceed the producer's limit (flow.producer_max_request_bytes): they are shrunk
     max_record_bytes: int = 4_000_000
     dedupe_window: int = 100_000
     #: results read back from the results topic on every partition assignment to seed the window

@@ -3,16 +3,33 @@
 Hierarchy::
 
     ClaimwatchError (collector.errors)
-    ├── RecordDecodeError (collector.errors)   a Kafka value that is not a RagTrace -> dead letter
-    └── JudgeError                   a judge could not produce verdicts
-        ├── JudgeTimeout             the judge did not answer in time
-        ├── JudgeRateLimited         429 / overloaded after the client's retries
-        ├── JudgeUnavailable         5xx / connection failures after retries
-        └── JudgeOutputError         the judge answered, but not in the agreed structure
-                                     (unparseable JSON, missing claim ids after repair)
+    ├── ConfigError (collector.errors)      settings that cannot work: the worker stops
+    ├── RecordDecodeError (collector.errors) a Kafka value that is not a RagTrace -> dead letter
+    ├── JudgeError                          a judge call failed; carries ``retryable``,
+    │   │                                   ``throttled``, ``fatal``, ``status_code``, ``retry_after``
+    │   ├── JudgeTimeout          retryable     the judge did not answer in time (408, client timeout)
+    │   ├── JudgeRateLimited      retryable     429, 529 overloaded: also backs the concurrency off
+    │   ├── JudgeUnavailable      retryable     5xx, 409, connection failures
+    │   ├── JudgeRequestRejected  not retried   400/413/422: this answer's request is invalid ->
+    │   │                                       its claims are ERROR, the worker goes on
+    │   ├── JudgeAuthError        fatal         401/403/404 (bad key, no permission, unknown
+    │   │                                       model): the worker stops at once, nothing is
+    │   │                                       dead-lettered or committed past the record
+    │   └── JudgeOutputError      not retried   the judge answered, but not in the agreed
+    │                                           structure (after the judge's own repair)
+    ├── EvaluationAbandoned                 the worker is stopping or lost the partition while
+    │                                       the answer waited: no result, offset not committed
+    └── WorkerFatal                         the worker cannot go on safely (a result write the
+                                            broker keeps rejecting, a fatal judge error): it
+                                            stops without committing past the record
 
-A ``JudgeError`` marks the answer's claims ``ERROR`` (never supported or
-contradicted); ``reason`` is a bounded label for metrics.
+Who retries: only :class:`evaluator_worker.flow.JudgeCaller` (the SDK's own retries are
+off by default, ``CLAIMWATCH_ANTHROPIC__MAX_RETRIES=0``), so every 429 reaches the
+adaptive concurrency limit and a 401 is never retried.
+
+A non-fatal ``JudgeError`` that is not retried (or outlives the retry deadline) marks the
+answer's claims ``ERROR`` (never supported or contradicted); ``reason`` is a bounded
+label for metrics.
 """
 
 from __future__ import annotations
@@ -27,25 +44,73 @@ __all__ = [
     "JudgeTimeout",
     "JudgeRateLimited",
     "JudgeUnavailable",
+    "JudgeRequestRejected",
+    "JudgeAuthError",
     "JudgeOutputError",
+    "EvaluationAbandoned",
+    "WorkerFatal",
 ]
 
 
 class JudgeError(ClaimwatchError):
+    """A judge call failed. Class attributes give the policy; instances may carry HTTP details."""
+
     reason = "error"
+    #: worth calling again later (with backoff)
+    retryable = False
+    #: the provider asked us to slow down (429/529): the adaptive limit shrinks
+    throttled = False
+    #: no later call can succeed with these settings: stop the worker
+    fatal = False
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+        setting: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        #: seconds the provider asked us to wait (``retry-after``), if it said
+        self.retry_after = retry_after
+        #: the setting a person should fix (fatal errors)
+        self.setting = setting
 
 
 class JudgeTimeout(JudgeError):
     reason = "timeout"
+    retryable = True
 
 
 class JudgeRateLimited(JudgeError):
     reason = "rate_limited"
+    retryable = True
+    throttled = True
 
 
 class JudgeUnavailable(JudgeError):
     reason = "unavailable"
+    retryable = True
+
+
+class JudgeRequestRejected(JudgeError):
+    reason = "rejected"
+
+
+class JudgeAuthError(JudgeError):
+    reason = "auth"
+    fatal = True
 
 
 class JudgeOutputError(JudgeError):
     reason = "bad_output"
+
+
+class EvaluationAbandoned(ClaimwatchError):
+    """The answer was given up without a result (stop or revoke while it waited)."""
+
+
+class WorkerFatal(ClaimwatchError):
+    """The worker stopped because going on could lose data or burn the backlog."""

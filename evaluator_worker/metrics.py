@@ -17,13 +17,21 @@ answers_with_unsupported_total             counter    <slices>   any UNSUPPORTED
 answers_with_contradicted_total            counter    <slices>   any CONTRADICTED claim
 answer_faithfulness_ratio                  histogram  <slices>   per-answer supported/judged claims
 answer_claims                              histogram  <slices>   claims per answer
-records_total                              counter    outcome (processed|dead_lettered|duplicate|failed)
+records_total                              counter    outcome (processed|dead_lettered|duplicate|abandoned)
 dead_letters_total                         counter    reason
 judge_latency_seconds                      histogram  judge, operation (extract|verify)
 judge_calls_total                          counter    judge, model
 judge_tokens_total                         counter    judge, model, kind (input|output|cache_read|cache_creation)
 judge_cost_dollars_total                   counter    judge, model
-judge_errors_total                         counter    judge, reason
+judge_errors_total                         counter    judge, reason  (each failed call, retried or not)
+judge_throttled_total                      counter    judge      calls answered 429/529 (the limit backs off)
+judge_concurrency_limit                    gauge      -          current adaptive limit on judge calls in flight
+in_flight_answers                          gauge      -          answers handed to judging, not yet finished
+unacked_writes                             gauge      -          results/dead letters sent, not yet acknowledged
+rebalance_drain_seconds                    histogram  -          time spent finishing in-flight work on revoke
+result_write_errors_total                  counter    reason     result/dead-letter writes the broker did not take
+results_shrunk_total                       counter    -          results cut to fit the producer's request limit
+commit_failures_total                      counter    -          offset commits that failed (retried with the next commit)
 evaluation_duration_seconds                histogram  -          decode -> results recorded, per record
 consumer_lag_records                       gauge      topic      sum over this worker's assigned partitions
 last_evaluation_timestamp_seconds          gauge      -
@@ -141,6 +149,39 @@ class WorkerMetrics:
             "claimwatch_judge_cost_dollars", "Estimated judge cost in US dollars.", ["judge", "model"], registry=r
         )
         self.judge_errors = Counter("claimwatch_judge_errors", "Judge failures, by reason.", ["judge", "reason"], registry=r)
+        self.judge_throttled = Counter(
+            "claimwatch_judge_throttled", "Judge calls answered with 429/529 (the concurrency limit backs off).",
+            ["judge"], registry=r,
+        )
+        self.concurrency_limit = Gauge(
+            "claimwatch_judge_concurrency_limit", "Current adaptive limit on judge calls in flight.", registry=r
+        )
+        self.in_flight = Gauge(
+            "claimwatch_in_flight_answers", "Answers handed to judging and not finished yet.", registry=r
+        )
+        self.unacked_writes = Gauge(
+            "claimwatch_unacked_writes", "Results and dead letters sent and not yet acknowledged by the broker.", registry=r
+        )
+        self.rebalance_drain = Histogram(
+            "claimwatch_rebalance_drain_seconds",
+            "Time spent finishing in-flight answers of revoked partitions before giving them up.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.write_errors = Counter(
+            "claimwatch_result_write_errors",
+            "Result and dead-letter writes the broker did not take (retried), by error.",
+            ["reason"],
+            registry=r,
+        )
+        self.results_shrunk = Counter(
+            "claimwatch_results_shrunk", "Results cut (text fields dropped) to fit the producer's request limit.",
+            registry=r,
+        )
+        self.commit_failures = Counter(
+            "claimwatch_commit_failures", "Offset commits that failed (the next commit carries the same offsets).",
+            registry=r,
+        )
         self.evaluation_duration = Histogram(
             "claimwatch_evaluation_duration_seconds",
             "Time to evaluate one record (decode to results recorded).",

@@ -1,15 +1,20 @@
 """One answer through a judge: extract claims, verify them, score, record metrics.
 
 The same :class:`Evaluator` serves the Kafka worker, ``claimwatch score`` and
-the demo, so batch and streaming numbers agree.
+the demo, so batch and streaming numbers agree. It is safe to call
+``evaluate`` from many threads at once (the worker does, for network judges);
+``record`` is called from one thread (the worker's poll loop).
 
-Failure policy:
+Failure policy (the retrying itself is :class:`evaluator_worker.flow.JudgeCaller`'s,
+the only retry layer):
 
-- transient judge errors (timeout, rate limit, unavailable) are retried with
-  capped exponential backoff (``transient_retries``); while that happens the
-  backlog grows, which the lag metric shows;
-- after that, or on a malformed judge answer, the answer's claims are ``ERROR``
-  (outcome ``failed``): never counted as supported or contradicted;
+- retryable judge errors (429, 529, 5xx, timeouts) are retried with backoff until
+  the caller's deadline; while that happens the backlog grows, which the lag metric shows;
+- after that, or on an error that is not worth retrying (400, malformed output),
+  the answer's claims are ``ERROR`` (outcome ``failed``): never counted as
+  supported or contradicted;
+- fatal errors (401/403, ``ConfigError``) and ``EvaluationAbandoned`` are raised:
+  the caller stops or hands the record back;
 - a judge that returns fewer verdicts than claims has the missing ones
   marked ``ERROR`` (``complete_verdicts``); the score's denominator is the
   number of judged claims, never the number of verdicts the judge chose to return.
@@ -17,20 +22,26 @@ Failure policy:
 
 from __future__ import annotations
 
-import time
 from typing import Callable
 
 from collector.logs import get_logger
 from collector.record import RagTrace
 from evaluator_worker.config import ParitySettings
 from evaluator_worker.consistency import ConsistencyResult, ConsistencyTracker
-from evaluator_worker.errors import JudgeError, JudgeOutputError
+from evaluator_worker.errors import JudgeError
+from evaluator_worker.flow import JudgeCaller, RetryPolicy, estimate_tokens
 from evaluator_worker.judges.base import Claim, Judge, Usage, Verdict, complete_verdicts
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.parity import parity_scores
 from evaluator_worker.scoring import AnswerResult, score
 
 log = get_logger(__name__)
+
+
+def _billed_input_tokens(out: object) -> int:
+    """Input tokens a provider's per-minute limit counts (cache reads excluded, as Anthropic does)."""
+    u = out.usage  # type: ignore[attr-defined]
+    return int(u.input_tokens + u.cache_creation_tokens)
 
 
 class Evaluator:
@@ -41,25 +52,21 @@ class Evaluator:
         judge: Judge,
         metrics: WorkerMetrics | None = None,
         *,
-        transient_retries: int = 2,
-        backoff_s: float = 1.0,
-        max_backoff_s: float = 30.0,
+        caller: JudgeCaller | None = None,
+        retry: RetryPolicy | None = None,
         include_text: bool = True,
         parity: ParitySettings | None = None,
         consistency: ConsistencyTracker | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.perf_counter,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         self.judge = judge
         self.metrics = metrics
-        self.transient_retries = transient_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
+        self.caller = caller or JudgeCaller(judge.name, retry=retry, metrics=metrics, sleep=sleep)
+        if self.caller.metrics is None:
+            self.caller.metrics = metrics
         self.include_text = include_text
         self.parity = parity or ParitySettings()
         self.consistency = consistency
-        self._sleep = sleep
-        self._clock = clock
         self._seen_slices: set[tuple[str, ...]] = set()
         #: label children per slice (see ``record``)
         self._slice_children: dict[tuple[str, ...], dict[tuple[str, tuple[str, ...]], object]] = {}
@@ -67,55 +74,51 @@ class Evaluator:
         if metrics is not None and callable(bind):
             bind(metrics)
 
+    @property
+    def io_bound(self) -> bool:
+        """True for judges that wait on the network (many answers in flight pay off)."""
+        return bool(getattr(self.judge, "io_bound", False))
+
     # -- judging -------------------------------------------------------------
-    def _call(self, operation: str, fn: Callable[[], object]) -> object:
-        attempt = 0
-        while True:
-            start = self._clock()
-            try:
-                return fn()
-            except JudgeOutputError:
-                raise
-            except JudgeError as exc:
-                if self.metrics:
-                    self.metrics.judge_errors.labels(self.judge.name, exc.reason).inc()
-                if attempt >= self.transient_retries:
-                    raise
-                delay = min(self.max_backoff_s, self.backoff_s * (2**attempt))
-                log.warning("judge transient error, retrying", judge=self.judge.name, operation=operation,
-                            reason=exc.reason, attempt=attempt + 1, delay_s=delay)
-                attempt += 1
-                self._sleep(delay)
-            finally:
-                if self.metrics:
-                    self.metrics.judge_latency.labels(self.judge.name, operation).observe(self._clock() - start)
+    @property
+    def _extract_sees_contexts(self) -> bool:
+        return bool(getattr(self.judge, "extract_sees_contexts", False))
 
     def _extract(self, trace: RagTrace, contexts: list[str]) -> object:
         """Claim extraction; a judge with ``extract_sees_contexts`` (single-call mode) also gets the contexts."""
-        if getattr(self.judge, "extract_sees_contexts", False):
+        if self._extract_sees_contexts:
             return self.judge.extract_claims(trace.answer, trace.question, contexts=contexts)  # type: ignore[call-arg]
         return self.judge.extract_claims(trace.answer, trace.question)
 
-    def evaluate(self, trace: RagTrace) -> AnswerResult:
-        """Judge one answer. Never raises for judge failures: they become outcome ``failed``."""
+    def evaluate(self, trace: RagTrace, cancelled: Callable[[], bool] | None = None) -> AnswerResult:
+        """Judge one answer. Judge failures become outcome ``failed``; fatal ones and abandonment raise."""
         contexts = [c.content for c in trace.contexts]
         usages: list[Usage] = []
         claims: list[Claim] = []
+        call = self.caller.call
         try:
-            extraction = self._call("extract", lambda: self._extract(trace, contexts))
+            extraction = call(
+                "extract", lambda: self._extract(trace, contexts), cancelled=cancelled, used_tokens=_billed_input_tokens,
+                est_tokens=estimate_tokens(trace.answer, trace.question, *(contexts if self._extract_sees_contexts else ())),
+            )
             claims = list(extraction.claims)  # type: ignore[attr-defined]
             usages.append(extraction.usage)  # type: ignore[attr-defined]
             if claims:
-                verification = self._call("verify", lambda: self.judge.verify(claims, contexts, trace.question))
+                verification = call(
+                    "verify", lambda: self.judge.verify(claims, contexts, trace.question), cancelled=cancelled,
+                    used_tokens=_billed_input_tokens,
+                    est_tokens=estimate_tokens(trace.question, *(c.text for c in claims), *contexts),
+                )
                 verdicts = complete_verdicts(claims, verification.verdicts)  # type: ignore[attr-defined]
                 usages.append(verification.usage)  # type: ignore[attr-defined]
             else:
                 verdicts = []
             error = None
         except JudgeError as exc:
-            if isinstance(exc, JudgeOutputError) and self.metrics:
-                self.metrics.judge_errors.labels(self.judge.name, exc.reason).inc()
-            log.warning("judge failed; claims marked ERROR", judge=self.judge.name, reason=exc.reason, error=str(exc)[:300])
+            if exc.fatal:
+                raise
+            log.warning("judge failed; claims marked ERROR", judge=self.judge.name, reason=exc.reason,
+                        status=exc.status_code, error=str(exc)[:300])
             if not claims:
                 # extraction itself failed: one placeholder claim so the failure is visible, never NaN
                 claims = [Claim(id="c0", text="")]

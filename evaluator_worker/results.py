@@ -1,17 +1,129 @@
 """Where evaluated answers go: the Kafka results topic, or a JSONL file (``claimwatch score``).
 
-Also :class:`DedupeWindow`, the bounded set of trace ids already counted.
+Also :class:`DedupeWindow`, the bounded set of trace ids already counted, and the
+encoders that make every Kafka write fit the producer's request limit
+(``flow.producer_max_request_bytes``, 1 MiB by default, as Kafka's own default):
+
+- :func:`encode_result`: a result too large (a 1 MB question, thousands of claims) is
+  shrunk in stages, text first, verdicts last; the dropped fields are listed in
+  ``truncated`` and counted (``claimwatch_results_shrunk_total``);
+- :func:`fit_key`: keys above ``MAX_KEY_BYTES`` become ``sha256:<hex>`` with the original
+  length in a header; :func:`fit_value` replaces a dead letter's value that cannot fit
+  with ``b""`` and an ``original_bytes`` header.
+
+So no single record can make a write fail for size and stop the worker.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import IO, Iterable, Protocol
+from typing import IO, Callable, Iterable, Protocol
 
 from evaluator_worker.scoring import AnswerResult
+
+#: bytes kept free under the producer's request limit for record-batch framing, headers and the topic name
+REQUEST_HEADROOM_BYTES = 16_384
+#: longest Kafka key written as is (trace ids are 32 characters)
+MAX_KEY_BYTES = 1_024
+#: text fields are cut to this many characters in the first shrinking stage
+SHRUNK_TEXT_CHARS = 200
+
+Header = tuple[str, bytes]
+
+
+def record_budget(max_request_bytes: int) -> int:
+    """Bytes a key plus value may take so that one record fits a produce request."""
+    return max(1_024, max_request_bytes - REQUEST_HEADROOM_BYTES)
+
+
+def fit_key(key: bytes | None, limit: int = MAX_KEY_BYTES) -> tuple[bytes | None, list[Header]]:
+    """The key, or ``sha256:<hex>`` of it (plus a header with its length) when it is over ``limit``."""
+    if key is None or len(key) <= limit:
+        return key, []
+    digest = hashlib.sha256(key).hexdigest().encode()
+    return b"sha256:" + digest, [("claimwatch.original_key_bytes", str(len(key)).encode())]
+
+
+def fit_value(value: bytes | None, budget: int) -> tuple[bytes, list[Header]]:
+    """The value, or ``b""`` plus an ``original_bytes`` header when it cannot fit ``budget``."""
+    value = value or b""
+    if len(value) <= budget:
+        return value, []
+    return b"", [("claimwatch.original_bytes", str(len(value)).encode())]
+
+
+def _cut(text: str | None, n: int) -> str | None:
+    return text if text is None or len(text) <= n else text[:n] + "\u2026"
+
+
+def _drop_question_answer(r: AnswerResult) -> list[str]:
+    dropped = [f for f in ("question", "answer") if getattr(r, f)]
+    r.question = r.answer = None
+    return dropped
+
+
+def _cut_claim_text(r: AnswerResult) -> list[str]:
+    for c in r.claims:
+        c.text = _cut(c.text, SHRUNK_TEXT_CHARS) or ""
+        c.evidence = _cut(c.evidence, SHRUNK_TEXT_CHARS)
+        c.reason = _cut(c.reason, SHRUNK_TEXT_CHARS)
+    r.error = _cut(r.error, SHRUNK_TEXT_CHARS)
+    return ["claims.text(cut)"]
+
+
+def _drop_claim_text(r: AnswerResult) -> list[str]:
+    for c in r.claims:
+        c.text, c.evidence, c.reason = "", None, None
+    r.consistency = None
+    r.parity = None
+    return ["claims.text", "claims.evidence", "claims.reason", "consistency", "parity"]
+
+
+def _drop_claims(r: AnswerResult) -> list[str]:
+    r.claims = []  # counts and scores stay
+    r.usage = {k: v for k, v in r.usage.items() if k != "by_model"}
+    return ["claims"]
+
+
+def _cut_slices(r: AnswerResult) -> list[str]:
+    r.slices = {k[:64]: v[:128] for k, v in list(r.slices.items())[:16]}
+    r.trace_id = r.trace_id[:256]
+    return ["slices(cut)"]
+
+
+#: shrinking stages, cheapest loss first: each is tried only if the result still does not fit
+SHRINK_STAGES: tuple[Callable[[AnswerResult], list[str]], ...] = (
+    _drop_question_answer,
+    _cut_claim_text,
+    _drop_claim_text,
+    _drop_claims,
+    _cut_slices,
+)
+
+
+def encode_result(result: AnswerResult, budget: int) -> tuple[bytes, bytes, list[Header], list[str]]:
+    """Key, value and headers of a result that fit ``budget`` bytes; the last item lists what was dropped."""
+    key, headers = fit_key(result.trace_id.encode("utf-8", "replace"))
+    value = result.model_dump_json().encode("utf-8")
+    if len(key or b"") + len(value) <= budget:
+        return key or b"", value, headers, []
+    shrunk = result.model_copy(deep=True)
+    dropped: list[str] = []
+    for stage in SHRINK_STAGES:
+        dropped += stage(shrunk)
+        shrunk.truncated = list(result.truncated) + dropped
+        value = shrunk.model_dump_json().encode("utf-8")
+        if len(key or b"") + len(value) <= budget:
+            break
+    else:  # pathological (a budget below a few hundred bytes): the counts alone
+        value = json.dumps({"trace_id": shrunk.trace_id, "outcome": shrunk.outcome, "counts": shrunk.counts,
+                            "truncated": ["all"]}).encode()
+        dropped.append("all")
+    return key or b"", value, headers, dropped
 
 
 class ResultSink(Protocol):
@@ -43,31 +155,6 @@ class JsonlResults:
         self._fh.flush()
         if self._owned:
             self._fh.close()
-
-
-class KafkaResults:
-    """Produces each result to the results topic, keyed by trace id.
-
-    ``flush`` blocks until every write is acknowledged (or raises), so the
-    worker commits offsets only after results are durable.
-    """
-
-    def __init__(self, producer, topic: str) -> None:
-        self._producer = producer
-        self._topic = topic
-
-    def write(self, result: AnswerResult) -> None:
-        self._producer.send(
-            self._topic,
-            key=result.trace_id.encode("utf-8", "replace"),
-            value=result.model_dump_json().encode("utf-8"),
-        )
-
-    def flush(self, timeout_s: float = 10.0) -> None:
-        self._producer.flush(timeout=timeout_s)
-
-    def close(self) -> None:
-        self._producer.flush(timeout=5)
 
 
 class DedupeWindow:

@@ -52,6 +52,8 @@ class AnswerResult(BaseModel):
     #: PAS2-style consistency with earlier answers to paraphrased questions (evaluator_worker.consistency)
     consistency: ConsistencyResult | None = None
     evaluated_at: float = Field(default_factory=time.time)
+    #: fields dropped or cut to fit the results topic's size limit (``evaluator_worker.results.encode_result``)
+    truncated: list[str] = Field(default_factory=list)
 
     @property
     def has_unsupported(self) -> bool:

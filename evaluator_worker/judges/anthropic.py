@@ -18,9 +18,11 @@ protocol and the cascade (extract on another judge, verify here) are unchanged.
 
 Reliability rules (see docs/anthropic-judge.md):
 
-- 429/529/5xx/timeouts are retried by the SDK (``max_retries``, honours
-  ``retry-after``); after it gives up the exception is mapped to
-  ``JudgeRateLimited`` / ``JudgeTimeout`` / ``JudgeUnavailable``.
+- every SDK error is mapped by :func:`map_api_error` to a ``JudgeError`` carrying
+  ``retryable``/``throttled``/``fatal``, the status code and the ``retry-after``;
+  the SDK does not retry (``max_retries=0`` by default): ``flow.JudgeCaller`` is the
+  one retry layer (429/529/5xx/408/timeouts retried with backoff, 400/413 not,
+  401/403/404 stop the worker with the setting to fix).
 - ``stop_reason == "max_tokens"``: never parse partial output; split the batch
   in halves and retry (a single truncated claim becomes ``ERROR``).
 - Malformed tool input: one retry, then ``JudgeOutputError``.
@@ -33,9 +35,11 @@ Reliability rules (see docs/anthropic-judge.md):
 
 from __future__ import annotations
 
+import email.utils
 import json
 import re
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 import anthropic
@@ -45,9 +49,11 @@ from collector.logs import get_logger
 from evaluator_worker.config import AnthropicSettings
 from evaluator_worker.errors import (
     ConfigError,
+    JudgeAuthError,
     JudgeError,
     JudgeOutputError,
     JudgeRateLimited,
+    JudgeRequestRejected,
     JudgeTimeout,
     JudgeUnavailable,
 )
@@ -171,6 +177,70 @@ def _split_sentences(text: str) -> list[str]:
     return [p for p in parts if p]
 
 
+def retry_after_s(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date); None when absent or unreadable."""
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+        return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def map_api_error(exc: Exception, *, model: str | None = None) -> JudgeError:
+    """An SDK exception as a :class:`JudgeError` carrying retryable/throttled/fatal, status and retry-after."""
+    if isinstance(exc, anthropic.APITimeoutError):
+        return JudgeTimeout(f"judge timed out: {exc}")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return JudgeUnavailable(f"judge unreachable: {exc}")
+    if not isinstance(exc, anthropic.APIStatusError):
+        return JudgeUnavailable(f"judge call failed: {exc}")
+    status = exc.status_code
+    after = retry_after_s(getattr(exc.response, "headers", None))
+    detail = str(exc)[:300]
+    kw: dict[str, Any] = {"status_code": status, "retry_after": after}
+    if status == 401:
+        return JudgeAuthError(
+            "the Anthropic API rejected the key (401): set a valid CLAIMWATCH_ANTHROPIC__API_KEY or ANTHROPIC_API_KEY",
+            setting="CLAIMWATCH_ANTHROPIC__API_KEY", **kw,
+        )
+    if status == 403:
+        return JudgeAuthError(
+            "the Anthropic API refused this key (403 permission_error): give CLAIMWATCH_ANTHROPIC__API_KEY access to "
+            f"model {model!r} or choose another CLAIMWATCH_ANTHROPIC__MODEL",
+            setting="CLAIMWATCH_ANTHROPIC__API_KEY", **kw,
+        )
+    if status == 404:
+        return JudgeAuthError(
+            f"the Anthropic API does not know model {model!r} (404): fix CLAIMWATCH_ANTHROPIC__MODEL / "
+            "CLAIMWATCH_ANTHROPIC__EXTRACT_MODEL (or CLAIMWATCH_ANTHROPIC__BASE_URL)",
+            setting="CLAIMWATCH_ANTHROPIC__MODEL", **kw,
+        )
+    if status == 429:
+        return JudgeRateLimited(f"judge rate limited (429): {detail}", **kw)
+    if status == 529:
+        return JudgeRateLimited(f"judge overloaded (529): {detail}", **kw)
+    if status == 408:
+        return JudgeTimeout(f"judge request timeout (408): {detail}", **kw)
+    if status == 409 or status >= 500:
+        return JudgeUnavailable(f"judge server error {status}: {detail}", **kw)
+    return JudgeRequestRejected(f"judge request rejected ({status}): {detail}", **kw)
+
+
 # --------------------------------------------------------------------------- the judge
 
 
@@ -178,6 +248,8 @@ class AnthropicJudge:
     """Claude as claim extractor and verifier (implements ``evaluator_worker.judges.base.Judge``)."""
 
     name = "anthropic"
+    #: calls wait seconds on the network: the worker judges many answers at once
+    io_bound = True
 
     def __init__(self, settings: AnthropicSettings | None = None, client: anthropic.Anthropic | None = None) -> None:
         self.settings = settings or AnthropicSettings()
@@ -535,7 +607,7 @@ class AnthropicJudge:
         raise JudgeOutputError(f"{tool_name}: malformed tool output after retry: {last}")
 
     def _create(self, kwargs: dict[str, Any], usage: Usage) -> Any:
-        """One ``messages.create`` (SDK retries inside); maps SDK errors and adds usage."""
+        """One ``messages.create`` (no SDK retries by default: ``flow.JudgeCaller`` retries); maps errors, adds usage."""
         self._counter.reset()
         try:
             message = self.client.messages.create(max_tokens=self.settings.max_tokens, **kwargs)
@@ -545,18 +617,8 @@ class AnthropicJudge:
                     "no Anthropic credentials: set CLAIMWATCH_ANTHROPIC__API_KEY or ANTHROPIC_API_KEY"
                 ) from exc
             raise
-        except anthropic.APITimeoutError as exc:
-            raise JudgeTimeout(f"judge timed out: {exc}") from exc
-        except anthropic.APIConnectionError as exc:
-            raise JudgeUnavailable(f"judge unreachable: {exc}") from exc
-        except anthropic.RateLimitError as exc:
-            raise JudgeRateLimited(f"judge rate limited: {exc}") from exc
-        except anthropic.APIStatusError as exc:
-            if exc.status_code == 529:
-                raise JudgeRateLimited(f"judge overloaded (529): {exc}") from exc
-            if exc.status_code >= 500:
-                raise JudgeUnavailable(f"judge server error {exc.status_code}: {exc}") from exc
-            raise JudgeError(f"judge request rejected ({exc.status_code}): {exc}") from exc
+        except anthropic.APIError as exc:
+            raise map_api_error(exc, model=str(kwargs.get("model"))) from exc
         finally:
             usage.retries += max(0, self._counter.attempts - 1)
         u = getattr(message, "usage", None)

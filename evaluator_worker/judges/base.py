@@ -5,6 +5,11 @@ A judge does two things:
 - ``extract_claims(answer, question)`` -> ``Extraction`` (atomic claims, usage)
 - ``verify(claims, contexts, question)`` -> ``Verification`` (one verdict per claim id, usage)
 
+Optional attribute ``io_bound`` (default False): True for judges that wait on
+the network (an LLM API); the worker then judges up to ``flow.max_in_flight``
+answers at once under adaptive concurrency. CPU-bound judges run on
+``flow.cpu_threads`` threads. A judge used by the worker must be thread-safe.
+
 Contract: ``verify`` returns exactly one ``ClaimVerdict`` per claim id, or
 raises ``JudgeError``. The pipeline checks this anyway (``complete_verdicts``):
 a missing verdict becomes ``ERROR``, never silently dropped, so the score's

@@ -8,7 +8,10 @@
 - The second judge spends at most ``budget_usd_per_hour`` (sliding hour, from the
   usage it reports); over budget, claims keep the first verdict
   (``decided_by="first_over_budget"``). A failing second judge also leaves the
-  first verdict in place (``decided_by="first_fallback"``) and is counted.
+  first verdict in place (``decided_by="first_fallback"``) and is counted, except
+  when it is throttled (429/529) or misconfigured (401/403): those errors are raised,
+  so the worker's flow control backs off (and retries) or stops, instead of quietly
+  serving the cheap judge's verdicts.
 """
 
 from __future__ import annotations
@@ -56,6 +59,11 @@ class CascadeJudge:
     def bind_metrics(self, metrics) -> None:
         """Called by the Evaluator so escalation and agreement become metrics."""
         self._metrics = metrics
+
+    @property
+    def io_bound(self) -> bool:
+        """As the second judge: escalations wait on the network."""
+        return bool(getattr(self.second, "io_bound", False))
 
     # -- budget ----------------------------------------------------------------
     def spent_last_hour(self) -> float:
@@ -105,6 +113,8 @@ class CascadeJudge:
         try:
             second = self.second.verify(to_second, contexts, question)
         except JudgeError as exc:
+            if exc.throttled or exc.fatal:
+                raise
             log.warning("cascade second judge failed; keeping first verdicts", reason=exc.reason)
             if self._metrics is not None:
                 self._metrics.judge_errors.labels(self.second.name, exc.reason).inc()

@@ -22,6 +22,12 @@ simulated (the prefix up to the last ``cache_control`` system block is
 output estimated longer than it is cut and returned with
 ``stop_reason="max_tokens"``.
 
+Latency: ``MessagesServer(latency=2.0)`` or ``latency=lognormal_latency(median_s=2.0)``
+delays every request (a real Messages API call takes seconds); ``srv.max_concurrent``
+is the most requests it held at once, so a test can see how many calls a worker
+really had in flight. The listen backlog is large (a worker opens dozens of
+connections at once).
+
 Faults: ``retry-after`` is sent as given; note that the SDK treats
 ``retry-after: 0`` as "no hint" and falls back to its own backoff (0.5 s, 1 s,
 ...), so the default fault hint is a small positive value (0.01 s) to keep
@@ -31,6 +37,8 @@ tests fast.
 from __future__ import annotations
 
 import json
+import math
+import random
 import re
 import threading
 import time
@@ -236,14 +244,40 @@ class Recorded:
     response: dict | None = field(default=None, repr=False)
 
 
+# --------------------------------------------------------------------------- latency
+
+
+def lognormal_latency(median_s: float = 2.0, sigma: float = 0.5, seed: int | None = None) -> Callable[[], float]:
+    """Per-request latency drawn from a lognormal with this median (LLM API latencies are long-tailed)."""
+    rng = random.Random(seed)
+    mu = math.log(median_s)
+    lock = threading.Lock()
+
+    def draw() -> float:
+        with lock:
+            return rng.lognormvariate(mu, sigma)
+
+    return draw
+
+
 # --------------------------------------------------------------------------- the server
 
 
 class MessagesServer:
     """Threaded fake of ``POST /v1/messages`` on 127.0.0.1 (context manager)."""
 
-    def __init__(self, responder: Responder | None = None, *, cache_min_tokens: int = 1024, port: int = 0) -> None:
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        cache_min_tokens: int = 1024,
+        port: int = 0,
+        latency: float | Callable[[], float] | None = None,
+    ) -> None:
         self.responder: Responder = responder or oracle_responder
+        self.latency = latency
+        self.in_flight = 0
+        self.max_concurrent = 0
         self.cache_min_tokens = cache_min_tokens
         self.recorded: list[Recorded] = []
         self._actions: deque[Fail | Delay | Reply] = deque()
@@ -285,7 +319,10 @@ class MessagesServer:
                 except (BrokenPipeError, ConnectionResetError):  # client gave up (timeout test)
                     pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 512  # listen backlog: dozens of clients connect at once
+
+        self._httpd = Server(("127.0.0.1", self._port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-messages", daemon=True
@@ -345,6 +382,17 @@ class MessagesServer:
         with self._lock:
             self.recorded.append(rec)
             action = self._actions.popleft() if self._actions else None
+            self.in_flight += 1
+            self.max_concurrent = max(self.max_concurrent, self.in_flight)
+        try:
+            if self.latency is not None and not isinstance(action, Fail):  # error replies come back fast
+                self._stop.wait(self.latency() if callable(self.latency) else self.latency)
+            return self._answer(rec, path, body, action)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, rec: Recorded, path: str, body: dict, action: Any) -> tuple[int, dict[str, str], dict]:
         if not rec.path.startswith("/v1/messages"):
             rec.status = 404
             return 404, {}, {"type": "error", "error": {"type": "not_found_error", "message": path}}

@@ -25,6 +25,7 @@ from collector.record import RagTrace
 from evaluator_worker.config import AnthropicSettings
 from evaluator_worker.consumer import Worker
 from evaluator_worker.embedded import EmbeddedBroker, free_port
+from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.judges.anthropic import AnthropicJudge
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
@@ -173,23 +174,24 @@ def _trace(i: int, answer: str) -> tuple[bytes, bytes]:
     return t.key, t.to_json_bytes()
 
 
-def test_worker_survives_429_529_500_and_timeouts_then_judges_normally(kafka_bootstrap, topic_name):
-    """Real AnthropicJudge vs a failing Messages API: answers end failed/ERROR, never SUPPORTED; recovery judges normally."""
+def test_judge_outage_past_the_retry_budget_fails_answers_never_supports_them(kafka_bootstrap, topic_name):
+    """429/529/500/timeouts past the retry budget: those answers end failed/ERROR, never SUPPORTED; recovery judges normally."""
     create_topic(kafka_bootstrap, topic_name, partitions=1)
     settings = worker_settings(kafka_bootstrap, topic_name)
     settings.consumer.max_poll_interval_ms = 30_000
+    settings.flow.max_in_flight = 1  # one answer at a time: each scripted fault hits a known call
     with MessagesServer() as srv:
-        client = anthropic.Anthropic(api_key="test", base_url=srv.base_url, max_retries=1, timeout=0.3)
-        judge = AnthropicJudge(AnthropicSettings(max_retries=1, timeout_s=0.3), client=client)
+        client = anthropic.Anthropic(api_key="test", base_url=srv.base_url, max_retries=0, timeout=0.3)
+        judge = AnthropicJudge(AnthropicSettings(timeout_s=0.3), client=client)
         metrics = WorkerMetrics()
-        evaluator = Evaluator(judge, metrics, transient_retries=1, backoff_s=0.01, consistency=None)
+        evaluator = Evaluator(judge, metrics, retry=RetryPolicy(base_s=0.01, max_attempts=2), consistency=None)
         worker = Worker(settings, evaluator)
         results: dict[str, object] = {}
         worker.on_result = lambda r: results.__setitem__(r.trace_id, r)
-        # each failing record: 2 evaluator attempts x 2 HTTP attempts (SDK retry) on the extract call
+        # each failing record: 2 attempts (the retry budget) on the extract call
         for status in (429, 529, 500):
-            srv.fail(status, times=4 * 2)
-        srv.delay(1.0, times=4)
+            srv.fail(status, times=2 * 2)
+        srv.delay(1.0, times=2)
         failing = [_trace(i, "Refunds are accepted within 30 days.") for i in range(7)]
         healthy = [_trace(100 + i, "Refunds are accepted within 30 days. Shipping is free.") for i in range(3)]
         produce(kafka_bootstrap, topic_name, failing)

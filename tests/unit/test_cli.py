@@ -153,7 +153,6 @@ def test_config_error_mid_stream_stops_the_worker_without_dead_lettering():
             sent.append((a, kw))
 
     worker = Worker(WorkerSettings(), Evaluator(Unconfigured()), consumer=object(), producer=Producer())
-    worker._results = None
     with pytest.raises(ConfigError):
-        worker._handle(Msg())
+        worker.handle_now(Msg())
     assert sent == []

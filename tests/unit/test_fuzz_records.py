@@ -1,4 +1,4 @@
-"""Hostile Kafka values through ``Worker._handle``: every bad record is dead-lettered with a reason, nothing raises.
+"""Hostile Kafka values through ``Worker.handle_now``: every bad record is dead-lettered with a reason, nothing raises.
 
 The worker runs with tiny in-memory stand-ins for the few consumer/producer
 methods it calls (no Kafka here; the broker path is covered by the integration
@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from collector.record import RagTrace
 from evaluator_worker.config import WorkerSettings
-from evaluator_worker.consumer import MAX_DLQ_VALUE_BYTES, Worker
+from evaluator_worker.consumer import Worker
+from evaluator_worker.results import record_budget
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
@@ -63,7 +64,7 @@ def outcome(w: Worker, p: MemoryProducer, value: bytes | None) -> tuple[str, str
     """Handle one message; return ('dlq', reason) or ('result', None)."""
     before = len(p.sent)
     started = time.monotonic()
-    w._handle(Msg(value))
+    w.handle_now(Msg(value))
     assert time.monotonic() - started < 5.0, "handling one record must not hang"
     new = p.sent[before:]
     assert len(new) == 1, f"expected exactly one produce per record, got {len(new)}"
@@ -152,7 +153,7 @@ def test_oversized_value_dead_lettered_without_judging_and_without_its_body():
     assert judge.calls == 0
     assert p.sent[-1][2] == big  # under the DLQ size cap: kept for inspection
     w2, p2, _ = make_worker(max_record_bytes=100_000)
-    huge = RagTrace(trace_id="d" * 32, answer="x" * (MAX_DLQ_VALUE_BYTES + 10)).to_json_bytes()
+    huge = RagTrace(trace_id="d" * 32, answer="x" * (record_budget(WorkerSettings().flow.producer_max_request_bytes) + 10)).to_json_bytes()
     assert outcome(w2, p2, huge) == ("dlq", "oversized")
     _, _, value, headers = p2.sent[-1]
     assert value == b"" and int(dict(headers)["claimwatch.original_bytes"]) == len(huge)
@@ -177,7 +178,7 @@ LABELS = ("release", "model", "route", "environment", "tenant", "region", "featu
 
 
 def test_100k_distinct_slice_values_keep_the_series_count_bounded():
-    """100,000 distinct slice values (12,500 records x 8 slice labels, all new) through Worker._handle: series plateau."""
+    """100,000 distinct slice values (12,500 records x 8 slice labels, all new) through Worker.handle_now: series plateau."""
     from evaluator_worker.metrics import SliceGuard
 
     w, p, m = make_worker(WorkerMetrics(guard=SliceGuard(LABELS, max_values_per_label=50)))
@@ -185,7 +186,7 @@ def test_100k_distinct_slice_values_keep_the_series_count_bounded():
     def handle(i: int) -> None:
         t = RagTrace(trace_id=f"{i:032x}", answer="One. Two [U].", contexts=[{"content": "c"}],
                      slices={k: f"{k}-{i}" for k in LABELS})
-        w._handle(Msg(t.to_json_bytes(), offset=i))
+        w.handle_now(Msg(t.to_json_bytes(), offset=i))
 
     for i in range(500):
         handle(i)

@@ -4,6 +4,7 @@ from prometheus_client import generate_latest
 
 from collector.record import RagTrace
 from evaluator_worker.metrics import SliceGuard, WorkerMetrics
+from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import FlakyJudge, TagJudge
 
@@ -52,7 +53,8 @@ def test_malformed_judge_output_marks_claims_error_and_counts_it():
 def test_rate_limit_then_success_is_retried_with_backoff():
     """Two 429s then success: verdicts are real, two backoff sleeps happened."""
     sleeps = []
-    ev = Evaluator(FlakyJudge(failures=2), WorkerMetrics(), transient_retries=3, sleep=sleeps.append)
+    retry = RetryPolicy(base_s=1.0, jitter=False)
+    ev = Evaluator(FlakyJudge(failures=2), WorkerMetrics(), retry=retry, sleep=sleeps.append)
     r = ev.evaluate(_trace("Fine."))
     assert r.outcome == "evaluated" and r.counts["SUPPORTED"] == 1
     assert sleeps == [1.0, 2.0]
@@ -60,7 +62,7 @@ def test_rate_limit_then_success_is_retried_with_backoff():
 
 def test_persistent_rate_limit_fails_the_answer_without_verdicts():
     """A judge that keeps failing never produces SUPPORTED or CONTRADICTED."""
-    ev = Evaluator(FlakyJudge(failures=100), WorkerMetrics(), transient_retries=2, sleep=lambda s: None)
+    ev = Evaluator(FlakyJudge(failures=100), WorkerMetrics(), retry=RetryPolicy(max_attempts=3), sleep=lambda s: None)
     r = ev.evaluate(_trace("Fine. Also fine."))
     assert r.outcome == "failed"
     assert r.counts["SUPPORTED"] == 0 and r.counts["CONTRADICTED"] == 0 and r.counts["ERROR"] == 2

@@ -1,0 +1,292 @@
+"""Flow control for judge calls: the one retry layer, an adaptive concurrency limit, rate ceilings.
+
+Every judge operation the :class:`~evaluator_worker.pipeline.Evaluator` makes (claim
+extraction, verification) goes through :meth:`JudgeCaller.call`. It is **the only retry
+layer**: the Anthropic SDK's own retries are off by default (``max_retries=0``) so that
+every 429/529 is seen here, where it can slow the whole worker down instead of one thread.
+
+Policy per error (see :mod:`evaluator_worker.errors`):
+
+- retryable (429, 529, 5xx, 408, timeouts, connection errors): wait and call again, with
+  capped exponential backoff and full jitter, never less than the provider's
+  ``retry-after``; give up only after ``retry_deadline_s`` (default 15 min) of trying, and
+  then the answer's claims are ERROR. A rate-limit burst that clears within minutes costs
+  lag (``claimwatch_consumer_lag_records``), not evaluations;
+- not retryable (400, 413, malformed output): raised at once, the answer's claims ERROR;
+- fatal (401, 403, unknown model): raised at once; the worker stops.
+
+:class:`AdaptiveLimiter` bounds the calls in flight with AIMD, the scheme TCP uses for
+congestion: each success adds ``1/limit`` (about +1 per round of calls), each throttled
+reply halves the limit (at most once per ``decrease_cooldown_s``, so one burst of 429s
+from 64 concurrent calls is one halving, not 64) and closes a gate until its
+``retry-after`` has passed. Optional ceilings (``requests_per_minute``,
+``input_tokens_per_minute``) keep the worker under an Anthropic organisation's limits
+before the API has to say so; token estimates are corrected with the tokens each call
+actually used.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+from collector.logs import get_logger
+from evaluator_worker.errors import EvaluationAbandoned, JudgeError
+
+log = get_logger(__name__)
+
+T = TypeVar("T")
+
+#: estimated prompt overhead of one judge call (system prompt + tool schema), in tokens
+PROMPT_OVERHEAD_TOKENS = 1_500
+
+
+def estimate_tokens(*texts: str | None) -> int:
+    """A cheap input-token estimate for the rate ceiling: ~4 characters per token plus the prompt."""
+    return PROMPT_OVERHEAD_TOKENS + sum(len(t) for t in texts if t) // 4
+
+
+@dataclass
+class RetryPolicy:
+    """Capped exponential backoff with full jitter, floored at the provider's retry-after."""
+
+    base_s: float = 1.0
+    max_s: float = 60.0
+    #: stop retrying one operation after this long (the answer's claims become ERROR)
+    deadline_s: float = 900.0
+    #: and after this many attempts (None: only the deadline counts)
+    max_attempts: int | None = None
+    jitter: bool = True
+
+    def delay(self, attempt: int, retry_after: float | None, rng: Callable[[], float] = random.random) -> float:
+        backoff = min(self.max_s, self.base_s * (2 ** min(attempt, 30)))
+        if self.jitter:
+            backoff *= 0.5 + 0.5 * rng()
+        return max(backoff, retry_after or 0.0)
+
+
+class _Bucket:
+    """Token bucket refilled continuously: ``rate_per_s``, capacity ``burst``. May go negative (debt)."""
+
+    def __init__(self, per_minute: float, now: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, per_minute)  # up to one minute's worth at once, like the provider's window
+        self.level = self.capacity
+        self.at = now
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.at) * self.rate)
+        self.at = now
+
+    def wait_for(self, amount: float) -> float:
+        """Seconds until ``amount`` is available (0 if it is now). Amounts above capacity wait for a full bucket."""
+        need = min(amount, self.capacity) - self.level
+        return 0.0 if need <= 0 else need / self.rate
+
+
+class Permit:
+    __slots__ = ("tokens", "at")
+
+    def __init__(self, tokens: int, at: float) -> None:
+        self.tokens = tokens
+        self.at = at
+
+
+class AdaptiveLimiter:
+    """AIMD limit on concurrent calls, a retry-after gate and optional request/token rate ceilings. Thread-safe."""
+
+    def __init__(
+        self,
+        max_limit: int,
+        *,
+        initial: int | None = None,
+        min_limit: int = 1,
+        decrease_factor: float = 0.5,
+        decrease_cooldown_s: float = 2.0,
+        requests_per_minute: float | None = None,
+        input_tokens_per_minute: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_limit = max(1, int(max_limit))
+        self.min_limit = max(1, min(int(min_limit), self.max_limit))
+        self._limit = float(min(self.max_limit, initial if initial is not None else self.max_limit))
+        self._limit = max(self._limit, float(self.min_limit))
+        self.decrease_factor = decrease_factor
+        self.decrease_cooldown_s = decrease_cooldown_s
+        self._clock = clock
+        now = clock()
+        self._requests = _Bucket(requests_per_minute, now) if requests_per_minute else None
+        self._tokens = _Bucket(input_tokens_per_minute, now) if input_tokens_per_minute else None
+        self._in_use = 0
+        self._not_before = 0.0
+        self._last_decrease = -1e18
+        self._cond = threading.Condition()
+        #: times a call waited for the retry-after gate or a rate ceiling (not for a free slot)
+        self.throttle_waits = 0
+
+    # -- observation -----------------------------------------------------------------
+    @property
+    def limit(self) -> int:
+        return int(self._limit)
+
+    @property
+    def in_use(self) -> int:
+        return self._in_use
+
+    # -- acquire / release -------------------------------------------------------------
+    def acquire(self, tokens: int = 0, *, cancelled: Callable[[], bool] | None = None) -> Permit:
+        """Block until a call may start; raises ``EvaluationAbandoned`` when ``cancelled()`` turns true."""
+        waited_for_rate = False
+        with self._cond:
+            while True:
+                if cancelled is not None and cancelled():
+                    raise EvaluationAbandoned("stopped while waiting for a judge slot")
+                now = self._clock()
+                wait = 0.0
+                if self._in_use >= int(self._limit):
+                    wait = 0.25  # woken by release(); the timeout only re-checks cancellation
+                else:
+                    wait = max(wait, self._not_before - now)
+                    if self._requests is not None:
+                        self._requests.refill(now)
+                        wait = max(wait, self._requests.wait_for(1))
+                    if self._tokens is not None and tokens:
+                        self._tokens.refill(now)
+                        wait = max(wait, self._tokens.wait_for(tokens))
+                    if wait <= 0:
+                        break
+                    waited_for_rate = True
+                self._cond.wait(min(wait, 0.25))
+            self._in_use += 1
+            if self._requests is not None:
+                self._requests.level -= 1
+            if self._tokens is not None and tokens:
+                self._tokens.level -= tokens
+            if waited_for_rate:
+                self.throttle_waits += 1
+            return Permit(tokens, now)
+
+    def release(
+        self, permit: Permit, *, throttled: bool = False, retry_after: float | None = None, used_tokens: int | None = None
+    ) -> None:
+        """End a call. ``throttled``: the provider said slow down; ``used_tokens`` corrects the estimate."""
+        with self._cond:
+            self._in_use = max(0, self._in_use - 1)
+            now = self._clock()
+            if self._tokens is not None and used_tokens is not None:
+                self._tokens.level -= used_tokens - permit.tokens
+            if throttled:
+                if now - self._last_decrease >= self.decrease_cooldown_s:
+                    self._limit = max(float(self.min_limit), self._limit * self.decrease_factor)
+                    self._last_decrease = now
+                    log.warning("judge throttled: concurrency limit lowered", limit=int(self._limit),
+                                retry_after_s=retry_after)
+                if retry_after:
+                    self._not_before = max(self._not_before, now + retry_after)
+            else:
+                self._limit = min(float(self.max_limit), self._limit + 1.0 / max(self._limit, 1.0))
+            self._cond.notify_all()
+
+
+class JudgeCaller:
+    """Runs judge operations with the retry policy and, for network judges, the adaptive limiter.
+
+    ``stop`` (an Event) interrupts backoff and slot waits: the operation then raises
+    :class:`EvaluationAbandoned` and the record is handed back uncommitted.
+    """
+
+    def __init__(
+        self,
+        judge_name: str,
+        *,
+        retry: RetryPolicy | None = None,
+        limiter: AdaptiveLimiter | None = None,
+        metrics: Any = None,
+        stop: threading.Event | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.judge_name = judge_name
+        self.retry = retry or RetryPolicy()
+        self.limiter = limiter
+        self.metrics = metrics
+        self.stop = stop or threading.Event()
+        self._clock = clock
+        self._sleep = sleep
+
+    def _cancelled(self, cancelled: Callable[[], bool] | None) -> bool:
+        return self.stop.is_set() or (cancelled is not None and cancelled())
+
+    def _wait(self, seconds: float, cancelled: Callable[[], bool] | None) -> None:
+        if self._sleep is not None:
+            self._sleep(seconds)
+        else:
+            end = time.monotonic() + seconds
+            while (left := end - time.monotonic()) > 0:
+                if self._cancelled(cancelled):
+                    break
+                self.stop.wait(min(left, 0.25))
+        if self._cancelled(cancelled):
+            raise EvaluationAbandoned("stopped during backoff")
+
+    def call(
+        self,
+        operation: str,
+        fn: Callable[[], T],
+        *,
+        est_tokens: int = 0,
+        used_tokens: Callable[[T], int] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> T:
+        """``fn()`` under the policy. ``cancelled()`` true -> ``EvaluationAbandoned`` (checked between attempts)."""
+        first = self._clock()
+        attempt = 0
+        m = self.metrics
+        while True:
+            if self._cancelled(cancelled):
+                raise EvaluationAbandoned("stopped before a judge call")
+            permit = (
+                self.limiter.acquire(est_tokens, cancelled=lambda: self._cancelled(cancelled)) if self.limiter else None
+            )
+            start = time.perf_counter()
+            try:
+                out = fn()
+            except JudgeError as exc:
+                if permit is not None:
+                    self.limiter.release(permit, throttled=exc.throttled, retry_after=exc.retry_after)  # type: ignore[union-attr]
+                if m is not None:
+                    m.judge_latency.labels(self.judge_name, operation).observe(time.perf_counter() - start)
+                    m.judge_errors.labels(self.judge_name, exc.reason).inc()
+                    if exc.throttled:
+                        m.judge_throttled.labels(self.judge_name).inc()
+                if exc.fatal or not exc.retryable:
+                    raise
+                delay = self.retry.delay(attempt, exc.retry_after)
+                out_of_attempts = self.retry.max_attempts is not None and attempt + 1 >= self.retry.max_attempts
+                if out_of_attempts or self._clock() - first + delay > self.retry.deadline_s:
+                    log.warning("judge retry deadline reached; claims marked ERROR", judge=self.judge_name,
+                                operation=operation, reason=exc.reason, attempts=attempt + 1)
+                    raise
+                log.info("judge call failed, retrying", judge=self.judge_name, operation=operation,
+                         reason=exc.reason, status=exc.status_code, attempt=attempt + 1, delay_s=round(delay, 2))
+                attempt += 1
+                self._wait(delay, cancelled)
+                continue
+            except BaseException:
+                if permit is not None:
+                    self.limiter.release(permit)  # type: ignore[union-attr]
+                raise
+            if permit is not None:
+                used = None
+                if used_tokens is not None:
+                    try:
+                        used = used_tokens(out)
+                    except Exception:
+                        used = None
+                self.limiter.release(permit, used_tokens=used)  # type: ignore[union-attr]
+            if m is not None:
+                m.judge_latency.labels(self.judge_name, operation).observe(time.perf_counter() - start)
+            return out
