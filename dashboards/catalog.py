@@ -44,6 +44,14 @@ WORKER_METRICS: dict[str, str] = {
     "claimwatch_suspect_claims_total": "counter",
     "claimwatch_consistency_checks_total": "counter",
     "claimwatch_consistency_conflicts_total": "counter",
+    "claimwatch_judge_throttled_total": "counter",
+    "claimwatch_judge_concurrency_limit": "gauge",
+    "claimwatch_in_flight_answers": "gauge",
+    "claimwatch_unacked_writes": "gauge",
+    "claimwatch_rebalance_drain_seconds": "histogram",
+    "claimwatch_result_write_errors_total": "counter",
+    "claimwatch_results_shrunk_total": "counter",
+    "claimwatch_commit_failures_total": "counter",
 }
 
 COLLECTOR_METRICS: dict[str, str] = {
@@ -62,7 +70,8 @@ COLLECTOR_METRICS: dict[str, str] = {
 LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
     ("claimwatch_claims_total", "verdict"): frozenset({"supported", "unsupported", "contradicted", "error"}),
     ("claimwatch_answers_total", "outcome"): frozenset({"evaluated", "abstained", "failed"}),
-    ("claimwatch_records_total", "outcome"): frozenset({"processed", "dead_lettered", "duplicate", "failed"}),
+    ("claimwatch_records_total", "outcome"): frozenset({"processed", "dead_lettered", "duplicate", "abandoned"}),
+    ("claimwatch_result_write_errors_total", "reason"): frozenset({"retriable", "non_retriable"}),
     ("claimwatch_collector_traces_total", "outcome"): frozenset(
         {"assembled", "not_rag", "sampled_in", "sampled_out", "queued", "other"}
     ),

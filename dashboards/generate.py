@@ -277,6 +277,30 @@ def pipeline() -> dict[str, Any]:
                        targets(("sum by (reason) (increase(claimwatch_dead_letters_total[$__rate_interval]))", "{{reason}}")),
                        unit="short", stacked=True), w=12, h=5)
 
+    lay.row("Flow control (slow, rate-limited judges)")
+    lay.add(timeseries("Answers in flight and judge concurrency limit",
+                       targets(("sum (claimwatch_in_flight_answers)", "answers in flight"),
+                               ("sum (claimwatch_judge_concurrency_limit)", "adaptive concurrency limit"),
+                               ("sum (claimwatch_unacked_writes)", "writes awaiting ack")),
+                       unit="short",
+                       description="In flight = handed to judging, not finished (partitions pause at "
+                                   "CLAIMWATCH_FLOW__MAX_IN_FLIGHT). The limit halves on 429/529 and grows back by "
+                                   "about one per round of successful calls (AIMD)."), w=8)
+    lay.add(timeseries("Throttled judge calls",
+                       targets((f"sum by (judge) (rate(claimwatch_judge_throttled_total{{{J}}}[$__rate_interval]))", "{{judge}} 429/529")),
+                       unit="cps", stacked=True,
+                       description="Calls the provider answered with 429 or 529. They are retried after retry-after: "
+                                   "a burst shows here and as lag, not as failed answers."), w=8)
+    lay.add(timeseries("Rebalance drains, write and commit failures",
+                       targets(("sum (increase(claimwatch_rebalance_drain_seconds_count[$__rate_interval]))", "rebalances with answers in flight"),
+                               ("histogram_quantile(0.95, sum by (le) (rate(claimwatch_rebalance_drain_seconds_bucket[$__rate_interval])))", "drain p95 (s)"),
+                               ("sum by (reason) (increase(claimwatch_result_write_errors_total[$__rate_interval]))", "write errors {{reason}}"),
+                               ("sum (increase(claimwatch_commit_failures_total[$__rate_interval]))", "commit failures"),
+                               ("sum (increase(claimwatch_results_shrunk_total[$__rate_interval]))", "results shrunk to fit")),
+                       unit="short",
+                       description="Drain = time to finish revoked partitions' answers before handing them over. Write "
+                                   "errors are retried; a worker stops only when the broker keeps refusing."), w=8)
+
     lay.row("Judges")
     lay.add(timeseries("Judge latency p50 / p95",
                        targets(

@@ -23,8 +23,8 @@ by the batch CLI, the cascade and user judges; the SDK's sync client is thread-s
 one pooled httpx client; a thread blocked on a socket releases the GIL and costs a few
 hundred KB. Network judges (``judge.io_bound``) get ``flow.max_in_flight`` threads;
 CPU-bound judges (heuristic, hybrid, nli) get ``flow.cpu_threads`` (1): more threads
-would only contend for the GIL, and the loop still feeds them a queue of up to
-``max_in_flight`` answers.
+would only contend for the GIL, and the loop keeps a short queue (32 answers per thread)
+in front of them.
 
 Guarantees:
 
@@ -79,6 +79,8 @@ COMMIT_TIMEOUT_MS = 5_000
 WRITE_BACKOFF_BASE_S = 0.5
 WRITE_BACKOFF_MAX_S = 30.0
 WRITE_WARN_EVERY_S = 5.0
+#: answers queued per thread for CPU-bound judges (their max_in_flight)
+CPU_QUEUE_PER_THREAD = 32
 #: lag lookups must not hold the loop when the broker stalls
 LAG_TIMEOUT_MS = 1_000
 
@@ -306,7 +308,11 @@ class Worker:
                 requests_per_minute=self.flow.requests_per_minute,
                 input_tokens_per_minute=self.flow.input_tokens_per_minute,
             )
-        self._threads = self.flow.max_in_flight if evaluator.io_bound else self.flow.cpu_threads
+        if evaluator.io_bound:
+            self._threads = self._max_in_flight = self.flow.max_in_flight
+        else:  # a short queue per thread keeps the judge busy; more only lengthens drains on stop/revoke
+            self._threads = self.flow.cpu_threads
+            self._max_in_flight = min(self.flow.max_in_flight, self.flow.cpu_threads * CPU_QUEUE_PER_THREAD)
         self._pool: _JudgePool | None = None
         self._ledger = OffsetLedger()
         self._jobs: dict[TopicPartition, set[_Job]] = {}
@@ -382,7 +388,7 @@ class Worker:
                 with self._lock:
                     self._flow_control()
                     busy = self._busy()
-                    free = self.flow.max_in_flight - self._judging
+                    free = self._max_in_flight - self._judging
                 batch = self._consumer.poll(
                     timeout_ms=min(BUSY_POLL_MS, c.poll_timeout_ms) if busy else c.poll_timeout_ms,
                     max_records=max(1, min(c.max_poll_records, free)),
@@ -466,7 +472,7 @@ class Worker:
 
     def _flow_control(self) -> None:
         """Pause every assigned partition while judging or unacknowledged writes are at their bound."""
-        full = self._judging >= self.flow.max_in_flight or self._unacked >= self.flow.max_unacked_writes
+        full = self._judging >= self._max_in_flight or self._unacked >= self.flow.max_unacked_writes
         try:
             if full:
                 assigned = self._consumer.assignment()
@@ -651,8 +657,9 @@ class Worker:
     def _write_failed(self, job: _Job, exc: BaseException) -> None:
         now = self._clock()
         name = type(exc).__name__
+        retriable = isinstance(exc, KafkaTimeoutError) or bool(getattr(exc, "retriable", False))
         if self.metrics:
-            self.metrics.write_errors.labels(name[:64]).inc()
+            self.metrics.write_errors.labels("retriable" if retriable else "non_retriable").inc()
         if job.abandoned:  # its partition is gone: the next owner replays the record
             self._unacked -= 1
             job.state = "done"
@@ -660,7 +667,6 @@ class Worker:
         job.attempts += 1
         if job.first_failure is None:
             job.first_failure = now
-        retriable = isinstance(exc, KafkaTimeoutError) or bool(getattr(exc, "retriable", False))
         exhausted = (now - job.first_failure > self.flow.write_retry_deadline_s) if retriable else (
             job.attempts >= self.flow.write_max_attempts
         )

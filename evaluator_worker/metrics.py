@@ -29,7 +29,7 @@ judge_concurrency_limit                    gauge      -          current adaptiv
 in_flight_answers                          gauge      -          answers handed to judging, not yet finished
 unacked_writes                             gauge      -          results/dead letters sent, not yet acknowledged
 rebalance_drain_seconds                    histogram  -          time spent finishing in-flight work on revoke
-result_write_errors_total                  counter    reason     result/dead-letter writes the broker did not take
+result_write_errors_total                  counter    reason (retriable|non_retriable)  writes the broker did not take
 results_shrunk_total                       counter    -          results cut to fit the producer's request limit
 commit_failures_total                      counter    -          offset commits that failed (retried with the next commit)
 evaluation_duration_seconds                histogram  -          decode -> results recorded, per record
@@ -170,10 +170,12 @@ class WorkerMetrics:
         )
         self.write_errors = Counter(
             "claimwatch_result_write_errors",
-            "Result and dead-letter writes the broker did not take (retried), by error.",
+            "Result and dead-letter writes the broker did not take (retried), by kind (retriable|non_retriable).",
             ["reason"],
             registry=r,
         )
+        for kind in ("retriable", "non_retriable"):  # at 0 from the start: increase() sees the first one
+            self.write_errors.labels(kind)
         self.results_shrunk = Counter(
             "claimwatch_results_shrunk", "Results cut (text fields dropped) to fit the producer's request limit.",
             registry=r,

@@ -70,6 +70,8 @@ class Evaluator:
         self._seen_slices: set[tuple[str, ...]] = set()
         #: label children per slice (see ``record``)
         self._slice_children: dict[tuple[str, ...], dict[tuple[str, tuple[str, ...]], object]] = {}
+        if metrics is not None:  # at 0 from the start, so increase() sees the first 429
+            metrics.judge_throttled.labels(judge.name)
         bind = getattr(judge, "bind_metrics", None)
         if metrics is not None and callable(bind):
             bind(metrics)

@@ -299,9 +299,26 @@ class MessagesServer:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
+            def do_GET(self) -> None:  # noqa: N802
+                """``GET /_stats``: requests seen and the most held at once (for a server in another process)."""
+                body = json.dumps({"requests": len(server.requests), "max_concurrent": server.max_concurrent,
+                                   "in_flight": server.in_flight}).encode()
+                self.send_response(200 if self.path == "/_stats" else 404)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if self.path == "/_control":  # {"fail": 429, "times": 40, "retry_after": "1"}: script another process's server
+                    cmd = json.loads(raw or b"{}")
+                    server.fail(int(cmd["fail"]), times=int(cmd.get("times", 1)), retry_after=cmd.get("retry_after", "0.01"))
+                    self.send_response(204)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
                 try:
                     status, headers, body = server._handle(self.path, dict(self.headers), raw)
                 except Exception as exc:  # a bug in a test responder: surface it as a 500
@@ -477,3 +494,28 @@ def _cut(tool_input: dict, max_tokens: int) -> dict:
         else:
             cut[k] = v
     return cut
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the fake as its own process (benchmarks): prints its port, serves until killed."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="local fake of the Anthropic Messages API")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--latency-median", type=float, default=0.0, help="lognormal per-request latency median, seconds")
+    ap.add_argument("--latency-sigma", type=float, default=0.5)
+    ap.add_argument("--seed", type=int, default=None)
+    args = ap.parse_args(argv)
+    latency = lognormal_latency(args.latency_median, args.latency_sigma, args.seed) if args.latency_median > 0 else None
+    srv = MessagesServer(port=args.port, latency=latency).start()
+    print(srv.base_url.rsplit(":", 1)[1], flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()

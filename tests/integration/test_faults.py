@@ -227,7 +227,7 @@ def test_judge_outage_past_the_retry_budget_fails_answers_never_supports_them(ka
 
 def _spawn_worker(settings, port: int) -> subprocess.Popen:
     return spawn_worker(settings, port, CLAIMWATCH_JUDGE="tests.fakes.judges:slow_factory",
-                        CLAIMWATCH_TEST_DELAY_SECONDS="0.05")
+                        CLAIMWATCH_TEST_DELAY_SECONDS="0.05", CLAIMWATCH_FLOW__MAX_IN_FLIGHT="8")
 
 
 def test_scrape_during_sigterm_exits_0_and_commits_offsets(kafka_bootstrap, topic_name):

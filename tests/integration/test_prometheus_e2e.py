@@ -48,6 +48,7 @@ from dashboards.queries import iter_queries
 from evaluator_worker.config import CascadeSettings, ParitySettings
 from evaluator_worker.consistency import ConsistencyTracker
 from evaluator_worker.consumer import Worker
+from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.embedded import EmbeddedPrometheus, free_port
 from evaluator_worker.gate import fetch_counts, run_gate
 from evaluator_worker.judges.cascade import CascadeJudge
@@ -183,7 +184,7 @@ def stack(kafka_bootstrap, tmp_path_factory):
         judge = CascadeJudge(TagJudge(), TagJudge(), CascadeSettings(agreement_sample=1.0))
         # every 4-claim answer gets the FActScore penalty; TagJudge confidence 0.9 is under the floor
         parity = ParitySettings(min_claims_per_route={"*": 5}, confidence_floor=0.95)
-        evaluator = Evaluator(judge, wm, transient_retries=0, parity=parity,
+        evaluator = Evaluator(judge, wm, retry=RetryPolicy(max_attempts=1), parity=parity,
                               consistency=ConsistencyTracker(TagJudge(), threshold=0.99))
         worker = Worker(worker_settings(kafka_bootstrap, topic), evaluator)
         wthread = threading.Thread(target=worker.run, name="e2e-worker", daemon=True)

@@ -1,0 +1,185 @@
+"""One worker against an LLM judge with realistic latency: answers/s, p95 latency, RSS, calls per answer vs max_in_flight.
+
+Set-up: an ``EmbeddedBroker``; the fake Messages API (``tests/fakes/messages_server.py``)
+in its own process with lognormal latency (median ``--median`` s per call, sigma 0.5),
+so it does not share the worker's GIL; the real ``AnthropicJudge`` (two calls per
+answer: extract, verify) through the real ``anthropic`` SDK. For each ``max_in_flight``
+a fresh topic (4 partitions) holds a backlog of demo answers and ONE worker process
+(spawn) runs the real ``Worker`` on it until every answer has a durable result.
+
+Measured in the worker process: answers/s from the first result to the last (the
+group join excluded), p50/p95 record latency (poll -> result acknowledged, from the
+``evaluation_duration`` observations), peak RSS (VmHWM), LLM requests per answer (the
+fake server's request count). ``--burst`` adds a run at the default ``max_in_flight``
+where the API answers 40 calls with HTTP 429 (retry-after 1 s) after the 50th result.
+
+    python -m benchmarks.llm_latency [--median 2.0] [--in-flight 1 8 32 64 128]
+
+Last line: ``default max_in_flight=64: X.X answers/s (target >= 10), RSS Y MB (target <= 300)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import create_topic, demo_traces, machine, percentile, produce_records
+from collector.logs import configure_logging
+from evaluator_worker.embedded import EmbeddedBroker
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Observations:
+    """Stands in for a Histogram child: keeps every observed value."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def observe(self, v: float) -> None:
+        self.values.append(v)
+
+
+def _hwm_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def worker_process(bootstrap: str, topic: str, base_url: str, in_flight: int, expect: int, burst_url: str | None,
+                   out: Any) -> None:
+    """Child process: one real Worker with the real AnthropicJudge; reports timings on ``out``."""
+    configure_logging("ERROR")
+    import anthropic
+
+    from evaluator_worker.config import AnthropicSettings, WorkerSettings
+    from evaluator_worker.consumer import Worker
+    from evaluator_worker.flow import RetryPolicy
+    from evaluator_worker.judges.anthropic import AnthropicJudge
+    from evaluator_worker.metrics import WorkerMetrics
+    from evaluator_worker.pipeline import Evaluator
+
+    s = WorkerSettings()
+    s.kafka.bootstrap_servers = bootstrap
+    s.topic = topic
+    s.results_topic = topic + ".results"
+    s.dead_letter_topic = topic + ".dlq"
+    s.consumer.group_id = f"bench-llm-{uuid.uuid4().hex[:6]}"
+    s.consumer.session_timeout_ms = 6000
+    s.consumer.heartbeat_interval_ms = 1000
+    s.consumer.max_poll_interval_ms = 10000
+    s.flow.max_in_flight = in_flight
+    client = anthropic.Anthropic(api_key="bench", base_url=base_url, max_retries=0, timeout=60.0)
+    judge = AnthropicJudge(AnthropicSettings(), client=client)
+    metrics = WorkerMetrics()
+    latencies = Observations()
+    metrics.evaluation_duration = latencies  # type: ignore[assignment]
+    worker = Worker(s, Evaluator(judge, metrics, retry=RetryPolicy(), consistency=None), seed_dedupe=lambda parts: [])
+    done: list[float] = []
+    fired = [False]
+
+    def on_result(_r: Any) -> None:
+        done.append(time.monotonic())
+        if burst_url and not fired[0] and len(done) >= 50:
+            fired[0] = True
+            req = urllib.request.Request(burst_url, data=json.dumps({"fail": 429, "times": 40, "retry_after": "1"}).encode(),
+                                         method="POST")
+            urllib.request.urlopen(req, timeout=5).read()
+
+    worker.on_result = on_result
+    started = time.monotonic()
+    worker.run(max_records=expect)
+    failed = sum(s.value for fam in metrics.registry.collect() for s in fam.samples
+                 if s.name == "claimwatch_answers_total" and s.labels.get("outcome") == "failed")
+    throttled = sum(s.value for fam in metrics.registry.collect() for s in fam.samples
+                    if s.name == "claimwatch_judge_throttled_total")
+    out.put({"processed": worker.processed, "done": done, "started": started, "latencies": latencies.values,
+             "hwm_mb": _hwm_mb(), "failed": failed, "throttled": throttled})
+
+
+def start_fake(median: float, seed: int = 11) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.messages_server", "--latency-median", str(median), "--seed", str(seed)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    port = proc.stdout.readline().strip()  # type: ignore[union-attr]
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def stats(base_url: str) -> dict:
+    return json.loads(urllib.request.urlopen(base_url + "/_stats", timeout=5).read())
+
+
+def run_one(bootstrap: str, base_url: str, in_flight: int, n: int, records: list, burst: bool = False) -> dict:
+    topic = f"bench.llm.{in_flight}.{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, partitions=4)
+    produce_records(bootstrap, topic, records[:n])
+    before = stats(base_url)["requests"]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=worker_process, args=(bootstrap, topic, base_url, in_flight, n,
+                                                  base_url + "/_control" if burst else None, q), daemon=True)
+    p.start()
+    r = q.get(timeout=900)
+    p.join(30)
+    after = stats(base_url)
+    window = r["done"][-1] - r["done"][0] if len(r["done"]) > 1 else float("nan")
+    return {
+        "in_flight": in_flight, "answers": r["processed"],
+        "rate": (len(r["done"]) - 1) / window if window and window > 0 else float("nan"),
+        "p50_s": percentile(r["latencies"], 50), "p95_s": percentile(r["latencies"], 95),
+        "rss_mb": r["hwm_mb"], "requests_per_answer": (after["requests"] - before) / max(1, r["processed"]),
+        "max_concurrent": after["max_concurrent"], "failed": r["failed"], "throttled": r["throttled"],
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--median", type=float, default=2.0, help="median seconds per LLM call")
+    ap.add_argument("--in-flight", type=int, nargs="+", default=[1, 8, 32, 64, 128])
+    ap.add_argument("--per-slot", type=int, default=5, help="answers per max_in_flight slot (min 12)")
+    ap.add_argument("--no-burst", action="store_true")
+    args = ap.parse_args(argv)
+    configure_logging("ERROR")
+    t0 = time.monotonic()
+    most = max(12, max(args.in_flight) * args.per_slot)
+    records = demo_traces(max(most, 64 * args.per_slot), fault_rate=0.3)
+    rows: list[dict] = []
+    fake, base_url = start_fake(args.median)
+    try:
+        with EmbeddedBroker() as broker:
+            for m in args.in_flight:
+                rows.append(run_one(broker.bootstrap, base_url, m, max(12, m * args.per_slot), records))
+                r = rows[-1]
+                print(f"max_in_flight={m:4d}: {r['answers']:4d} answers, {r['rate']:6.2f} answers/s, "
+                      f"p50 {r['p50_s']:5.1f} s, p95 {r['p95_s']:5.1f} s, RSS {r['rss_mb']:4.0f} MB, "
+                      f"{r['requests_per_answer']:.2f} LLM requests/answer", flush=True)
+            burst = None
+            if not args.no_burst:
+                burst = run_one(broker.bootstrap, base_url, 64, 64 * args.per_slot, records, burst=True)
+                print(f"429 burst (40 x 429, retry-after 1 s, at max_in_flight=64): {burst['answers']} answers, "
+                      f"{burst['rate']:.2f} answers/s, p95 {burst['p95_s']:.1f} s, failed answers {burst['failed']:.0f}, "
+                      f"throttled calls {burst['throttled']:.0f}, {burst['requests_per_answer']:.2f} requests/answer")
+    finally:
+        fake.kill()
+    print(f"machine: {machine()}; median {args.median} s per call; {time.monotonic() - t0:.0f} s")
+    base = next((r for r in rows if r["in_flight"] == 1), None)
+    if base and base["rate"] > 0:
+        print("scaling vs max_in_flight=1: " + ", ".join(f"{r['in_flight']}: {r['rate'] / base['rate']:.1f}x" for r in rows))
+    default = next((r for r in rows if r["in_flight"] == 64), rows[-1])
+    print(f"default max_in_flight={default['in_flight']}: {default['rate']:.1f} answers/s (target >= 10), "
+          f"RSS {default['rss_mb']:.0f} MB (target <= 300)")
+    return {"rows": rows, "burst": burst}
+
+
+if __name__ == "__main__":
+    main()
