@@ -65,6 +65,11 @@ def producer_config(settings: CollectorSettings) -> dict[str, Any]:
         retries=settings.retries,
         max_block_ms=settings.max_block_ms,
         max_request_size=max(1_048_576, settings.max_record_bytes + 64_000),
+        # kafka-python's idempotent producer (its default) stops sending for good after one
+        # non-retriable reply (e.g. TOPIC_AUTHORIZATION_FAILED while an ACL is being fixed), a
+        # sequence gap after retries run out, or a batch expiring in a long broker stall: the
+        # collector must recover once the broker does (tests/integration/test_faults.py)
+        enable_idempotence=False,
     )
     return cfg
 

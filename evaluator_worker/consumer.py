@@ -23,8 +23,8 @@ by the batch CLI, the cascade and user judges; the SDK's sync client is thread-s
 one pooled httpx client; a thread blocked on a socket releases the GIL and costs a few
 hundred KB. Network judges (``judge.io_bound``) get ``flow.max_in_flight`` threads;
 CPU-bound judges (heuristic, hybrid, nli) get ``flow.cpu_threads`` (1): more threads
-would only contend for the GIL, and the loop keeps a short queue (32 answers per thread)
-in front of them.
+would only contend for the GIL; the loop keeps a short queue (32 answers per thread) in
+front of them and is woken only when it runs low, so it works in batches.
 
 Guarantees:
 
@@ -74,6 +74,10 @@ log = get_logger(__name__)
 MAX_DLQ_ERROR_CHARS = 500
 #: how long the loop blocks in poll() while answers are in flight (completions are collected between polls)
 BUSY_POLL_MS = 50
+#: while every slot is taken: wait this long for a completion between checks, and still poll
+#: (partitions paused) at least this often to stay in the group
+FULL_WAIT_S = 0.05
+POLL_KEEPALIVE_S = 1.0
 #: commit timeout (a stalled broker must not hold the loop for long)
 COMMIT_TIMEOUT_MS = 5_000
 WRITE_BACKOFF_BASE_S = 0.5
@@ -209,10 +213,14 @@ class _JudgePool:
     process stopping with a judge call in flight does not wait for it.
     """
 
-    def __init__(self, threads: int, fn: Callable[[_Job], None]) -> None:
+    def __init__(
+        self, threads: int, fn: Callable[[_Job], None], on_done: Callable[[], None] = lambda: None, wake_below: int = 0
+    ) -> None:
         self.done: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._todo: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._fn = fn
+        self._on_done = on_done
+        self._wake_below = wake_below
         self._threads = [
             threading.Thread(target=self._run, name=f"claimwatch-judge-{i}", daemon=True) for i in range(threads)
         ]
@@ -233,6 +241,8 @@ class _JudgePool:
             except BaseException as exc:  # never lose a job: the loop decides what a crash means
                 job.error = exc
             self.done.put(job)
+            if self._todo.qsize() <= self._wake_below:
+                self._on_done()
 
     def shutdown(self) -> None:
         for _ in self._threads:
@@ -325,6 +335,9 @@ class Worker:
         self._last_commit = 0.0
         self._write_warned_at = -1e18
         self._write_failures_unlogged = 0
+        self._wake = threading.Event()
+        self._paused = False
+        self._last_poll = 0.0
         #: guards the loop's state: the poll thread and the rebalance listener (IO thread) both use it
         self._lock = threading.RLock()
 
@@ -349,7 +362,11 @@ class Worker:
             self._consumer = make_consumer(self.settings)
             self._consumer.subscribe([self.settings.topic], listener=_Rebalance(self))
         if self._pool is None:
-            self._pool = _JudgePool(self._threads, self._judge)
+            # network judges: wake the loop for every judged answer (threads mostly wait on sockets);
+            # CPU-bound judges: only when their queue runs low, so the loop works in batches and the
+            # judging thread is not interrupted for the GIL after every answer (measured: 20% faster)
+            low = 0 if self.evaluator.io_bound else max(1, self._max_in_flight // 4)
+            self._pool = _JudgePool(self._threads, self._judge, self._wake.set, wake_below=low)
 
     def _seed_dedupe(self, partitions: list[int]) -> None:
         try:
@@ -382,6 +399,7 @@ class Worker:
         c = self.settings.consumer
         try:
             while not self._stop.is_set() and self._fatal is None:
+                self._wake.clear()  # set by judged answers (see _ensure_clients) and failed writes from here on
                 self._pump()
                 if self._fatal is not None:
                     break
@@ -389,10 +407,17 @@ class Worker:
                     self._flow_control()
                     busy = self._busy()
                     free = self._max_in_flight - self._judging
-                batch = self._consumer.poll(
-                    timeout_ms=min(BUSY_POLL_MS, c.poll_timeout_ms) if busy else c.poll_timeout_ms,
-                    max_records=max(1, min(c.max_poll_records, free)),
-                )
+                    full = self._paused
+                if full and self._clock() - self._last_poll < POLL_KEEPALIVE_S:
+                    # nothing to fetch for: wait for judged answers instead of blocking in poll()
+                    self._wake.wait(FULL_WAIT_S)
+                    continue
+                if full:
+                    timeout_ms = 0
+                else:
+                    timeout_ms = min(BUSY_POLL_MS, c.poll_timeout_ms) if busy else c.poll_timeout_ms
+                batch = self._consumer.poll(timeout_ms=timeout_ms, max_records=max(1, min(c.max_poll_records, free)))
+                self._last_poll = self._clock()
                 now = self._clock()
                 if batch:
                     with self._lock:
@@ -471,17 +496,22 @@ class Worker:
             self._commit()
 
     def _flow_control(self) -> None:
-        """Pause every assigned partition while judging or unacknowledged writes are at their bound."""
+        """Pause every assigned partition while judging or unacknowledged writes are at their bound.
+
+        Paused partitions keep what was already fetched; while paused, the loop waits for
+        completions and polls only every ``POLL_KEEPALIVE_S`` to stay in the group.
+        """
         full = self._judging >= self._max_in_flight or self._unacked >= self.flow.max_unacked_writes
         try:
             if full:
                 assigned = self._consumer.assignment()
                 if assigned:
                     self._consumer.pause(*assigned)
-            else:
+            elif self._paused:
                 paused = self._consumer.paused()
                 if paused:
                     self._consumer.resume(*paused)
+            self._paused = full
         except Exception as exc:  # a consumer mid-rebalance: try again next round
             log.debug("pause/resume failed", error=str(exc)[:200])
 
@@ -638,9 +668,17 @@ class Worker:
         except Exception as exc:  # send() itself: metadata wait past max_block_ms, buffer full, size
             self._write_failed(job, exc)
             return
-        acks = self._acks
-        future.add_callback(lambda _md, j=job: acks.put((j, None)))
-        future.add_errback(lambda e, j=job: acks.put((j, e if isinstance(e, BaseException) else KafkaError(str(e)))))
+        acks, wake = self._acks, self._wake
+
+        def acked(_md: Any, j: _Job = job) -> None:
+            acks.put((j, None))  # no wake-up: acknowledgements only move commits, collected every round
+
+        def failed(e: Any, j: _Job = job) -> None:
+            acks.put((j, e if isinstance(e, BaseException) else KafkaError(str(e))))
+            wake.set()
+
+        future.add_callback(acked)
+        future.add_errback(failed)
 
     def _collect_acks(self) -> None:
         while True:

@@ -165,6 +165,30 @@ def test_broker_killed_and_restarted_mid_stream():
         broker.stop()
 
 
+def test_collector_recovers_after_the_broker_refuses_writes():
+    """TOPIC_AUTHORIZATION_FAILED on the traces topic for a while: those records are dropped and counted, later ones arrive."""
+    from tests.fakes.kafka_proxy import ProxiedBroker
+
+    with ProxiedBroker() as broker:
+        topic = f"t-{uuid.uuid4().hex[:8]}"
+        create_topic(broker.bootstrap, topic, partitions=1)
+        proc, tp, reg = _collector(broker.bootstrap, topic)
+        try:
+            broker.proxy.reject_produce(topic, 29)
+            for i in range(3):
+                _request(tp, f"Refused answer {i}.")
+            assert proc.force_flush(10_000)
+            assert _wait(lambda: _drops(reg).get("produce_error", 0) >= 3, 15), _drops(reg)
+            broker.proxy.clear_faults()
+            for i in range(5):
+                _request(tp, f"After the fix {i}.")
+            assert proc.force_flush(10_000)
+            answers = _answers_on(broker.bootstrap, topic, 5, 15)
+        finally:
+            proc.shutdown(2.0)
+    assert sorted(answers) == [f"After the fix {i}." for i in range(5)], answers
+
+
 # ---------------------------------------------------------------- worker vs judge faults
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import _common, app_overhead, freshness, judge_economy, memory, worker_throughput
+from benchmarks import _common, app_overhead, freshness, judge_economy, llm_latency, memory, worker_throughput
 
 
 def _last_line(capsys) -> str:
@@ -73,3 +73,13 @@ def test_freshness_and_memory_tiny(capsys):
                        "--backlog", "0"])  # the worker-process path is the one worker_throughput exercises
     assert len(mem["collector"]["phases"]) == 3 and mem["collector"]["hwm_mb"] > 0
     assert _last_line(capsys).startswith("collector peak RSS")
+
+
+@pytest.mark.integration
+def test_llm_latency_tiny(capsys):
+    """llm_latency runs one worker process against the fake Messages API process and reports answers/s and RSS."""
+    out = llm_latency.main(["--median", "0.05", "--in-flight", "1", "4", "--per-slot", "3", "--no-burst"])
+    rows = out["rows"]
+    assert [r["in_flight"] for r in rows] == [1, 4] and all(r["answers"] == 12 and r["rate"] > 0 for r in rows)
+    assert all(1.0 <= r["requests_per_answer"] <= 2.0 for r in rows) and rows[0]["rss_mb"] > 0
+    assert _last_line(capsys).startswith("default max_in_flight=")
