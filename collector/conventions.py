@@ -12,8 +12,14 @@ Three instrumentation conventions are understood (mixed in one trace is fine):
   ``gen_ai.retrieval.query.text`` and ``gen_ai.retrieval.documents`` (JSON; a
   document without content is skipped and counted).
 - **Traceloop / OpenLLMetry** (``traceloop.span.kind``): workflow/task/agent spans
-  with ``traceloop.entity.input`` / ``traceloop.entity.output`` (JSON), vector DB
-  hits as span events ``db.query.result``.
+  with ``traceloop.entity.input`` / ``traceloop.entity.output`` (JSON: workflow
+  ``{"inputs": ..}`` / ``{"outputs": ..}``, a retriever task's output
+  ``{"documents": [{"page_content", "metadata"}]}`` or LlamaIndex nodes), vector DB
+  hits as span events ``db.query.result``; the chat model from
+  ``traceloop.association.properties.ls_model_name`` when ``gen_ai.*`` says ``unknown``.
+  Traceloop spans also carry ``gen_ai.operation.name`` (``vector_db_retrieve``,
+  ``execute_task``, ``invoke_agent``, ``chat``): a span with ``traceloop.span.kind``
+  is read as Traceloop, except its chat spans, which are read as GenAI.
 
 Work is split in two so memory stays bounded: :meth:`SpanExtractor.extract`
 turns one span into a small :class:`SpanFacts` (only the fields used later), and
@@ -52,12 +58,18 @@ _GENAI_KINDS = {
     "retrieve": RETRIEVER,
     "invoke_agent": CHAIN,
     "invoke_workflow": CHAIN,
+    "execute_task": CHAIN,
+    "vector_db_retrieve": RETRIEVER,
 }
 _TL_KINDS = {"workflow": CHAIN, "task": CHAIN, "agent": CHAIN}
+#: gen_ai.operation.name values that Traceloop puts on its own task/retriever spans
+_TL_GENAI_OPS = frozenset({"vector_db_retrieve", "execute_task", "invoke_agent", "invoke_workflow"})
+TL_MODEL_KEYS = ("traceloop.association.properties.ls_model_name", "traceloop.association.properties.model")
+_UNKNOWN_MODELS = frozenset({"", "unknown", "none", "null"})
 RESOURCE_KEYS = ("service.name", "service.version", "deployment.environment", "deployment.environment.name")
 
-_QUESTION_KEYS = ("question", "query", "input", "user_input", "q", "prompt", "text", "message")
-_ANSWER_KEYS = ("answer", "output", "result", "response", "final_answer", "output_text", "text", "content")
+_QUESTION_KEYS = ("question", "query", "input", "inputs", "user_input", "q", "prompt", "text", "message")
+_ANSWER_KEYS = ("answer", "output", "outputs", "result", "response", "final_answer", "output_text", "text", "content")
 _USER_ROLES = ("user", "human")
 _ASSISTANT_ROLES = ("assistant", "ai", "model")
 _MAX_SLICE_CHARS = 128
@@ -78,6 +90,8 @@ class SpanFacts:
     input_text: str | None = None
     output_text: str | None = None
     contexts: tuple[Context, ...] = ()
+    #: system instructions / system messages of an LLM span (the opt-in prompt-context fallback)
+    prompt_context: tuple[str, ...] = ()
     missing_content: int = 0
     model: str | None = None
     attrs: dict[str, AttributeValue] = field(default_factory=dict)
@@ -96,6 +110,9 @@ class BuildResult:
     error: bool = False
     signals: dict[str, AttributeValue] = field(default_factory=dict)
     missing_content: int = 0
+    #: what kinds of spans the trace had (for the "retrieval and chat in separate traces" warning)
+    had_retriever: bool = False
+    had_answer: bool = False
 
 
 # -- text helpers -----------------------------------------------------------
@@ -277,6 +294,85 @@ def _messages_from_indexed(attrs: Mapping[str, Any], prefix: str, inner: str) ->
     return msgs
 
 
+def _structured(value: Any) -> Any:
+    """A GenAI messages attribute: JSON text (spans) or already-structured values (log events)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _maybe_json(value)
+    if isinstance(value, (list, tuple)):
+        return [dict(v) if isinstance(v, Mapping) else v for v in value]
+    return value
+
+
+def _system_texts(messages: Any) -> tuple[str, ...]:
+    if not isinstance(messages, list):
+        return ()
+    out = []
+    for m in messages:
+        if isinstance(m, Mapping) and _message_role(m) in ("system", "developer"):
+            text = _message_text(m)
+            if text and text.strip():
+                out.append(text)
+    return tuple(out)
+
+
+def _model(attrs: Mapping[str, Any]) -> str | None:
+    """GenAI model name; Traceloop's association properties when the GenAI attribute says ``unknown``."""
+    for key in ("gen_ai.response.model", "gen_ai.request.model", *TL_MODEL_KEYS):
+        value = attrs.get(key)
+        if value is not None and str(value).strip().lower() not in _UNKNOWN_MODELS:
+            return str(value)
+    return None
+
+
+_DOC_TEXT_KEYS = ("page_content", "content", "text", "document")
+
+
+def _is_document(obj: Any) -> bool:
+    if not isinstance(obj, Mapping):
+        return False
+    if isinstance(obj.get("kwargs"), Mapping):  # LangChain constructor form {"lc":1,"kwargs":{"page_content":..}}
+        obj = obj["kwargs"]
+    return "page_content" in obj or ("metadata" in obj and any(k in obj for k in _DOC_TEXT_KEYS)) or (
+        "node" in obj and isinstance(obj["node"], Mapping)
+    )
+
+
+def _documents(obj: Any) -> list[Mapping[str, Any]] | None:
+    """Retrieved documents in an entity output: ``{"documents": [...]}``, a bare list, LlamaIndex nodes; else None."""
+    if isinstance(obj, Mapping):
+        for key in ("documents", "nodes", "source_nodes", "outputs", "output"):
+            if key in obj:
+                found = _documents(obj[key])
+                if found is not None:
+                    return found
+        return None
+    if isinstance(obj, list) and obj and all(_is_document(d) for d in obj):
+        return list(obj)
+    return None
+
+
+def _contexts_from_documents(docs: Iterable[Mapping[str, Any]]) -> tuple[list[Context], int]:
+    ctxs: list[Context] = []
+    missing = 0
+    for doc in docs:
+        score = doc.get("score")
+        if isinstance(doc.get("node"), Mapping):  # LlamaIndex NodeWithScore
+            doc = doc["node"]
+        if isinstance(doc.get("kwargs"), Mapping):
+            doc = doc["kwargs"]
+        content = next((doc[k] for k in _DOC_TEXT_KEYS if isinstance(doc.get(k), str) and doc.get(k)), None)
+        if content is None or content == HIDDEN_MARK:
+            missing += 1
+            continue
+        metadata = doc.get("metadata") or doc.get("extra_info")
+        ident = doc.get("id") or doc.get("id_") or (metadata.get("id") if isinstance(metadata, Mapping) else None)
+        ctxs.append(Context(id=_str(ident), content=content, score=_float(score if score is not None else doc.get("score")),
+                            source=_source(metadata)))
+    return ctxs, missing
+
+
 # -- extraction ---------------------------------------------------------------
 
 
@@ -309,12 +405,13 @@ class SpanExtractor:
         if resource is not None:
             rattrs = resource.attributes
             facts.resource = {k: str(rattrs[k]) for k in RESOURCE_KEYS if k in rattrs}
+        op = str(attrs.get(GENAI_OP, "")).lower()
         if OI_KIND in attrs:
             self._openinference(facts, attrs, str(attrs[OI_KIND]).upper())
+        elif TL_KIND in attrs and (op in _TL_GENAI_OPS or _GENAI_KINDS.get(op) != LLM):
+            self._traceloop(facts, attrs, str(attrs[TL_KIND]).lower(), op)
         elif GENAI_OP in attrs or "gen_ai.prompt.0.content" in attrs or "gen_ai.completion.0.content" in attrs:
-            self._genai(facts, attrs, str(attrs.get(GENAI_OP, "chat")).lower())
-        elif TL_KIND in attrs:
-            self._traceloop(facts, attrs, str(attrs[TL_KIND]).lower())
+            self._genai(facts, attrs, op or "chat")
         events = getattr(span, "events", None) or ()
         if events and any(e.name == "db.query.result" for e in events):
             self._traceloop_hits(facts, events)
@@ -345,8 +442,10 @@ class SpanExtractor:
             f.model = _str(attrs.get("llm.model_name"))
             out = _pick_message(_messages_from_indexed(attrs, "llm.output_messages", "message."), _ASSISTANT_ROLES)
             f.output_text = out or unwrap_text(attrs.get("output.value"), question=False)
-            inp = _pick_message(_messages_from_indexed(attrs, "llm.input_messages", "message."), _USER_ROLES)
+            in_msgs = _messages_from_indexed(attrs, "llm.input_messages", "message.")
+            inp = _pick_message(in_msgs, _USER_ROLES)
             f.input_text = inp or unwrap_text(attrs.get("input.value"), question=True)
+            f.prompt_context = _system_texts(in_msgs)
         elif f.kind == CHAIN:
             f.input_text = unwrap_text(attrs.get("input.value"), question=True)
             f.output_text = unwrap_text(attrs.get("output.value"), question=False)
@@ -381,24 +480,40 @@ class SpanExtractor:
                     )
             f.contexts = tuple(ctxs)
             return
-        f.model = _str(attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model"))
+        f.model = _model(attrs)
         roles_in, roles_out = _USER_ROLES, _ASSISTANT_ROLES
-        out_msgs = attrs.get("gen_ai.output.messages")
-        in_msgs = attrs.get("gen_ai.input.messages")
-        out = _pick(_maybe_json(out_msgs), _ANSWER_KEYS, roles_out) if isinstance(out_msgs, str) else None
-        inp = _pick(_maybe_json(in_msgs), _QUESTION_KEYS, roles_in) if isinstance(in_msgs, str) else None
+        out_msgs = _structured(attrs.get("gen_ai.output.messages"))
+        in_msgs = _structured(attrs.get("gen_ai.input.messages"))
+        out = _pick(out_msgs, _ANSWER_KEYS, roles_out) if out_msgs is not None else None
+        inp = _pick(in_msgs, _QUESTION_KEYS, roles_in) if in_msgs is not None else None
+        legacy_in = _messages_from_indexed(attrs, "gen_ai.prompt", "")
         if out is None:
             out = _pick_message(_messages_from_indexed(attrs, "gen_ai.completion", ""), roles_out)
         if inp is None:
-            inp = _pick_message(_messages_from_indexed(attrs, "gen_ai.prompt", ""), roles_in)
+            inp = _pick_message(legacy_in, roles_in)
         f.output_text, f.input_text = out, inp
+        system = _structured(attrs.get("gen_ai.system_instructions"))
+        texts = list(_system_texts(in_msgs if isinstance(in_msgs, list) else legacy_in))
+        if system is not None:
+            parts = system if isinstance(system, list) else [system]
+            texts = [t for t in (_message_text(p) if isinstance(p, Mapping) else (p if isinstance(p, str) else None)
+                                 for p in parts) if t] + texts
+        f.prompt_context = tuple(texts)
 
-    def _traceloop(self, f: SpanFacts, attrs: Mapping[str, Any], kind: str) -> None:
+    def _traceloop(self, f: SpanFacts, attrs: Mapping[str, Any], kind: str, op: str = "") -> None:
         f.convention = "traceloop"
+        raw_out = attrs.get("traceloop.entity.output")
+        docs = _documents(_maybe_json(raw_out)) if isinstance(raw_out, str) else None
+        if op == "vector_db_retrieve" or docs is not None:
+            f.kind = RETRIEVER
+            f.input_text = unwrap_text(attrs.get("traceloop.entity.input"), question=True)
+            ctxs, missing = _contexts_from_documents(docs or [])
+            f.contexts, f.missing_content = tuple(ctxs), missing
+            return
         f.kind = _TL_KINDS.get(kind, OTHER)
         if f.kind == CHAIN:
             f.input_text = unwrap_text(attrs.get("traceloop.entity.input"), question=True)
-            f.output_text = unwrap_text(attrs.get("traceloop.entity.output"), question=False)
+            f.output_text = unwrap_text(raw_out, question=False)
 
     def _traceloop_hits(self, f: SpanFacts, events: Iterable[Any]) -> None:
         ctxs = list(f.contexts)
@@ -477,10 +592,17 @@ class SpanExtractor:
         for f in ordered:
             for k, v in f.attrs.items():
                 signals.setdefault(k, v)
+        context_source = "retriever"
+        if not contexts and self.settings.context_from_prompt:
+            prompt = next((f.prompt_context for f in reversed(llms) if f.prompt_context), ())
+            contexts = [Context(content=text, source="prompt") for text in prompt]
+            context_source = "prompt"
+        has_answer = answer_span is not None and bool(answer_span.output_text)
         if not contexts:
-            return BuildResult(None, "no_context", error, signals, missing)
-        if answer_span is None or not answer_span.output_text:
-            return BuildResult(None, "no_answer", error, signals, missing)
+            return BuildResult(None, "no_context", error, signals, missing, had_answer=has_answer,
+                               had_retriever=bool(retrievers))
+        if not has_answer:
+            return BuildResult(None, "no_answer", error, signals, missing, had_retriever=True)
 
         model = next((f.model for f in reversed(llms) if f.model), None)
         roots = sorted((f for f in facts if f.is_root), key=lambda f: f.start_ns)
@@ -499,6 +621,8 @@ class SpanExtractor:
             attributes["service.name"] = resource["service.name"]
         if missing:
             attributes["contexts.missing_content"] = missing
+        if context_source != "retriever":
+            attributes["context_source"] = context_source
         record = RagTrace(
             trace_id=format(trace_id, "032x"),
             root_span_id=format(root.span_id, "016x") if root is not None else None,

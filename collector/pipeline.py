@@ -68,6 +68,8 @@ class TracePipeline:
         self.sampler = Sampler(settings.sampling, clock=clock)
         self._lock = threading.RLock()
         self.assembler = self._new_assembler()
+        self._answer_only = 0
+        self._retrieval_only = 0
 
     @classmethod
     def to_kafka(
@@ -169,6 +171,7 @@ class TracePipeline:
             m.drop("missing_content", result.missing_content)
         if result.record is None:
             m.trace("not_rag")
+            self._explain_not_rag(result)
             return False
         decision = self.sampler.decide(
             completed.trace_id, slices=result.record.slices, error=result.error, signals=result.signals
@@ -194,6 +197,37 @@ class TracePipeline:
             m.trace("queued")
             return True
         return False
+
+    def _explain_not_rag(self, result: Any) -> None:
+        """One-time warnings for the shapes that make RAG traces look like something else."""
+        if result.reason == "no_context" and result.missing_content:
+            warn_once(
+                "documents_without_content",
+                "retrieved documents carry no text (only ids/scores), so traces cannot be judged: make the "
+                "instrumentation record document content (OTel GenAI: pass content in gen_ai.retrieval.documents; "
+                "OpenInference: unset OPENINFERENCE_HIDE_*; Traceloop: TRACELOOP_TRACE_CONTENT=true)",
+                documents=result.missing_content,
+            )
+            return
+        if result.reason == "no_context" and result.had_answer:
+            self._answer_only += 1
+        elif result.reason == "no_answer" and result.had_retriever:
+            self._retrieval_only += 1
+        if self._answer_only >= 3 and self._retrieval_only >= 3:
+            warn_once(
+                "split_traces",
+                "retrieval and generation arrive in separate traces, so no trace has both documents and an answer: "
+                "wrap each request in one span (with tracer.start_as_current_span('rag-request'): ...) so the "
+                "retriever and LLM spans share a trace",
+                answer_only=self._answer_only, retrieval_only=self._retrieval_only,
+            )
+        elif self._answer_only >= 20 and not self._retrieval_only and not self.settings.context_from_prompt:
+            warn_once(
+                "no_retriever_spans",
+                "traces have answers but no retriever spans: instrument the retriever, or set "
+                "CLAIMWATCH_CONTEXT_FROM_PROMPT=true if the documents are in the prompt",
+                answer_only=self._answer_only,
+            )
 
     # -- backpressure --------------------------------------------------------
     def saturation(self) -> str | None:

@@ -23,6 +23,7 @@ the parent had buffered stays the parent's to deliver.
 from __future__ import annotations
 
 import collections
+import importlib.util
 import os
 import threading
 import time
@@ -86,8 +87,57 @@ def check_environment(environ: Any = None) -> list[str]:
         )
     if (env.get("TRACELOOP_TRACE_CONTENT") or "").strip().lower() in ("false", "0", "no", "off"):
         keys.append("traceloop_content_off")
-        warn_once("traceloop_content_off", "TRACELOOP_TRACE_CONTENT=false: Traceloop spans carry no text")
+        warn_once("traceloop_content_off", "TRACELOOP_TRACE_CONTENT=false: Traceloop spans carry no text; "
+                  "unset it or set TRACELOOP_TRACE_CONTENT=true")
+    keys += _check_genai_content(env)
     return keys
+
+
+GENAI_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+#: OTel GenAI instrumentations whose content capture ``GENAI_CAPTURE_ENV`` controls
+GENAI_INSTRUMENTATIONS = (
+    "opentelemetry.instrumentation.openai_v2",
+    "opentelemetry.instrumentation.google_genai",
+    "opentelemetry.instrumentation.vertexai",
+    "opentelemetry.instrumentation.langchain_v2",
+    "opentelemetry.util.genai",
+)
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _check_genai_content(env: Any, installed: Callable[[str], bool] = _installed) -> list[str]:
+    """The GenAI content-capture setting, as each util-genai generation reads it.
+
+    With ``opentelemetry-util-genai`` (the experimental GenAI mode the current
+    instrumentations use) the accepted values are ``span_only``, ``span_and_event``,
+    ``event_only`` and ``no_content``: ``true`` is rejected with a log line and means no
+    content. Without it (older instrumentations) ``true`` turns content on.
+    """
+    if not any(installed(m) for m in GENAI_INSTRUMENTATIONS):
+        return []
+    raw = env.get(GENAI_CAPTURE_ENV)
+    value = (raw or "").strip().lower()
+    util = installed("opentelemetry.util.genai")
+    if util and value == "true":
+        warn_once("genai_content_true", f"{GENAI_CAPTURE_ENV}=true is rejected by opentelemetry-util-genai (it falls "
+                  "back to no content): set it to span_only (or span_and_event)", value=raw)
+        return ["genai_content_true"]
+    if util and value == "event_only":
+        warn_once("genai_content_events", f"{GENAI_CAPTURE_ENV}=event_only puts messages on log records: add "
+                  "logger_provider.add_log_record_processor(processor.log_processor()), or set span_only")
+        return ["genai_content_events"]
+    if value in ("", "false", "0", "no", "off", "no_content"):
+        fix = "span_only" if util else "true"
+        warn_once("genai_content_off", f"OTel GenAI spans carry no message content, so answers cannot be judged: "
+                  f"set {GENAI_CAPTURE_ENV}={fix}", value=raw)
+        return ["genai_content_off"]
+    return []
 
 
 def check_provider(tracer_provider: Any, settings: CollectorSettings | None = None) -> list[str]:
@@ -186,6 +236,16 @@ class RagTraceProcessor(SpanProcessor):
         if callable(reset):
             reset()
         self._start_thread()
+
+    def log_processor(self) -> Any:
+        """The companion ``LogRecordProcessor`` for OTel GenAI content sent as log events (``event_only``).
+
+        ``logger_provider.add_log_record_processor(processor.log_processor())``; see
+        :mod:`collector.genai_events`.
+        """
+        from collector.genai_events import RagLogProcessor
+
+        return RagLogProcessor(self)
 
     # -- SpanProcessor API (app threads) -----------------------------------
     def on_start(self, span: Any, parent_context: Any = None) -> None:
