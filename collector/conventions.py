@@ -373,6 +373,21 @@ def _contexts_from_documents(docs: Iterable[Mapping[str, Any]]) -> tuple[list[Co
     return ctxs, missing
 
 
+def _ids_from_output(ctxs: list[Context], output: Any) -> None:
+    """OpenInference LangChain sets no ``document.id``; the retriever's ``output.value`` JSON has them: match by content."""
+    docs = _documents(_maybe_json(output)) if isinstance(output, str) else None
+    if not docs:
+        return
+    found, _ = _contexts_from_documents(docs)
+    by_content: dict[str, str] = {}
+    for c in found:
+        if c.id is not None:
+            by_content.setdefault(c.content, c.id)
+    for c in ctxs:
+        if c.id is None and c.content in by_content:
+            c.id = by_content[c.content]
+
+
 # -- extraction ---------------------------------------------------------------
 
 
@@ -437,6 +452,8 @@ class SpanExtractor:
                         source=_source(doc.get("document.metadata")),
                     )
                 )
+            if ctxs and any(c.id is None for c in ctxs):
+                _ids_from_output(ctxs, attrs.get("output.value"))
             f.contexts = tuple(ctxs)
         elif f.kind == LLM:
             f.model = _str(attrs.get("llm.model_name"))

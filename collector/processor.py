@@ -129,8 +129,9 @@ def _check_genai_content(env: Any, installed: Callable[[str], bool] = _installed
                   "back to no content): set it to span_only (or span_and_event)", value=raw)
         return ["genai_content_true"]
     if util and value == "event_only":
-        warn_once("genai_content_events", f"{GENAI_CAPTURE_ENV}=event_only puts messages on log records: add "
-                  "logger_provider.add_log_record_processor(processor.log_processor()), or set span_only")
+        warn_once("genai_content_events", f"{GENAI_CAPTURE_ENV}=event_only puts messages on log records and writes "
+                  "retrieved documents nowhere: set span_and_event (or span_only); with events, also add "
+                  "logger_provider.add_log_record_processor(processor.log_processor())")
         return ["genai_content_events"]
     if value in ("", "false", "0", "no", "off", "no_content"):
         fix = "span_only" if util else "true"

