@@ -26,7 +26,8 @@ from dashboards.rules_gen import to_yaml
 
 VERDICTS = ("contradicted", "unsupported")
 ARGS: dict[str, str | None] = {
-    "prometheus-address": "http://prometheus.monitoring.svc:9090",
+    # the Prometheus Operator's service, as in deploy/k8s/prometheus-adapter-rules.yaml (one Prometheus for both)
+    "prometheus-address": "http://prometheus-operated.monitoring.svc:9090",
     "baseline-release": None,
     "candidate-release": None,
     "environment": "prod",

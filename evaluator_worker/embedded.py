@@ -45,11 +45,24 @@ def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
 
 
 class _Process:
+    """A child server process with a work directory of its own, removed on ``stop()`` and at exit."""
+
+    #: the work directory; removed by ``stop()`` when this object created it
+    workdir: Path
+    _owns_workdir = False
+
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         atexit.register(self.stop)
 
+    def _make_workdir(self, given: str | None, prefix: str) -> Path:
+        if given:
+            return Path(given)
+        self._owns_workdir = True
+        return Path(tempfile.mkdtemp(prefix=prefix))
+
     def _spawn(self, argv: list[str], log_path: Path) -> None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(log_path, "ab")
         self.proc = subprocess.Popen(
             argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
@@ -67,9 +80,7 @@ class _Process:
             self.proc.wait(5)
 
     def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None:
             try:
                 self.proc.send_signal(signal.SIGTERM)
                 self.proc.wait(5)
@@ -79,6 +90,8 @@ class _Process:
             except ProcessLookupError:
                 pass
         self.proc = None
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self):
         self.start()
@@ -112,7 +125,7 @@ class EmbeddedBroker(_Process):
     def __init__(self, port: int | None = None, workdir: str | None = None) -> None:
         super().__init__()
         self.port = port or free_port()
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="claimwatch-broker-"))
+        self.workdir = self._make_workdir(workdir, "claimwatch-broker-")
 
     @property
     def bootstrap(self) -> str:
@@ -181,7 +194,7 @@ class EmbeddedPrometheus(_Process):
         self.targets = list(targets)
         self.rule_files = [str(Path(r).resolve()) for r in rule_files]
         self.scrape_interval = scrape_interval
-        self.workdir = Path(tempfile.mkdtemp(prefix="claimwatch-prom-"))
+        self.workdir = self._make_workdir(None, "claimwatch-prom-")
 
     @staticmethod
     def available() -> bool:
@@ -195,6 +208,7 @@ class EmbeddedPrometheus(_Process):
         binary = shutil.which("prometheus")
         if binary is None:
             raise ConfigError("prometheus binary not on PATH (Debian: apt-get install prometheus)")
+        self.workdir.mkdir(parents=True, exist_ok=True)
         cfg = write_prometheus_config(
             self.workdir / "prometheus.yml", self.targets, self.rule_files, self.scrape_interval
         )

@@ -162,3 +162,17 @@ def test_injected_response_wire_format(broker, proxy, version):
     assert {(t.name, p.index, p.error_code) for t in response.responses for p in t.partition_responses} == {
         (t, i, 10) for t in (topic, innocent) for i in (0, 2)}
     assert proxy.rejected - rejected == 2 and proxy.produce_requests(innocent) == 1
+
+
+def test_embedded_servers_leave_nothing_in_tmp():
+    """EmbeddedBroker and EmbeddedPrometheus remove the work directories they created when stopped."""
+    from evaluator_worker.embedded import EmbeddedBroker, EmbeddedPrometheus
+
+    broker = EmbeddedBroker().start()
+    dirs = [broker.workdir]
+    broker.stop()
+    if EmbeddedPrometheus.available():
+        prom = EmbeddedPrometheus(["127.0.0.1:1"]).start()
+        dirs.append(prom.workdir)
+        prom.stop()
+    assert dirs and not any(d.exists() for d in dirs)

@@ -499,10 +499,9 @@ def test_k8s_ports_selectors_and_annotations_agree():
     port = next(p for p in container["ports"] if p["name"] == "metrics")
     assert port["containerPort"] == METRICS_PORT
     assert int(cm["data"]["CLAIMWATCH_METRICS_PORT"]) == port["containerPort"]
-    ann = pod["metadata"]["annotations"]
-    assert ann["prometheus.io/scrape"] == "true"
-    assert int(ann["prometheus.io/port"]) == port["containerPort"]
-    assert ann["prometheus.io/path"] == "/metrics"
+    # one scrape path: the ServiceMonitor. Annotations as well would scrape each pod twice on some setups
+    ann = pod["metadata"].get("annotations") or {}
+    assert not any(k.startswith("prometheus.io/") for k in ann), "ServiceMonitor and scrape annotations: pick one"
     svc_port = next(p for p in svc["spec"]["ports"] if p["name"] == "metrics")
     assert svc_port["targetPort"] in (port["name"], port["containerPort"])
     assert svc_port["port"] == port["containerPort"]
@@ -514,12 +513,13 @@ def test_k8s_ports_selectors_and_annotations_agree():
 
 
 def test_k8s_deployment_is_hardened_and_shuts_down_gracefully():
-    """Two replicas, non-root (the Dockerfile's uid), probes on /metrics, resources set, grace period >= 30 s, secrets from a Secret."""
+    """No replicas (KEDA owns them), non-root (the Dockerfile's uid), probes on /metrics, resources set, grace covers the drain, secrets from a Secret."""
     docs = _k8s_docs()
     dep = _one("Deployment", docs)
     spec = dep["spec"]["template"]["spec"]
-    assert dep["spec"]["replicas"] == 2
-    assert spec["terminationGracePeriodSeconds"] >= 30
+    # a replicas field on a KEDA/HPA-scaled Deployment is re-applied by every `kubectl apply`
+    assert "replicas" not in dep["spec"] and _one("ScaledObject", docs)["spec"]["scaleTargetRef"]["name"] == dep["metadata"]["name"]
+    assert spec["terminationGracePeriodSeconds"] >= _shutdown_budget_s(_one("ConfigMap", docs)["data"])
     sc = spec["securityContext"]
     dockerfile_uid = re.search(r"^USER (\d+)", (DEPLOY / "Dockerfile").read_text(), re.M).group(1)
     assert sc["runAsNonRoot"] is True and str(sc["runAsUser"]) == dockerfile_uid
@@ -566,11 +566,20 @@ def test_k8s_autoscalers_follow_the_consumer_group_lag():
     assert meta["bootstrapServers"] == cm["data"]["CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS"]
     partitions = int(_env(_compose()["services"]["topic-init"])["PARTITIONS"])
     assert 1 <= so["spec"]["minReplicaCount"] <= so["spec"]["maxReplicaCount"] <= partitions
+    # cooldownPeriod only governs scaling to zero: with a minimum above 0 it does nothing
+    assert so["spec"]["minReplicaCount"] == 0 or "cooldownPeriod" not in so["spec"]
     auth = _one("TriggerAuthentication", docs)
     assert trigger["authenticationRef"]["name"] == auth["metadata"]["name"]
     secret = _one("Secret", docs)
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"].get("volumes", [])}
+    ca_secret = volumes["kafka-ca"]["secret"]["secretName"]
+    params = {t["parameter"] for t in auth["spec"]["secretTargetRef"]}
+    assert "ca" in params, "a private CA the workers trust must reach the scaler too"
     for target in auth["spec"]["secretTargetRef"]:
-        assert target["key"] in secret["stringData"]
+        if target["parameter"] == "ca":  # the same optional Secret the workers mount
+            assert target["name"] == ca_secret and target["key"] == "ca.crt"
+        else:
+            assert target["key"] in secret["stringData"]
     hpa = _one("HorizontalPodAutoscaler", docs)
     assert hpa["spec"]["scaleTargetRef"]["name"] == dep["metadata"]["name"]
     metric = hpa["spec"]["metrics"][0]["external"]["metric"]
@@ -699,3 +708,86 @@ def test_write_and_check_keep_the_intro_and_detect_drift(tmp_path, capsys):
     capsys.readouterr()
     assert ref.main([]) == 0
     assert capsys.readouterr().out == ref.render_markdown()
+
+
+def _shutdown_budget_s(env: dict[str, str]) -> float:
+    """What a worker may need after SIGTERM: the drain deadline plus commit (5 s) and client close (10 s)."""
+    flow = WorkerSettings().flow
+    drain = float(env.get("CLAIMWATCH_FLOW__DRAIN_TIMEOUT_S", flow.drain_timeout_s))
+    return drain + 5 + 10
+
+
+def _grace_s(value: str) -> float:
+    m = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?", value)
+    assert m and value, value
+    return int(m.group(1) or 0) * 60 + int(m.group(2) or 0)
+
+
+def test_compose_workers_shut_down_within_their_grace_period_and_report_health():
+    """Every compose worker's stop_grace_period covers the drain deadline; each has a healthcheck on /metrics."""
+    services = _compose()["services"]
+    workers = {n: svc for n, svc in services.items() if n.startswith("evaluator-worker")}
+    assert len(workers) >= 2
+    for name, svc in workers.items():
+        assert _grace_s(svc["stop_grace_period"]) >= _shutdown_budget_s(_env(svc)), name
+        check = " ".join(svc["healthcheck"]["test"])
+        assert "9464/metrics" in check, name
+
+
+def test_every_topic_a_config_names_is_created_by_topic_init():
+    """Auto-creation is off in compose: every topic the services and the OTel Collector use is created up front."""
+    services = _compose()["services"]
+    assert _env(services["kafka"])["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
+    script = "\n".join(services["topic-init"]["command"])
+    created = set(re.findall(r"^\s*create\s+(\S+)", script, re.M))
+    named = {"claimwatch.traces", "claimwatch.results", "claimwatch.dead-letter"}
+    for svc in services.values():
+        env = _env(svc)
+        for key in ("CLAIMWATCH_TOPIC", "CLAIMWATCH_RESULTS_TOPIC", "CLAIMWATCH_DEAD_LETTER_TOPIC", "CLAIMWATCH_BRIDGE_SOURCE_TOPIC"):
+            if env.get(key):
+                named.add(env[key])
+    otel = _load(DEPLOY / "otel-collector" / "config.yaml")
+    for exporter in otel["exporters"].values():
+        for signal in ("traces", "logs", "metrics"):
+            topic = (exporter.get(signal) or {}).get("topic") if isinstance(exporter, dict) else None
+            if topic:
+                named.add(topic)
+    assert named - created == set(), f"topics used but never created: {sorted(named - created)}"
+
+
+def test_alertmanager_inhibit_rules_can_fire():
+    """Each inhibit rule names alerts that exist at the severities it matches, and its `equal` labels are on both."""
+    rules = [r for g in _load(ROOT / "dashboards" / "rules" / "claimwatch-alerts.yml")["groups"] for r in g["rules"] if "alert" in r]
+    am = _load(DEPLOY / "alertmanager" / "alertmanager.yml")
+
+    def matching(matchers: list[str]) -> list[dict]:
+        out = []
+        for r in rules:
+            labels = {"alertname": r["alert"], **r.get("labels", {})}
+            ok = True
+            for m in matchers:
+                name, op, value = re.fullmatch(r'(\w+)\s*(=~|!=|=)\s*"(.*)"', m).groups()
+                have = labels.get(name, "")
+                ok &= bool(re.fullmatch(value, have)) if op == "=~" else (have == value) == (op == "=")
+            if ok:
+                out.append(r)
+        return out
+
+    assert am["inhibit_rules"]
+    for rule in am["inhibit_rules"]:
+        sources, targets = matching(rule["source_matchers"]), matching(rule["target_matchers"])
+        assert sources and targets, rule
+        assert not {r["alert"] for r in sources} & {r["alert"] for r in targets}, "an alert cannot inhibit itself"
+        for label in rule.get("equal", []):
+            for r in sources + targets:
+                # kept by an aggregation `by (...)`, or by a recording rule whose level (level:metric:ops) names it
+                levels = {part for lvl in re.findall(r"\b([a-z_]+):claimwatch_", r["expr"]) for part in lvl.split("_")}
+                assert label in levels or re.search(rf"by \([^)]*\b{label}\b", r["expr"]), (r["alert"], label)
+
+
+def test_argo_and_the_adapter_query_the_same_prometheus():
+    """The rollout analysis and the HPA adapter read one Prometheus (two addresses drift apart)."""
+    argo = _load(DEPLOY / "argo" / "analysis-template.yaml")
+    arg = next(a for a in argo["spec"]["args"] if a["name"] == "prometheus-address")
+    adapter = _load(K8S / "prometheus-adapter-rules.yaml")
+    assert arg["value"] == adapter["prometheus"]["url"] + ":" + str(adapter["prometheus"].get("port", 9090))
