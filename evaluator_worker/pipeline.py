@@ -44,6 +44,33 @@ def _billed_input_tokens(out: object) -> int:
     return int(u.input_tokens + u.cache_creation_tokens)
 
 
+#: characters of the evidence chunk kept around the evidence in result records
+EXCERPT_CHARS = 300
+
+
+def _excerpt(content: str, evidence: str | None) -> str:
+    if len(content) <= EXCERPT_CHARS:
+        return content
+    at = content.find(evidence) if evidence else -1
+    if at < 0:
+        return content[:EXCERPT_CHARS] + "\u2026"
+    start = max(0, at - (EXCERPT_CHARS - len(evidence or "")) // 2)
+    end = min(len(content), start + EXCERPT_CHARS)
+    return ("\u2026" if start else "") + content[start:end] + ("\u2026" if end < len(content) else "")
+
+
+def _attach_chunks(result: AnswerResult, trace: RagTrace, *, include_text: bool) -> None:
+    """Each verdict's chunk id, source and (unless text is excluded) an excerpt around the evidence."""
+    for c in result.claims:
+        i = c.context_index
+        if i is None or not 0 <= i < len(trace.contexts):
+            continue
+        ctx = trace.contexts[i]
+        c.context_id, c.context_source = ctx.id, ctx.source
+        if include_text and ctx.content:
+            c.context_excerpt = _excerpt(ctx.content, c.evidence)
+
+
 class Evaluator:
     """Runs a judge on ``RagTrace`` records and records the outcome in metrics."""
 
@@ -139,6 +166,7 @@ class Evaluator:
             usage=usages,
             error=error,
         )
+        _attach_chunks(result, trace, include_text=self.include_text)
         p = self.parity
         expected = p.min_claims_per_route.get(trace.slices.get("route", ""), p.min_claims_per_route.get("*"))
         result.parity = parity_scores(

@@ -71,16 +71,19 @@ def _cut_claim_text(r: AnswerResult) -> list[str]:
         c.text = _cut(c.text, SHRUNK_TEXT_CHARS) or ""
         c.evidence = _cut(c.evidence, SHRUNK_TEXT_CHARS)
         c.reason = _cut(c.reason, SHRUNK_TEXT_CHARS)
+        c.context_excerpt = None
+        c.context_id, c.context_source = _cut(c.context_id, 128), _cut(c.context_source, 128)
     r.error = _cut(r.error, SHRUNK_TEXT_CHARS)
-    return ["claims.text(cut)"]
+    return ["claims.text(cut)", "claims.context_excerpt"]
 
 
 def _drop_claim_text(r: AnswerResult) -> list[str]:
     for c in r.claims:
         c.text, c.evidence, c.reason = "", None, None
+        c.context_id = c.context_source = c.context_excerpt = None
     r.consistency = None
     r.parity = None
-    return ["claims.text", "claims.evidence", "claims.reason", "consistency", "parity"]
+    return ["claims.text", "claims.evidence", "claims.reason", "claims.context", "consistency", "parity"]
 
 
 def _drop_claims(r: AnswerResult) -> list[str]:

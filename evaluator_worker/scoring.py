@@ -23,12 +23,25 @@ from evaluator_worker.parity import ParityScores
 
 
 class ClaimResult(BaseModel):
+    """One claim of an answer and its verdict (``AnswerResult.claims``)."""
+
+    #: claim id within the answer (c1, c2, ...)
     id: str
+    #: the atomic claim, as extracted from the answer
     text: str
     verdict: Verdict
+    #: verbatim span of the context that decided the verdict (None for UNSUPPORTED / ERROR)
     evidence: str | None = None
+    #: index of that context chunk in the trace's contexts (retrieval order)
     context_index: int | None = None
+    #: the chunk's id and source as the retriever reported them
+    context_id: str | None = None
+    context_source: str | None = None
+    #: up to ~300 characters of the chunk around the evidence (omitted with results_include_text=false)
+    context_excerpt: str | None = None
+    #: 0-1; how sure the judge is of this verdict
     confidence: float = 0.5
+    #: the judge's short explanation (or the failure, for ERROR)
     reason: str | None = None
 
 

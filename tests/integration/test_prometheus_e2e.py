@@ -432,3 +432,16 @@ def test_quality_alerts_fire_for_the_faulty_candidate_only(stack):
     assert now["ClaimwatchContradictedClaimsSpike"] == {CANDIDATE}
     assert now["ClaimwatchReleaseWorseThanPrevious"] == {CANDIDATE}
     assert "ClaimwatchWorkerDown" not in now and "ClaimwatchFaithfulnessDrop" not in now
+
+
+def test_metrics_doc_examples_are_valid_promql(stack):
+    """Every example query in docs/metrics.md is accepted by the real Prometheus."""
+    from docgen import metrics as metrics_doc
+    from evaluator_worker.metrics import WorkerMetrics
+    from collector.metrics import get_metrics
+    from prometheus_client import CollectorRegistry
+
+    metrics = metrics_doc._metrics(WorkerMetrics(registry=CollectorRegistry())) + \
+        metrics_doc._metrics(get_metrics(CollectorRegistry()))
+    for m in metrics:
+        _query(stack.prom.url, metrics_doc.example(m))  # raises unless Prometheus accepts it

@@ -122,3 +122,17 @@ def test_tokens_and_cost_are_exported_per_model():
     assert _sample(m, "claimwatch_judge_tokens_total", judge="two", model="small", kind="input") == 50
     assert _sample(m, "claimwatch_judge_tokens_total", judge="two", model="tag-1", kind="input") == 100
     assert _sample(m, "claimwatch_judge_calls_total", judge="two", model="tag-1") == 1
+
+
+def test_verdicts_carry_their_chunk_id_source_and_an_excerpt():
+    """A verdict's context_index brings the chunk's id, source and an excerpt around the evidence; no text when excluded."""
+    from collector.record import RagTrace
+
+    long_chunk = "Intro. " * 100 + "ctx evidence here. " + "Outro. " * 100
+    t = RagTrace(trace_id="b" * 32, answer="Fine.", contexts=[{"content": long_chunk, "id": "doc-7", "source": "kb/a.md"}])
+    r = Evaluator(TagJudge(), WorkerMetrics()).evaluate(t)
+    (c,) = r.claims
+    assert (c.context_index, c.context_id, c.context_source) == (0, "doc-7", "kb/a.md")
+    assert c.evidence and c.evidence in long_chunk and len(c.context_excerpt) <= 310
+    r2 = Evaluator(TagJudge(), WorkerMetrics(), include_text=False).evaluate(t)
+    assert r2.claims[0].context_id == "doc-7" and r2.claims[0].context_excerpt is None
