@@ -65,8 +65,11 @@ def parse_trace_line(line: str, lineno: int) -> RagTrace:
     return RagTrace.model_validate(raw)
 
 
-def score_file(evaluator: Evaluator, input_path: str | Path, output: IO[str] | str | Path, err: IO[str] = sys.stderr) -> BatchStats:
+def score_file(
+    evaluator: Evaluator, input_path: str | Path, output: IO[str] | str | Path, err: IO[str] | None = None
+) -> BatchStats:
     """Score every ``RagTrace`` line of ``input_path``; results as JSONL to ``output``."""
+    err = err or sys.stderr  # resolved per call: sys.stderr may have been replaced since import
     stats = BatchStats()
     sink = JsonlResults(output)
     try:
@@ -89,8 +92,9 @@ def score_file(evaluator: Evaluator, input_path: str | Path, output: IO[str] | s
     return stats
 
 
-def verify_file(judge: Judge, input_path: str | Path, output: IO[str], err: IO[str] = sys.stderr) -> BatchStats:
+def verify_file(judge: Judge, input_path: str | Path, output: IO[str], err: IO[str] | None = None) -> BatchStats:
     """Claim-level mode: ``{"claim", "context": [...]}`` lines in, the same plus ``verdict``/``evidence`` out."""
+    err = err or sys.stderr
     stats = BatchStats()
     with Progress(_count(input_path), "verifying", stream=err) as bar:
         for lineno, line in _lines(input_path):

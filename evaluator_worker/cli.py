@@ -2,7 +2,11 @@
 
 Settings come from ``CLAIMWATCH_*`` environment variables (see
 ``evaluator_worker.config``); flags override the most common ones.
-Exit codes: 0 ok, 1 failure (gate: rollback), 2 usage error (gate: hold).
+
+Exit codes: 0 ok; 1 failure (gate: rollback; an unexpected error); 2 usage, input or
+configuration error (gate: hold); 130 interrupted. Every error is one line on stderr
+(``claimwatch: error: ...`` naming the file, line and field, or the setting to fix);
+``--debug`` (or ``CLAIMWATCH_LOG_LEVEL=DEBUG``) shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import signal
 import sys
 from typing import Sequence
 
-from collector.errors import ClaimwatchError
+from collector.errors import ClaimwatchError, ConfigError
 from collector.logs import configure_logging, get_logger
 from evaluator_worker.config import WorkerSettings
 
@@ -108,7 +112,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     out = sys.stdout if args.output in (None, "-") else args.output
     stats = score_file(evaluator, args.input, out)
     print(f"scored {stats.written} answers, skipped {stats.skipped} bad lines", file=sys.stderr)
-    return 1 if stats.read and not stats.written else 0
+    if not stats.read:
+        raise ConfigError(f"{args.input}: no records in the file (one RagTrace JSON object per line)")
+    return 1 if not stats.written else 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -124,7 +130,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
     print(f"verified {stats.written} claims, skipped {stats.skipped} bad lines", file=sys.stderr)
-    return 1 if stats.read and not stats.written else 0
+    if not stats.read:
+        raise ConfigError(f"{args.input}: no records in the file (one {{\"claim\", \"context\"}} JSON object per line)")
+    return 1 if not stats.written else 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -141,11 +149,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         with Progress(len(items), "calibrating") as bar:
             report = calibration.calibrate_answers(judge, items, progress=lambda *_: bar.advance())
     elif args.answers:
+        if not args.input:
+            raise ConfigError("calibrate --answers needs a labeled answers file")
         items = calibration.load_labeled_answers(args.input)
         with Progress(len(items), "calibrating") as bar:
             report = calibration.calibrate_answers(judge, items, progress=lambda *_: bar.advance())
     else:
+        if not args.input:
+            raise ConfigError("calibrate needs a labeled claims file (or --answers FILE, or --halueval SPLIT)")
         items = calibration.load_labeled_claims(args.input)
+        if not items:
+            raise ConfigError(f"{args.input}: no labeled claims in the file")
         if args.limit:
             items = items[: args.limit]
         with Progress(len(items), "calibrating") as bar:
@@ -202,6 +216,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="claimwatch", description="Claim-level faithfulness monitoring for RAG.")
     p.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING (default: CLAIMWATCH_LOG_LEVEL or INFO)")
+    p.add_argument("--debug", action="store_true", help="debug logs, and a traceback instead of a one-line error")
     sub = p.add_subparsers(dest="command", required=True)
 
     def judge_flag(sp):
@@ -282,18 +297,49 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def explain(exc: BaseException) -> tuple[str, int]:
+    """One line and an exit code for an error a command ended with (see the module docstring)."""
+    import urllib.error
+
+    from evaluator_worker.calibration import DataError
+
+    if isinstance(exc, (ClaimwatchError, DataError)):
+        return str(exc), 2
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError, NotADirectoryError)):
+        return f"{exc.strerror or type(exc).__name__}: {exc.filename}", 2
+    if isinstance(exc, UnicodeDecodeError):
+        return f"input is not UTF-8 text ({exc.reason} at byte {exc.start})", 2
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", 2
+    if isinstance(exc, urllib.error.URLError):
+        return f"cannot reach {getattr(exc, 'url', None) or 'the server'}: {exc.reason}", 1
+    try:
+        from kafka.errors import KafkaError, NoBrokersAvailable
+    except ImportError:  # pragma: no cover
+        KafkaError = NoBrokersAvailable = ()  # type: ignore[assignment,misc]
+    if isinstance(exc, NoBrokersAvailable):
+        return ("no Kafka broker answered at CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS "
+                f"({WorkerSettings().kafka.bootstrap_servers}); set it or pass --bootstrap"), 1
+    if isinstance(exc, KafkaError):
+        return f"Kafka: {type(exc).__name__}: {exc}", 1
+    return f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = args.log_level or WorkerSettings().log_level
+    level = "DEBUG" if args.debug else (args.log_level or WorkerSettings().log_level)
     configure_logging(level)
     try:
         return int(args.func(args) or 0)
-    except ClaimwatchError as exc:
-        print(f"claimwatch: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if args.debug or str(level).upper() == "DEBUG":
+            raise
+        message, code = explain(exc)
+        print(f"claimwatch: error: {message}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":  # pragma: no cover
