@@ -56,6 +56,7 @@ class CollectorMetrics:
     produce_errors: Counter
     truncated: Counter
     sampling: Counter
+    prompt_context: Counter
 
     def drop(self, reason: str, amount: int = 1) -> None:
         """Count ``amount`` drops with a bounded ``reason``."""
@@ -127,6 +128,11 @@ def get_metrics(registry: CollectorRegistry | None = None) -> CollectorMetrics:
                 "claimwatch_collector_sampling_decisions_total",
                 "Sampling decisions by result and reason",
                 ["decision", "reason"],
+                registry=reg,
+            ),
+            prompt_context=Counter(
+                "claimwatch_collector_prompt_context_total",
+                "Records whose context was taken from the prompt (CLAIMWATCH_CONTEXT_FROM_PROMPT), not a retriever",
                 registry=reg,
             ),
         )

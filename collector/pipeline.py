@@ -181,6 +181,8 @@ class TracePipeline:
             m.trace("sampled_out")
             return False
         m.trace("sampled_in")
+        if result.record.attributes.get("context_source") == "prompt":
+            m.prompt_context.inc()
         record = self.redactor.record(result.record)
         s = self.settings
         try:

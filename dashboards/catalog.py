@@ -64,6 +64,7 @@ COLLECTOR_METRICS: dict[str, str] = {
     "claimwatch_collector_produce_errors_total": "counter",
     "claimwatch_collector_truncated_total": "counter",
     "claimwatch_collector_sampling_decisions_total": "counter",
+    "claimwatch_collector_prompt_context_total": "counter",
 }
 
 #: (metric, label) -> the values the code emits (panels and rules filter on these).

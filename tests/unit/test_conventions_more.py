@@ -158,3 +158,37 @@ def test_genai_content_capture_setting_warnings():
         assert _check_genai_content({}, lambda m: False) == []
     text = " ".join(e["event"] for e in logs)
     assert "span_only" in text and "log_processor()" in text
+
+
+def test_prompt_context_records_are_counted():
+    """A record built from the prompt (opt-in) increments claimwatch_collector_prompt_context_total."""
+    from prometheus_client import CollectorRegistry
+
+    reg = CollectorRegistry()
+    sink = MemorySink()
+    proc = RagTraceProcessor(CollectorSettings(late_span_wait_s=0.0, context_from_prompt=True), sink=sink, registry=reg)
+    tp = TracerProvider()
+    tp.add_span_processor(proc)
+    _prompt_only(tp)
+    assert proc.force_flush(5_000)
+    proc.shutdown(1.0)
+    assert len(sink.records) == 1
+    assert reg.get_sample_value("claimwatch_collector_prompt_context_total") == 1
+
+
+def test_traceloop_llama_index_nodes_with_scores():
+    """A Traceloop retriever task whose output is LlamaIndex NodeWithScore JSON gives contexts with ids and scores."""
+    tp, exp = make_provider()
+    t = tp.get_tracer("traceloop")
+    nodes = [{"node": {"id_": f"n{i}", "text": d["page_content"], "metadata": d["metadata"]}, "score": 0.9 - i / 10}
+             for i, d in enumerate(DOCS)]
+    with t.start_as_current_span("query.workflow") as root:
+        root.set_attribute("traceloop.span.kind", "workflow")
+        root.set_attribute("traceloop.entity.input", json.dumps({"args": ["What is the refund window?"], "kwargs": {}}))
+        with t.start_as_current_span("retrieve.task") as r:
+            r.set_attribute("traceloop.span.kind", "task")
+            r.set_attribute("traceloop.entity.output", json.dumps(nodes))
+        root.set_attribute("traceloop.entity.output", json.dumps("Within 30 days."))
+    r = build(exp).record
+    assert r is not None and r.question == "What is the refund window?" and r.answer == "Within 30 days."
+    assert [(c.id, round(c.score, 2), c.source) for c in r.contexts] == [("n0", 0.9, "policy.md"), ("n1", 0.8, "shipping.md")]
