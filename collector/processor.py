@@ -23,8 +23,8 @@ the parent had buffered stays the parent's to deliver.
 from __future__ import annotations
 
 import collections
-import importlib.util
 import os
+import sys
 import threading
 import time
 import weakref
@@ -104,14 +104,12 @@ GENAI_INSTRUMENTATIONS = (
 )
 
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+def _loaded(module: str) -> bool:
+    """Imported in this process: an instrumentation that is merely installed may not be in use."""
+    return module in sys.modules
 
 
-def _check_genai_content(env: Any, installed: Callable[[str], bool] = _installed) -> list[str]:
+def _check_genai_content(env: Any, installed: Callable[[str], bool] = _loaded) -> list[str]:
     """The GenAI content-capture setting, as each util-genai generation reads it.
 
     With ``opentelemetry-util-genai`` (the experimental GenAI mode the current
@@ -119,6 +117,7 @@ def _check_genai_content(env: Any, installed: Callable[[str], bool] = _installed
     ``event_only`` and ``no_content``: ``true`` is rejected with a log line and means no
     content. Without it (older instrumentations) ``true`` turns content on.
     """
+    # only when a GenAI instrumentation is loaded (call check_provider after instrumenting)
     if not any(installed(m) for m in GENAI_INSTRUMENTATIONS):
         return []
     raw = env.get(GENAI_CAPTURE_ENV)
