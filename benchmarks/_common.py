@@ -6,8 +6,6 @@ worker and only add measurement around them.
 
 from __future__ import annotations
 
-from collector.sink import MemorySink
-
 import os
 import random
 import re
@@ -23,6 +21,7 @@ from prometheus_client import CollectorRegistry
 from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from collector.record import RagTrace
+from collector.sink import MemorySink
 from evaluator_worker.demo.app import DemoRagApp, make_provider
 from evaluator_worker.demo.corpus import ABSTAIN_QUESTION, DOCUMENTS
 

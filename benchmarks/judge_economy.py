@@ -50,12 +50,12 @@ import anthropic
 from benchmarks._common import demo_traces, machine
 from collector.logs import configure_logging
 from evaluator_worker.config import AnthropicSettings, CascadeSettings
+from evaluator_worker.judges import prompts
 from evaluator_worker.judges.anthropic import AnthropicJudge
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
 from evaluator_worker.judges.cascade import CascadeJudge
 from evaluator_worker.judges.heuristic import HeuristicJudge
 from evaluator_worker.judges.pricing import cost_usd
-from evaluator_worker.judges import prompts
 from tests.fakes.messages_server import (
     MessagesServer,
     oracle_responder,

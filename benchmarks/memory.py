@@ -32,7 +32,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 from benchmarks._common import (
-    closed_port, create_topic, demo_traces, hwm_mb, machine, produce_records, rag_request, rss_mb,
+    closed_port,
+    create_topic,
+    demo_traces,
+    hwm_mb,
+    machine,
+    produce_records,
+    rag_request,
+    rss_mb,
 )
 from collector.config import CollectorSettings
 from collector.logs import configure_logging

@@ -112,7 +112,7 @@ def _is_boundary(text: str, punct_start: int, cut: int, end: int) -> bool:
         while k > 0 and text[k - 1].isspace():
             k -= 1
         prev = text[max(0, k - 1): k]
-        if prev and not prev.isdigit() and not prev in "°":
+        if prev and not prev.isdigit() and prev not in "°":
             return False
     first = nxt[:1]
     return first.isupper() or first.isdigit() or not first.isalpha()

@@ -277,7 +277,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     from collector.receiver import add_cli as add_receiver  # noqa: E402 (subcommands owned by their modules)
     from evaluator_worker.otlp_bridge import add_cli as add_bridge
-
     from evaluator_worker.soak import add_cli as add_soak
 
     add_receiver(sub)

@@ -97,10 +97,10 @@ def run_soak(seconds: float, rate: float, *, workers: int = 1, judge: str = "heu
     """Run the soak and return the reconciled report (never raises for pipeline faults: they show in the books)."""
     from collector.config import CollectorSettings, KafkaConnection
     from collector.processor import RagTraceProcessor
+    from evaluator_worker.config import WorkerSettings
     from evaluator_worker.consumer import Worker
     from evaluator_worker.demo.app import DemoRagApp, make_provider
     from evaluator_worker.embedded import EmbeddedBroker
-    from evaluator_worker.config import WorkerSettings
     from evaluator_worker.judges.registry import get_judge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator

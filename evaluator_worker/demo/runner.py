@@ -258,7 +258,8 @@ def run_demo(args: argparse.Namespace) -> int:
             base = len(sent)
             sent += _serve_release(
                 release, broker.bootstrap, topic, args.requests, rate, args.seed,
-                lambda k: _status(f"serving {release}: {k}/{args.requests} requests, judged {len(collected)}/{base + k}", tty),
+                lambda k, release=release, base=base: _status(
+                    f"serving {release}: {k}/{args.requests} requests, judged {len(collected)}/{base + k}", tty),
                 warmup=(lambda tid: _await_scrape(collected, tid)) if prom else None,
             )
         deadline = time.monotonic() + max(60.0, len(sent) * 0.2)

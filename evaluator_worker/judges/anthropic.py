@@ -58,7 +58,15 @@ from evaluator_worker.errors import (
     JudgeUnavailable,
 )
 from evaluator_worker.judges import prompts
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification, complete_verdicts
+from evaluator_worker.judges.base import (
+    Claim,
+    ClaimVerdict,
+    Extraction,
+    Usage,
+    Verdict,
+    Verification,
+    complete_verdicts,
+)
 from evaluator_worker.judges.pricing import cost_usd
 
 log = get_logger(__name__)
@@ -316,7 +324,7 @@ class AnthropicJudge:
         except _Truncated:
             sentences = _split_sentences(answer)
             if len(sentences) < 2 or depth >= 6:
-                raise JudgeOutputError("claim extraction truncated at max_tokens on an unsplittable answer")
+                raise JudgeOutputError("claim extraction truncated at max_tokens on an unsplittable answer") from None
             mid = len(sentences) // 2
             self._extract_part(" ".join(sentences[:mid]), question, sentence_offset, usage, out, depth + 1)
             self._extract_part(" ".join(sentences[mid:]), question, sentence_offset + mid, usage, out, depth + 1)

@@ -326,7 +326,7 @@ class HybridJudge:
         sims = claim_emb @ unit_emb.T  # (claims, units)
         # multi-source: the two best single sentences, joined in context order
         pair_texts, pair_meta = [], []
-        for row, (i, _) in enumerate(todo):
+        for row, (_i, _) in enumerate(todo):
             s = sims[row, :n_single]
             if n_single >= 2:
                 a, b = (int(x) for x in np.argsort(-s)[:2])

@@ -103,7 +103,7 @@ def traceloop_sdk_section() -> str:
                           capture_output=True, text=True, timeout=180)
     from tests.conformance.traceloop_sdk_app import RESULT_MARK
 
-    line = next((l for l in proc.stdout.splitlines() if l.startswith(RESULT_MARK)), None)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK)), None)
     if line is None:
         return f"## {title}\n\n_failed (rc={proc.returncode}):_\n```\n{proc.stderr[-2000:]}\n```\n"
     out = json.loads(line[len(RESULT_MARK):])

@@ -18,7 +18,16 @@ from structlog.testing import capture_logs
 from collector.pipeline import _warned
 from collector.processor import GENAI_CAPTURE_ENV as CAPTURE_ENV
 from collector.processor import check_environment
-from tests.conformance.harness import ANSWER, DOCS, MODEL, QUESTION, SCORES, assert_contexts, assert_question_answer, need, one_record
+from tests.conformance.harness import (
+    ANSWER,
+    DOCS,
+    MODEL,
+    QUESTION,
+    assert_contexts,
+    assert_question_answer,
+    need,
+    one_record,
+)
 
 pytestmark = pytest.mark.conformance
 

@@ -15,7 +15,16 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.flows import LANGCHAIN_MODEL
-from tests.conformance.harness import ANSWER, DOC_BY_CONTENT, QUESTION, RagTrace, assert_contexts, assert_question_answer, need, one_record
+from tests.conformance.harness import (
+    ANSWER,
+    DOC_BY_CONTENT,
+    QUESTION,
+    RagTrace,
+    assert_contexts,
+    assert_question_answer,
+    need,
+    one_record,
+)
 
 pytestmark = pytest.mark.conformance
 
@@ -59,7 +68,7 @@ def test_traceloop_sdk_workflow_record(_instrumentation):
     assert proc.returncode == 0, proc.stderr[-3000:]
     from tests.conformance.traceloop_sdk_app import RESULT_MARK
 
-    line = next(l for l in proc.stdout.splitlines() if l.startswith(RESULT_MARK))
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK))
     out = json.loads(line[len(RESULT_MARK):])
     assert out["answer"] == ANSWER
     assert any(s["name"] == "rag_answer.workflow" for s in out["spans"]), [s["name"] for s in out["spans"]]

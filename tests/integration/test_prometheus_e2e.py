@@ -48,8 +48,8 @@ from dashboards.queries import iter_queries
 from evaluator_worker.config import CascadeSettings, ParitySettings
 from evaluator_worker.consistency import ConsistencyTracker
 from evaluator_worker.consumer import Worker
-from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.embedded import EmbeddedPrometheus, free_port
+from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.gate import fetch_counts, run_gate
 from evaluator_worker.judges.cascade import CascadeJudge
 from evaluator_worker.metrics import WorkerMetrics
@@ -436,10 +436,11 @@ def test_quality_alerts_fire_for_the_faulty_candidate_only(stack):
 
 def test_metrics_doc_examples_are_valid_promql(stack):
     """Every example query in docs/metrics.md is accepted by the real Prometheus."""
+    from prometheus_client import CollectorRegistry
+
+    from collector.metrics import get_metrics
     from docgen import metrics as metrics_doc
     from evaluator_worker.metrics import WorkerMetrics
-    from collector.metrics import get_metrics
-    from prometheus_client import CollectorRegistry
 
     metrics = metrics_doc._metrics(WorkerMetrics(registry=CollectorRegistry())) + \
         metrics_doc._metrics(get_metrics(CollectorRegistry()))

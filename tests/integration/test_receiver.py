@@ -21,9 +21,9 @@ from prometheus_client import CollectorRegistry
 from collector import otlp
 from collector.config import CollectorSettings, KafkaConnection
 from collector.receiver import OtlpReceiver, ReceiverSettings
+from collector.record import RagTrace
 from collector.sink import KafkaSink
 from tests.integration.kafka_helpers import drain
-from collector.record import RagTrace
 
 pytestmark = pytest.mark.integration
 

@@ -2,7 +2,6 @@
 
 import io
 import json
-import sys
 import threading
 from contextlib import redirect_stderr, redirect_stdout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from collector.record import RagTrace
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.consumer import Worker
-from evaluator_worker.results import record_budget
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
+from evaluator_worker.results import record_budget
 from tests.fakes.judges import TagJudge
 from tests.fakes.kafka import MemoryProducer
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collector.sink import MemorySink
-
 import json
 
 import pytest
@@ -24,6 +22,7 @@ from collector.conventions import SpanExtractor
 from collector.metrics import get_metrics
 from collector.pipeline import TracePipeline
 from collector.record import RagTrace
+from collector.sink import MemorySink
 
 
 def rag_spans(question: str = "How long do refunds take?", answer: str = "Refunds take 5 days.", n_docs: int = 3):

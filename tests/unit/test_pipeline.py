@@ -3,8 +3,8 @@
 from prometheus_client import generate_latest
 
 from collector.record import RagTrace
-from evaluator_worker.metrics import SliceGuard, WorkerMetrics
 from evaluator_worker.flow import RetryPolicy
+from evaluator_worker.metrics import SliceGuard, WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import FlakyJudge, TagJudge
 

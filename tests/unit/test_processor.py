@@ -6,10 +6,10 @@ import socket
 import statistics
 import time
 
-from prometheus_client import CollectorRegistry
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
 
 from collector.config import CollectorSettings, KafkaConnection, SamplingSettings
 from collector.processor import RagTraceProcessor, check_environment, check_provider

@@ -3,7 +3,8 @@
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collector.errors import RecordDecodeError
 from collector.record import RagTrace, enforce_limits

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from collector.config import SamplingSettings
 from collector.sampling import Sampler, TokenBucket, is_negative_feedback, ratio_keeps

@@ -1,6 +1,5 @@
 """Scores per answer: definitions pinned on hand-computed cases."""
 
-import math
 
 import pytest
 
