@@ -29,6 +29,7 @@ from dashboards.panels import (
     query_variable,
     stat,
     table,
+    target,
     targets,
     timeseries,
 )
@@ -93,6 +94,14 @@ def overview() -> dict[str, Any]:
         targets((_rec_ratio("supported"), "all selected"), (_rec_ratio("supported", "release"), "{{release}}")),
         unit="percentunit", maximum=1,
         description="SUPPORTED / judged claims, 5m rate (recording rule), overall and per release."))
+    lay.add(timeseries(
+        "Contradicted and unsupported claims (exemplars: the answers behind them)",
+        [target(f'sum by (verdict) (rate(claimwatch_claims_total{{verdict=~"contradicted|unsupported", {F}}}[{RI}]))',
+                "{{verdict}}", exemplar=True)],
+        unit="cps",
+        description="Raw counters, so Grafana shows their exemplars: each point carries the trace_id (and root span_id) "
+                    "of an answer judged that way. Point the Prometheus data source's exemplar link at your trace "
+                    "backend (deploy/grafana/provisioning/datasources) to open the trace."))
     lay.add(timeseries(
         "Verdict breakdown",
         targets((f"sum by (verdict) ({R5}{{{F}}})", "{{verdict}}")),

@@ -14,8 +14,9 @@ SCHEMA_VERSION = 39
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
 
-def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False, table: bool = False) -> dict[str, Any]:
-    """One PromQL query of a panel."""
+def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False, table: bool = False,
+           exemplar: bool = False) -> dict[str, Any]:
+    """One PromQL query of a panel (``exemplar``: also fetch the raw series' exemplars, shown as points)."""
     t: dict[str, Any] = {
         "datasource": DATASOURCE,
         "expr": expr,
@@ -26,6 +27,8 @@ def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False
     }
     if table:
         t["format"] = "table"
+    if exemplar:
+        t["exemplar"] = True
     return t
 
 

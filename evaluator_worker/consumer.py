@@ -65,7 +65,7 @@ from evaluator_worker.config import WorkerSettings
 from evaluator_worker.errors import EvaluationAbandoned, JudgeError, WorkerFatal
 from evaluator_worker.flow import AdaptiveLimiter
 from evaluator_worker.offsets import OffsetLedger
-from evaluator_worker.pipeline import Evaluator
+from evaluator_worker.pipeline import Evaluator, trace_exemplar
 from evaluator_worker.results import DedupeWindow, encode_result, fit_key, fit_value, record_budget
 from evaluator_worker.scoring import AnswerResult
 
@@ -750,7 +750,8 @@ class Worker:
         """The job's write was acknowledged (or it needed none): count it and free its offset."""
         if job.kind == "result" and job.result is not None:
             result = job.result
-            self.evaluator.record(result)
+            trace = job.trace
+            self.evaluator.record(result, trace_exemplar(result.trace_id, trace.root_span_id if trace else None))
             self.dedupe.add(result.trace_id)
             self.processed += 1
             if self.metrics:

@@ -218,6 +218,7 @@ class EmbeddedPrometheus(_Process):
             f"--storage.tsdb.path={self.workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--web.enable-lifecycle",
+            "--enable-feature=exemplar-storage",  # the verdict counters carry trace ids as exemplars
         ]
         self._spawn(argv, self.workdir / "prometheus.log")
         deadline = time.monotonic() + 20

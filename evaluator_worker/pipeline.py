@@ -44,6 +44,24 @@ def _billed_input_tokens(out: object) -> int:
     return int(u.input_tokens + u.cache_creation_tokens)
 
 
+#: claim counters that carry an exemplar (the verdicts an on-call engineer drills into)
+EXEMPLAR_VERDICTS = (Verdict.CONTRADICTED, Verdict.UNSUPPORTED)
+#: OpenMetrics limit on an exemplar's label names + values, in characters
+EXEMPLAR_MAX_CHARS = 128
+
+
+def trace_exemplar(trace_id: str | None, span_id: str | None = None) -> dict[str, str] | None:
+    """``{"trace_id", "span_id"}`` for an exemplar, dropping what does not fit the 128-character limit."""
+    if not trace_id:
+        return None
+    out = {"trace_id": trace_id}
+    if span_id and len("trace_id") + len(trace_id) + len("span_id") + len(span_id) <= EXEMPLAR_MAX_CHARS:
+        out["span_id"] = span_id
+    if len("trace_id") + len(trace_id) > EXEMPLAR_MAX_CHARS:
+        return None
+    return out
+
+
 #: characters of the evidence chunk kept around the evidence in result records
 EXCERPT_CHARS = 300
 
@@ -186,8 +204,12 @@ class Evaluator:
         return result
 
     # -- metrics -------------------------------------------------------------
-    def record(self, result: AnswerResult) -> None:
+    def record(self, result: AnswerResult, exemplar: dict[str, str] | None = None) -> None:
         """Add one result to the metrics (call once per trace: dedupe first).
+
+        ``exemplar`` (e.g. ``{"trace_id": ..., "span_id": ...}``, see :func:`trace_exemplar`)
+        is attached to the contradicted and unsupported claim counters, so a spike in Grafana
+        leads to an answer that caused it (OpenMetrics exemplars).
 
         Label children are cached per slice (``labels()`` takes a lock and hashes the label
         values on every call); a child is still created on first use, as before.
@@ -222,13 +244,13 @@ class Evaluator:
         for verdict in Verdict:
             n = result.counts.get(verdict.value, 0)
             if n:
-                child("claims", verdict.label).inc(n)
+                child("claims", verdict.label).inc(n, exemplar=exemplar if verdict in EXEMPLAR_VERDICTS else None)
         child("answers", result.outcome).inc()
         if result.outcome == "evaluated":
             if result.has_unsupported:
                 child("answers_with_unsupported").inc()
             if result.has_contradicted:
-                child("answers_with_contradicted").inc()
+                child("answers_with_contradicted").inc(exemplar=exemplar)
             if result.faithfulness is not None:
                 child("answer_faithfulness").observe(result.faithfulness)
         child("answer_claims").observe(len(result.claims) if result.outcome != "abstained" else 0)

@@ -34,7 +34,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -108,6 +108,8 @@ class Stack:
     worker_metrics: WorkerMetrics
     collector_registry: CollectorRegistry
     expected_records: int
+    #: trace ids of the answers the worker judged with at least one CONTRADICTED claim
+    contradicted: set = field(default_factory=set)
 
 
 def _ask(tracer, s: SliceTraffic, question: str, answer: str) -> None:
@@ -187,6 +189,8 @@ def stack(kafka_bootstrap, tmp_path_factory):
         evaluator = Evaluator(judge, wm, retry=RetryPolicy(max_attempts=1), parity=parity,
                               consistency=ConsistencyTracker(TagJudge(), threshold=0.99))
         worker = Worker(worker_settings(kafka_bootstrap, topic), evaluator)
+        contradicted: set[str] = set()
+        worker.on_result = lambda r: contradicted.add(r.trace_id) if r.counts.get("CONTRADICTED") else None
         wthread = threading.Thread(target=worker.run, name="e2e-worker", daemon=True)
         wthread.start()
 
@@ -249,7 +253,7 @@ def stack(kafka_bootstrap, tmp_path_factory):
             final = _records_processed(wm)
             assert _wait(lambda: _prom_value(prom.url, "sum(claimwatch_records_total)") == final, 20)
             time.sleep(2.5)
-            yield Stack(prom, wm, creg, expected)
+            yield Stack(prom, wm, creg, expected, contradicted)
         finally:
             worker.stop()
             wthread.join(20)
@@ -446,3 +450,14 @@ def test_metrics_doc_examples_are_valid_promql(stack):
         metrics_doc._metrics(get_metrics(CollectorRegistry()))
     for m in metrics:
         _query(stack.prom.url, metrics_doc.example(m))  # raises unless Prometheus accepts it
+
+
+def test_contradicted_claims_link_to_the_traces_that_caused_them(stack):
+    """Prometheus (exemplar storage on) returns, for the contradicted counter, trace ids of answers judged CONTRADICTED."""
+    now = time.time()
+    data = _api(stack.prom.url, "/api/v1/query_exemplars", query='claimwatch_claims_total{verdict="contradicted"}',
+                start=str(now - 3600), end=str(now + 60))
+    trace_ids = {e["labels"]["trace_id"] for series in data for e in series["exemplars"]}
+    assert trace_ids, "no exemplars stored"
+    assert trace_ids <= stack.contradicted, trace_ids - stack.contradicted
+    assert all(len(e["labels"].get("span_id", "x" * 16)) == 16 for series in data for e in series["exemplars"])

@@ -136,3 +136,20 @@ def test_verdicts_carry_their_chunk_id_source_and_an_excerpt():
     assert c.evidence and c.evidence in long_chunk and len(c.context_excerpt) <= 310
     r2 = Evaluator(TagJudge(), WorkerMetrics(), include_text=False).evaluate(t)
     assert r2.claims[0].context_id == "doc-7" and r2.claims[0].context_excerpt is None
+
+
+def test_contradicted_and_unsupported_counters_carry_the_trace_as_an_exemplar():
+    """The OpenMetrics exposition shows trace_id/span_id exemplars on contradicted and unsupported claims only."""
+    from prometheus_client.openmetrics.exposition import generate_latest
+
+    from evaluator_worker.pipeline import trace_exemplar
+
+    m = WorkerMetrics()
+    ev = Evaluator(TagJudge(), m)
+    ev.record(ev.evaluate(_trace("Fine. Wrong [C]. Made up [U].")), trace_exemplar("ab" * 16, "cd" * 8))
+    text = generate_latest(m.registry).decode()
+    lines = [line for line in text.splitlines() if line.startswith("claimwatch_claims_total")]
+    with_ex = [line for line in lines if "# {" in line]
+    assert len(with_ex) == 2 and all('trace_id="' + "ab" * 16 + '"' in line for line in with_ex)
+    assert all('verdict="contradicted"' in line or 'verdict="unsupported"' in line for line in with_ex)
+    assert trace_exemplar("x" * 200) is None and trace_exemplar("t" * 100, "s" * 16) == {"trace_id": "t" * 100}
