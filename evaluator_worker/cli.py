@@ -312,13 +312,11 @@ def explain(exc: BaseException) -> tuple[str, int]:
         return f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", 2
     if isinstance(exc, urllib.error.URLError):
         return f"cannot reach {getattr(exc, 'url', None) or 'the server'}: {exc.reason}", 1
-    try:
-        from kafka.errors import KafkaError, NoBrokersAvailable
-    except ImportError:  # pragma: no cover
-        KafkaError = NoBrokersAvailable = ()  # type: ignore[assignment,misc]
-    if isinstance(exc, NoBrokersAvailable):
-        return ("no Kafka broker answered at CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS "
-                f"({WorkerSettings().kafka.bootstrap_servers}); set it or pass --bootstrap"), 1
+    from kafka.errors import KafkaError
+
+    if isinstance(exc, KafkaError) and ("bootstrap" in str(exc).lower() or type(exc).__name__ == "NoBrokersAvailable"):
+        return (f"no Kafka broker answered ({exc}): set CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS or pass --bootstrap, "
+                "and check the listeners and TLS/SASL settings"), 1
     if isinstance(exc, KafkaError):
         return f"Kafka: {type(exc).__name__}: {exc}", 1
     return f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", 1

@@ -63,3 +63,15 @@ def test_debug_shows_the_traceback(tmp_path):
     """--debug lets the exception through (so the traceback is printed)."""
     with pytest.raises(FileNotFoundError):
         main(["--debug", "score", str(tmp_path / "nope.jsonl")])
+
+
+def test_unreachable_broker_names_the_setting():
+    """A broker that never answers (kafka-python's bootstrap timeout) becomes one line naming the setting, exit 1."""
+    from kafka.errors import KafkaTimeoutError
+
+    from evaluator_worker.cli import explain
+
+    message, code = explain(KafkaTimeoutError("Unable to bootstrap from ['127.0.0.1:1']"))
+    assert code == 1 and "CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS" in message and "--bootstrap" in message
+    message, code = explain(KafkaTimeoutError("Timeout waiting for future"))
+    assert code == 1 and message.startswith("Kafka: KafkaTimeoutError")
