@@ -276,12 +276,14 @@ def build_parser() -> argparse.ArgumentParser:
     pr.set_defaults(func=cmd_probe)
 
     from collector.receiver import add_cli as add_receiver  # noqa: E402 (subcommands owned by their modules)
+    from evaluator_worker.claims_query import add_cli as add_claims
     from evaluator_worker.otlp_bridge import add_cli as add_bridge
     from evaluator_worker.soak import add_cli as add_soak
 
     add_receiver(sub)
     add_bridge(sub)
     add_soak(sub)
+    add_claims(sub)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
     judge_flag(d)

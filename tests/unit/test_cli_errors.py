@@ -37,6 +37,7 @@ CASES = [
      2, None),
     ("probe-missing-questions", lambda t: ["probe", "--endpoint", "http://127.0.0.1:1/ask", "--questions",
                                            str(t / "q.jsonl")], 2, "q.jsonl"),
+    ("claims-bad-since", lambda t: ["claims", "--since", "yesterday"], 2, "--since 'yesterday'"),
     ("worker-unknown-judge", lambda t: ["worker", "--judge", "nosuch", "--metrics-port", "-1"], 2, "unknown judge"),
 ]
 

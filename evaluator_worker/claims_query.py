@@ -1,0 +1,184 @@
+"""``claimwatch claims``: the flagged claims behind a spike, read from the results topic.
+
+Reads ``claimwatch.results`` (every partition, from ``--since`` ago or ``--from-offset``,
+at most ``--max-records`` records, up to the end offsets at start), keeps the claims
+whose verdict is asked for (CONTRADICTED and UNSUPPORTED by default) in the answers
+whose slices match the filters, and prints them worst first: CONTRADICTED before
+UNSUPPORTED, then by the judge's confidence. Each line names the answer's trace id,
+so it leads to the trace in your trace backend and to the exemplars in Grafana.
+``--json`` prints one object per claim; ``--follow`` keeps reading new results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from kafka import KafkaConsumer, TopicPartition
+
+from collector.errors import ConfigError
+from evaluator_worker.config import WorkerSettings
+
+#: verdicts shown unless --verdict says otherwise, in "worst" order
+FLAGGED = ("CONTRADICTED", "UNSUPPORTED")
+_SINCE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: empty polls in a row that end a (non --follow) read
+IDLE_POLLS = 3
+
+
+def parse_since(value: str) -> float:
+    """``10m``, ``2h``, ``1d`` -> seconds."""
+    m = _SINCE.match(value.strip())
+    if not m:
+        raise ConfigError(f"--since {value!r}: use a number and a unit, e.g. 30s, 10m, 2h, 1d")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+@dataclass
+class FlaggedClaim:
+    trace_id: str
+    slices: dict[str, str]
+    claim: dict[str, Any]
+    timestamp_ms: int
+
+    @property
+    def rank(self) -> tuple[int, float]:
+        verdict = self.claim.get("verdict", "")
+        order = FLAGGED.index(verdict) if verdict in FLAGGED else len(FLAGGED)
+        return order, -float(self.claim.get("confidence") or 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"trace_id": self.trace_id, "slices": self.slices, "timestamp_ms": self.timestamp_ms, **self.claim}
+
+    def to_text(self) -> str:
+        c = self.claim
+        where = "/".join(self.slices.get(k, "?") for k in ("release", "route"))
+        lines = [f"[{c.get('verdict')} {float(c.get('confidence') or 0):.2f}] [{where}] {c.get('text') or '(claim text not kept)'}"]
+        if c.get("evidence"):
+            chunk = " ".join(x for x in (c.get("context_source"), c.get("context_id")) if x) or f"chunk {c.get('context_index')}"
+            lines.append(f"    evidence ({chunk}): {c['evidence']!r}")
+        if c.get("reason"):
+            lines.append(f"    why: {c['reason']}")
+        lines.append(f"    trace {self.trace_id}")
+        return "\n".join(lines)
+
+
+def matches(result: dict[str, Any], filters: dict[str, str | None]) -> bool:
+    slices = result.get("slices") or {}
+    return all(value is None or slices.get(key) == value for key, value in filters.items())
+
+
+def flagged_claims(result: dict[str, Any], verdicts: Iterable[str], timestamp_ms: int = 0) -> list[FlaggedClaim]:
+    wanted = set(verdicts)
+    return [
+        FlaggedClaim(str(result.get("trace_id")), dict(result.get("slices") or {}), claim, timestamp_ms)
+        for claim in result.get("claims") or []
+        if isinstance(claim, dict) and claim.get("verdict") in wanted
+    ]
+
+
+def read_results(
+    consumer: Any, topic: str, *, since_s: float | None, from_offset: int | None, max_records: int,
+    follow: bool = False, poll_ms: int = 500,
+) -> Iterator[tuple[dict[str, Any], int]]:
+    """Decoded result records (and their timestamps) from every partition of ``topic``."""
+    parts = consumer.partitions_for_topic(topic)
+    if not parts:
+        raise ConfigError(f"topic {topic!r} has no partitions (no results yet, or the wrong --topic / bootstrap)")
+    tps = [TopicPartition(topic, p) for p in sorted(parts)]
+    consumer.assign(tps)
+    ends = consumer.end_offsets(tps)
+    begins = consumer.beginning_offsets(tps)
+    at = 0
+    if from_offset is not None:
+        for tp in tps:
+            consumer.seek(tp, max(begins[tp], from_offset))
+    elif since_s is not None:
+        at = int((time.time() - since_s) * 1000)
+        found = consumer.offsets_for_times({tp: at for tp in tps})
+        for tp in tps:
+            hit = found.get(tp)
+            consumer.seek(tp, hit.offset if hit is not None else ends[tp])
+    else:
+        consumer.seek_to_beginning(*tps)
+    # read until the topic has been quiet for a moment: some Kafka-protocol brokers report end offsets
+    # per record batch, so "position >= end offset" is not a reliable stop everywhere
+    seen, quiet = 0, 0
+    while seen < max_records and (follow or quiet < IDLE_POLLS):
+        batch = consumer.poll(timeout_ms=poll_ms)
+        if not batch:
+            quiet += 1
+            continue
+        quiet = 0
+        for msgs in batch.values():
+            for m in msgs:
+                seen += 1
+                try:
+                    value = json.loads(m.value) if m.value else None
+                except ValueError:
+                    value = None
+                ts = int(m.timestamp or 0)
+                if isinstance(value, dict) and ts >= at:
+                    yield value, ts
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    settings = WorkerSettings()
+    if args.bootstrap:
+        settings.kafka.bootstrap_servers = args.bootstrap
+    topic = args.topic or settings.results_topic
+    if not topic:
+        raise ConfigError("no results topic: pass --topic or set CLAIMWATCH_RESULTS_TOPIC")
+    verdicts = [v.upper() for v in (args.verdict or FLAGGED)]
+    filters = {"release": args.release, "route": args.route, "model": args.model, "environment": args.environment}
+    since_s = None if args.from_offset is not None else parse_since(args.since)
+    consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, **settings.kafka.client_kwargs())
+    out: list[FlaggedClaim] = []
+    try:
+        for result, ts in read_results(consumer, topic, since_s=since_s, from_offset=args.from_offset,
+                                       max_records=args.max_records, follow=args.follow):
+            if not matches(result, filters):
+                continue
+            found = flagged_claims(result, verdicts, ts)
+            if args.follow:  # streaming: print as they come
+                for f in found:
+                    print(json.dumps(f.to_json(), ensure_ascii=False) if args.json else f.to_text(), flush=True)
+            else:
+                out.extend(found)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+    if args.follow:
+        return 0
+    out.sort(key=lambda f: f.rank)
+    shown = out[: args.limit] if args.limit else out
+    for f in shown:
+        print(json.dumps(f.to_json(), ensure_ascii=False) if args.json else f.to_text())
+    if not args.json:
+        print(f"{len(shown)} of {len(out)} flagged claims ({', '.join(verdicts)})", file=sys.stderr)
+    return 0
+
+
+def add_cli(sub: Any) -> None:
+    c = sub.add_parser("claims", help="the flagged claims behind a spike, from the results topic (worst first)")
+    c.add_argument("--bootstrap", help="Kafka bootstrap servers (CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
+    c.add_argument("--topic", help="results topic (CLAIMWATCH_RESULTS_TOPIC, default claimwatch.results)")
+    c.add_argument("--since", default="1h", help="how far back to read, e.g. 10m, 2h, 1d (default 1h)")
+    c.add_argument("--from-offset", type=int, default=None, help="read every partition from this offset instead")
+    c.add_argument("--verdict", action="append", help="CONTRADICTED, UNSUPPORTED (repeatable; default both)")
+    c.add_argument("--release")
+    c.add_argument("--route")
+    c.add_argument("--model")
+    c.add_argument("--environment")
+    c.add_argument("--limit", type=int, default=50, help="claims shown (0 = all)")
+    c.add_argument("--max-records", type=int, default=200_000, help="results read at most")
+    c.add_argument("--json", action="store_true", help="one JSON object per claim")
+    c.add_argument("--follow", action="store_true", help="keep reading new results (Ctrl-C to stop)")
+    c.set_defaults(func=cmd_claims)

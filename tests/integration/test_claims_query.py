@@ -1,0 +1,64 @@
+"""`claimwatch claims` on a real broker: the flagged claims a worker wrote to the results topic, worst first."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from collector.record import RagTrace
+from evaluator_worker.cli import main
+from evaluator_worker.consumer import Worker
+from evaluator_worker.metrics import WorkerMetrics
+from evaluator_worker.pipeline import Evaluator
+from tests.fakes.judges import TagJudge
+from tests.integration.kafka_helpers import create_topic, produce, worker_settings
+
+pytestmark = pytest.mark.integration
+
+
+def _trace(i: int, release: str, answer: str) -> tuple[bytes, bytes]:
+    t = RagTrace(trace_id=f"{i:032x}", question=f"q{i}", answer=answer,
+                 contexts=[{"content": "Refunds within 30 days.", "id": f"doc-{i}", "source": "kb/refunds.md"}],
+                 slices={"release": release, "route": "billing"})
+    return t.key, t.to_json_bytes()
+
+
+@pytest.fixture
+def results_topic(kafka_bootstrap, topic_name):
+    """A worker judged 12 answers: v2's even answers have a contradicted claim, v1's have an unsupported one."""
+    create_topic(kafka_bootstrap, topic_name, partitions=2)
+    items = []
+    for i in range(12):
+        release = "v2" if i % 2 == 0 else "v1"
+        items.append(_trace(i, release, "Fine. Wrong [C]." if release == "v2" else "Fine. Made up [U]."))
+    produce(kafka_bootstrap, topic_name, items)
+    settings = worker_settings(kafka_bootstrap, topic_name, group=f"g-{uuid.uuid4().hex[:6]}")
+    Worker(settings, Evaluator(TagJudge(), WorkerMetrics(), consistency=None)).run(max_records=12, idle_timeout_s=20)
+    return settings.results_topic
+
+
+def test_claims_lists_contradicted_claims_of_a_release_with_evidence_and_chunk(kafka_bootstrap, results_topic, capsys):
+    """--release v2 --verdict CONTRADICTED --json: exactly v2's six contradicted claims, with evidence, chunk and trace id."""
+    code = main(["claims", "--bootstrap", kafka_bootstrap, "--topic", results_topic, "--release", "v2",
+                 "--verdict", "CONTRADICTED", "--since", "10m", "--json"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 0
+    assert sorted(r["trace_id"] for r in rows) == sorted(f"{i:032x}" for i in range(0, 12, 2))
+    assert all(r["verdict"] == "CONTRADICTED" and r["evidence"] and r["context_source"] == "kb/refunds.md" for r in rows)
+
+
+def test_claims_default_shows_contradicted_before_unsupported(kafka_bootstrap, results_topic, capsys):
+    """Without filters: 12 flagged claims, every CONTRADICTED one listed before any UNSUPPORTED one."""
+    assert main(["claims", "--bootstrap", kafka_bootstrap, "--topic", results_topic, "--from-offset", "0"]) == 0
+    captured = capsys.readouterr()
+    verdicts = [line.split()[0].lstrip("[") for line in captured.out.splitlines() if line.startswith("[")]
+    assert verdicts == ["CONTRADICTED"] * 6 + ["UNSUPPORTED"] * 6
+    assert "12 of 12 flagged claims" in captured.err
+
+
+def test_claims_since_a_window_with_nothing_lists_nothing(kafka_bootstrap, results_topic, capsys):
+    """A release with no results gives an empty list, exit 0."""
+    assert main(["claims", "--bootstrap", kafka_bootstrap, "--topic", results_topic, "--release", "v9", "--json"]) == 0
+    assert capsys.readouterr().out == ""
