@@ -2,9 +2,12 @@
 # Set up (idempotent; seconds when nothing changed) and run the whole test suite: unit tests,
 # the conformance suite, then integration tests against the real Kafka-protocol broker and real
 # Prometheus. The broker is the one at $CLAIMWATCH_TEST_BOOTSTRAP when set (.ci/run starts one),
-# else the tests start their own.
+# else the tests start their own. Test files go to a directory of this run's own, removed at exit
+# (nothing left in /tmp, and two runs at once never share one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${CLAIMWATCH_SETUP_DONE:-0}" = 1 ] || bash scripts/setup.sh
 . scripts/_env.sh
-exec "$CLAIMWATCH_PY" -m pytest -q -p no:cacheprovider "$@"
+BASETEMP=$(mktemp -d -t claimwatch-pytest.XXXXXX)
+trap 'rm -rf "$BASETEMP"' EXIT
+"$CLAIMWATCH_PY" -m pytest -q -p no:cacheprovider --basetemp="$BASETEMP" "$@"
