@@ -122,24 +122,25 @@ def broker_binary() -> str:
 class EmbeddedBroker(_Process):
     """A Kafka-protocol broker on 127.0.0.1 (memory storage)."""
 
-    def __init__(self, port: int | None = None, workdir: str | None = None) -> None:
+    def __init__(self, port: int | None = None, workdir: str | None = None, advertised_port: int | None = None) -> None:
         super().__init__()
         self.port = port or free_port()
+        #: the port clients are told to connect to (a proxy in front of the broker); default: ``port``
+        self.advertised_port = advertised_port or self.port
         self.workdir = self._make_workdir(workdir, "claimwatch-broker-")
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"127.0.0.1:{self.advertised_port}"
 
     def start(self) -> "EmbeddedBroker":
-        url = f"tcp://127.0.0.1:{self.port}"
         argv = [
             broker_binary(),
             "broker",
             "--listener-url",
-            url,
+            f"tcp://127.0.0.1:{self.port}",
             "--advertised-listener-url",
-            url,
+            f"tcp://127.0.0.1:{self.advertised_port}",
             "--storage-engine",
             "memory://tansu/",
         ]

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import collections
 import selectors
-import shutil
 import socket
 import struct
 import threading
@@ -42,7 +41,7 @@ from typing import Iterator
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from evaluator_worker.embedded import EmbeddedBroker, broker_binary, free_port, wait_for_port
+from evaluator_worker.embedded import EmbeddedBroker, free_port
 
 PRODUCE = 0
 _POLL_S = 0.05  # how often idle connection threads look at the stall / close flags
@@ -285,35 +284,12 @@ def _produce_error(request: ProduceRequest, api_version: int, error_code: int) -
     return bytes(response.encode(header=True, framed=True))
 
 
-class _AdvertisingBroker(EmbeddedBroker):
-    """Tansu listening on ``port`` but telling clients to connect to ``advertised_port``."""
-
-    def __init__(self, port: int, advertised_port: int) -> None:
-        super().__init__(port=port)
-        self.advertised_port = advertised_port
-
-    def start(self) -> "_AdvertisingBroker":
-        argv = [
-            broker_binary(), "broker",
-            "--listener-url", f"tcp://127.0.0.1:{self.port}",
-            "--advertised-listener-url", f"tcp://127.0.0.1:{self.advertised_port}",
-            "--storage-engine", "memory://tansu/",
-        ]
-        self._spawn(argv, self.workdir / "broker.log")
-        try:
-            wait_for_port("127.0.0.1", self.port, 15)
-        except TimeoutError:
-            self.stop()
-            raise
-        return self
-
-
 class ProxiedBroker:
     """A dedicated Tansu broker reachable only through a :class:`KafkaFaultProxy` (context manager)."""
 
     def __init__(self) -> None:
         self.proxy = KafkaFaultProxy(f"127.0.0.1:{free_port()}")
-        self.broker = _AdvertisingBroker(port=self.proxy.upstream[1], advertised_port=self.proxy.port)
+        self.broker = EmbeddedBroker(port=self.proxy.upstream[1], advertised_port=self.proxy.port)
 
     @property
     def bootstrap(self) -> str:
@@ -334,8 +310,7 @@ class ProxiedBroker:
 
     def stop(self) -> None:
         self.proxy.close()
-        self.broker.stop()
-        shutil.rmtree(self.broker.workdir, ignore_errors=True)
+        self.broker.stop()  # removes its work directory
 
     def __enter__(self) -> "ProxiedBroker":
         return self.start()
