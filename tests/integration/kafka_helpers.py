@@ -19,6 +19,16 @@ ROOT = Path(__file__).resolve().parents[2]
 FAST = dict(session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=10000)
 
 
+def wait_until(pred, timeout_s: float = 60.0, every: float = 0.1) -> bool:
+    """Poll ``pred`` until it is true (True) or ``timeout_s`` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(every)
+    return False
+
+
 def create_topic(bootstrap: str, name: str, partitions: int = 4) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:

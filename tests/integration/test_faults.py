@@ -30,18 +30,20 @@ from evaluator_worker.judges.anthropic import AnthropicJudge
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.messages_server import MessagesServer
-from tests.integration.kafka_helpers import create_topic, drain, produce, scrape, spawn_worker, total, worker_settings
+from tests.integration.kafka_helpers import (
+    create_topic,
+    drain,
+    produce,
+    scrape,
+    spawn_worker,
+    total,
+    wait_until,
+    worker_settings,
+)
 
 pytestmark = pytest.mark.integration
 
 
-def _wait(pred, timeout_s: float = 30.0, every: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(every)
-    return False
 
 
 def _collector(bootstrap: str, topic: str, **kw) -> tuple[RagTraceProcessor, TracerProvider, CollectorRegistry]:
@@ -93,7 +95,7 @@ def test_broker_down_at_start_then_up_collector_resumes():
     topic = f"t-{uuid.uuid4().hex[:8]}"
     proc, tp, reg = _collector(f"127.0.0.1:{port}", topic, queue_size=20)
     worst = max(_request(tp, f"Outage answer {i}.") for i in range(200))
-    assert _wait(lambda: _metric(reg, "claimwatch_collector_traces_total", outcome="assembled") >= 200, 10)
+    assert wait_until(lambda: _metric(reg, "claimwatch_collector_traces_total", outcome="assembled") >= 200, 10)
     drops = _drops(reg)
     queued = _metric(reg, "claimwatch_collector_traces_total", outcome="queued")
     print(f"broker down: worst request {worst * 1000:.2f} ms, queued {queued:.0f}, drops {drops}")
@@ -102,8 +104,8 @@ def test_broker_down_at_start_then_up_collector_resumes():
     assert not proc.sink.connected
     broker = EmbeddedBroker(port=port).start()
     try:
-        assert _wait(lambda: proc.sink.connected, 30), "collector never reconnected"
-        assert _wait(lambda: proc.sink.queue_depth == 0, 30), "the backlog never drained"
+        assert wait_until(lambda: proc.sink.connected, 30), "collector never reconnected"
+        assert wait_until(lambda: proc.sink.queue_depth == 0, 30), "the backlog never drained"
         for i in range(5):
             _request(tp, f"After recovery {i}.")
         assert proc.force_flush(20_000)
@@ -141,7 +143,7 @@ def test_broker_killed_and_restarted_mid_stream():
         broker.start()  # same port, empty memory storage
         load(100)
         proc.force_flush(30_000)
-        assert _wait(lambda: proc.sink.queue_depth == 0, 30)
+        assert wait_until(lambda: proc.sink.queue_depth == 0, 30)
         proc.shutdown(10.0)
         drops = _drops(reg)
         queued = _metric(reg, "claimwatch_collector_traces_total", outcome="queued")
@@ -178,7 +180,7 @@ def test_collector_recovers_after_the_broker_refuses_writes():
             for i in range(3):
                 _request(tp, f"Refused answer {i}.")
             assert proc.force_flush(10_000)
-            assert _wait(lambda: _drops(reg).get("produce_error", 0) >= 3, 15), _drops(reg)
+            assert wait_until(lambda: _drops(reg).get("produce_error", 0) >= 3, 15), _drops(reg)
             broker.proxy.clear_faults()
             for i in range(5):
                 _request(tp, f"After the fix {i}.")
@@ -222,9 +224,9 @@ def test_judge_outage_past_the_retry_budget_fails_answers_never_supports_them(ka
         th = threading.Thread(target=worker.run, daemon=True)
         th.start()
         try:
-            assert _wait(lambda: len(results) >= 7, 60), f"judged {len(results)}/7 under faults"
+            assert wait_until(lambda: len(results) >= 7, 60), f"judged {len(results)}/7 under faults"
             produce(kafka_bootstrap, topic_name, healthy)
-            assert _wait(lambda: len(results) >= 10, 30), f"judged {len(results)}/10 after recovery"
+            assert wait_until(lambda: len(results) >= 10, 30), f"judged {len(results)}/10 after recovery"
             assert th.is_alive()
         finally:
             worker.stop()
@@ -284,10 +286,10 @@ def test_scrape_during_sigterm_exits_0_and_commits_offsets(kafka_bootstrap, topi
             time.sleep(0.005)
 
     try:
-        up = lambda: _wait(lambda: _processed(url) is not None, 0.2)  # noqa: E731
-        assert _wait(up, 30), "worker never served /metrics"
+        up = lambda: wait_until(lambda: _processed(url) is not None, 0.2)  # noqa: E731
+        assert wait_until(up, 30), "worker never served /metrics"
         produce(kafka_bootstrap, topic_name, items)
-        assert _wait(lambda: (_processed(url) or 0) >= 15, 60), "worker is not consuming"
+        assert wait_until(lambda: (_processed(url) or 0) >= 15, 60), "worker is not consuming"
         th = threading.Thread(target=scraper, daemon=True)
         th.start()
         time.sleep(0.3)

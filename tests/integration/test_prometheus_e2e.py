@@ -55,7 +55,7 @@ from evaluator_worker.judges.cascade import CascadeJudge
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
-from tests.integration.kafka_helpers import create_topic, produce, worker_settings
+from tests.integration.kafka_helpers import create_topic, produce, wait_until, worker_settings
 
 pytestmark = pytest.mark.integration
 
@@ -142,13 +142,6 @@ def _collector_settings(bootstrap: str, topic: str) -> CollectorSettings:
     return settings
 
 
-def _wait(pred, timeout_s: float, every: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(every)
-    return False
 
 
 def _project_rules(tmp: Path) -> list[str]:
@@ -207,16 +200,16 @@ def stack(kafka_bootstrap, tmp_path_factory):
         prom = EmbeddedPrometheus([f"127.0.0.1:{wport}", f"127.0.0.1:{cport}"], rule_files=rules).start()
         try:
             # Prometheus applies new targets a few seconds after start: wait for a scrape of both
-            assert _wait(lambda: _prom_value(prom.url, "sum(up)") == 2, 30), "Prometheus never scraped both targets"
+            assert wait_until(lambda: _prom_value(prom.url, "sum(up)") == 2, 30), "Prometheus never scraped both targets"
             expected = 0
             # 1. one abstained answer per slice: creates every verdict series at 0, then let Prometheus scrape
             for s in [*TRAFFIC, REPEAT]:
                 _ask(tracer, s, f"warm-up {s}", "I don't know.")
                 expected += 1
             assert processor.force_flush(10_000)
-            assert _wait(lambda: _records_processed(wm) >= expected, 60), "worker never saw the warm-up answers"
+            assert wait_until(lambda: _records_processed(wm) >= expected, 60), "worker never saw the warm-up answers"
             # the zeros (and the warm-up answers) are in the TSDB before any claim is counted
-            assert _wait(lambda: _prom_value(prom.url, 'sum(claimwatch_answers_total{outcome="abstained"})')
+            assert wait_until(lambda: _prom_value(prom.url, 'sum(claimwatch_answers_total{outcome="abstained"})')
                          == len(TRAFFIC) + 1, 20), "Prometheus never scraped the warm-up"
 
             # 2. the bulk
@@ -247,11 +240,11 @@ def stack(kafka_bootstrap, tmp_path_factory):
             misspelt.force_flush(5_000)
             misspelt.shutdown(2.0)
 
-            assert _wait(lambda: _records_processed(wm) >= expected, 60), \
+            assert wait_until(lambda: _records_processed(wm) >= expected, 60), \
                 f"worker handled {_records_processed(wm)} of {expected} records"
             # 4. Prometheus has the final counters, and every rule group evaluated them
             final = _records_processed(wm)
-            assert _wait(lambda: _prom_value(prom.url, "sum(claimwatch_records_total)") == final, 20)
+            assert wait_until(lambda: _prom_value(prom.url, "sum(claimwatch_records_total)") == final, 20)
             time.sleep(2.5)
             yield Stack(prom, wm, creg, expected, contradicted)
         finally:
@@ -431,7 +424,7 @@ def test_quality_alerts_fire_for_the_faulty_candidate_only(stack):
                 out[a["labels"]["alertname"]].add(a["labels"].get("release", ""))
         return out
 
-    assert _wait(lambda: {"ClaimwatchContradictedClaimsSpike", "ClaimwatchReleaseWorseThanPrevious"} <= set(active()), 10)
+    assert wait_until(lambda: {"ClaimwatchContradictedClaimsSpike", "ClaimwatchReleaseWorseThanPrevious"} <= set(active()), 10)
     now = active()
     assert now["ClaimwatchContradictedClaimsSpike"] == {CANDIDATE}
     assert now["ClaimwatchReleaseWorseThanPrevious"] == {CANDIDATE}

@@ -31,7 +31,7 @@ from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
 from tests.fakes.kafka_proxy import ProxiedBroker
 from tests.fakes.messages_server import MessagesServer, lognormal_latency, oracle_responder
-from tests.integration.kafka_helpers import create_topic, drain, produce, spawn_worker, worker_settings
+from tests.integration.kafka_helpers import create_topic, drain, produce, spawn_worker, wait_until, worker_settings
 
 pytestmark = pytest.mark.integration
 
@@ -45,13 +45,6 @@ def _trace(i: int, answer: str = "Refunds are accepted within 30 days.", questio
     return t.key, t.to_json_bytes()
 
 
-def _wait(pred, timeout_s: float = 60.0, every: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(every)
-    return False
 
 
 def _get(m: WorkerMetrics, name: str, **labels: str) -> float:
@@ -126,7 +119,7 @@ def test_judge_slower_than_max_poll_interval_keeps_the_group_and_judges_concurre
         run = Running(worker)
         try:
             produce(kafka_bootstrap, topic_name, items)
-            assert _wait(lambda: worker.processed >= n, 90), f"processed {worker.processed}/{n}"
+            assert wait_until(lambda: worker.processed >= n, 90), f"processed {worker.processed}/{n}"
             time.sleep(1.5)  # a commit interval
         finally:
             run.stop()
@@ -154,14 +147,14 @@ def test_revoke_with_answers_in_flight_drains_commits_and_hands_over(kafka_boots
         b, mb = _anthropic_worker(settings, srv)
         run_a = Running(a)
         try:
-            assert _wait(lambda: a._consumer is not None and bool(a._consumer.assignment()), 30)
+            assert wait_until(lambda: a._consumer is not None and bool(a._consumer.assignment()), 30)
             produce(kafka_bootstrap, topic_name, [_trace(i) for i in range(n)])
-            assert _wait(lambda: a.in_flight >= 30, 30), f"only {a.in_flight} in flight"
+            assert wait_until(lambda: a.in_flight >= 30, 30), f"only {a.in_flight} in flight"
             run_b = Running(b)
             try:
-                assert _wait(lambda: a.processed + b.processed >= n, 90), (a.processed, b.processed)
+                assert wait_until(lambda: a.processed + b.processed >= n, 90), (a.processed, b.processed)
                 produce(kafka_bootstrap, topic_name, [_trace(100 + i) for i in range(20)])  # after the handover
-                assert _wait(lambda: a.processed + b.processed >= n + 20, 60), (a.processed, b.processed)
+                assert wait_until(lambda: a.processed + b.processed >= n + 20, 60), (a.processed, b.processed)
                 time.sleep(1.5)
             finally:
                 run_b.stop()
@@ -191,9 +184,9 @@ def test_429_burst_mid_run_costs_lag_not_evaluations(kafka_bootstrap, topic_name
         run = Running(worker)
         try:
             produce(kafka_bootstrap, topic_name, [_trace(i) for i in range(n)])
-            assert _wait(lambda: worker.processed >= 30, 60)
+            assert wait_until(lambda: worker.processed >= 30, 60)
             srv.fail(429, times=40, retry_after="1")
-            assert _wait(lambda: worker.processed >= n, 120), f"processed {worker.processed}/{n}"
+            assert wait_until(lambda: worker.processed >= n, 120), f"processed {worker.processed}/{n}"
             time.sleep(1.5)
         finally:
             run.stop()
@@ -263,9 +256,9 @@ def test_oversized_result_and_key_do_not_stop_the_worker(kafka_bootstrap, topic_
     worker = Worker(settings, Evaluator(TagJudge(), m, consistency=None))
     run = Running(worker)
     try:
-        assert _wait(lambda: _get(m, "claimwatch_records_total", outcome="processed") >= 4
+        assert wait_until(lambda: _get(m, "claimwatch_records_total", outcome="processed") >= 4
                      and _get(m, "claimwatch_records_total", outcome="dead_lettered") >= 1, 60)
-        assert _wait(lambda: _committed(kafka_bootstrap, settings.consumer.group_id).get(0) == 5, 15)
+        assert wait_until(lambda: _committed(kafka_bootstrap, settings.consumer.group_id).get(0) == 5, 15)
     finally:
         run.stop()
     assert run.error is None
@@ -304,13 +297,13 @@ def test_rejected_result_writes_are_never_committed_and_land_after_recovery(prox
     produce(proxied.bootstrap, topic_name, [_trace(i) for i in range(20)])
     run = Running(worker)
     try:
-        assert _wait(lambda: proxied.proxy.rejected >= 3, 30), "no results write reached the broker"
+        assert wait_until(lambda: proxied.proxy.rejected >= 3, 30), "no results write reached the broker"
         time.sleep(6)
         assert worker.processed == 0
         assert _committed(proxied.bootstrap, settings.consumer.group_id).get(0, -1) <= 0, "committed past a lost write"
         proxied.proxy.clear_faults()
-        assert _wait(lambda: worker.processed >= 20, 60), f"processed {worker.processed}"
-        assert _wait(lambda: _committed(proxied.bootstrap, settings.consumer.group_id).get(0) == 20, 15)
+        assert wait_until(lambda: worker.processed >= 20, 60), f"processed {worker.processed}"
+        assert wait_until(lambda: _committed(proxied.bootstrap, settings.consumer.group_id).get(0) == 20, 15)
     finally:
         run.stop()
     print(f"rejected writes: {proxied.proxy.rejected} produce requests refused, then 20/20 durable")
@@ -336,7 +329,7 @@ def test_writes_refused_for_good_stop_the_worker_without_committing(proxied, top
     again.settings.consumer.group_id = settings.consumer.group_id
     run2 = Running(again)
     try:
-        assert _wait(lambda: again.processed >= 20, 60), f"processed {again.processed}"
+        assert wait_until(lambda: again.processed >= 20, 60), f"processed {again.processed}"
     finally:
         run2.stop()
     results = drain(proxied.bootstrap, settings.results_topic, 20)
@@ -353,11 +346,11 @@ def test_45_second_broker_stall_is_survived_without_loss(proxied, topic_name):
     produce(proxied.bootstrap, topic_name, [_trace(i) for i in range(n)])
     run = Running(worker)
     try:
-        assert _wait(lambda: worker.processed >= 10, 60)
+        assert wait_until(lambda: worker.processed >= 10, 60)
         proxied.proxy.stall(45)
         time.sleep(46)
         assert run.thread.is_alive(), f"worker died during the stall: {run.error!r}"
-        assert _wait(lambda: len({r.key for r in drain(proxied.bootstrap, settings.results_topic, n, 5)}) >= n, 120)
+        assert wait_until(lambda: len({r.key for r in drain(proxied.bootstrap, settings.results_topic, n, 5)}) >= n, 120)
     finally:
         run.stop(90)
     results = drain(proxied.bootstrap, settings.results_topic, n, timeout_s=10)

@@ -18,7 +18,16 @@ from evaluator_worker.embedded import free_port
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
-from tests.integration.kafka_helpers import create_topic, drain, produce, scrape, spawn_worker, total, worker_settings
+from tests.integration.kafka_helpers import (
+    create_topic,
+    drain,
+    produce,
+    scrape,
+    spawn_worker,
+    total,
+    wait_until,
+    worker_settings,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -39,13 +48,6 @@ def _start_worker(settings, judge=None):
     return worker, th, server, f"http://127.0.0.1:{port}/metrics"
 
 
-def _wait(pred, timeout_s=60.0, every=0.25):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(every)
-    return False
 
 
 def test_two_workers_share_the_stream_and_metrics_add_up(kafka_bootstrap, topic_name):
@@ -67,7 +69,7 @@ def test_two_workers_share_the_stream_and_metrics_add_up(kafka_bootstrap, topic_
     def processed():
         return sum(total(scrape(u), "claimwatch_records_total") for u in urls)
 
-    assert _wait(lambda: processed() >= 62), f"only {processed()} records handled"
+    assert wait_until(lambda: processed() >= 62), f"only {processed()} records handled"
     s1, s2 = scrape(urls[0]), scrape(urls[1])
     assert total(s1, "claimwatch_records_total", outcome="processed") > 0
     assert total(s2, "claimwatch_records_total", outcome="processed") > 0, "second worker got no partition"
@@ -133,10 +135,10 @@ def test_sigkill_mid_record_loses_nothing_and_double_counts_nothing(kafka_bootst
                                          "CLAIMWATCH_TEST_SLOW_SECONDS": "120", "CLAIMWATCH_TEST_DELAY_SECONDS": "0.05"})
     try:
         url_a = f"http://127.0.0.1:{port_a}/metrics"
-        assert _wait(lambda: _up(url_a), 30)
+        assert wait_until(lambda: _up(url_a), 30)
         # A alone owns both partitions; produce and wait until it is stuck inside the judge on the slow record
         produce(kafka_bootstrap, topic_name, items)
-        assert _wait(flag.exists, 60), "worker A never reached the slow record"
+        assert wait_until(flag.exists, 60), "worker A never reached the slow record"
         time.sleep(0.5)
         last_a = scrape(url_a)
         a.send_signal(signal.SIGKILL)
@@ -145,7 +147,7 @@ def test_sigkill_mid_record_loses_nothing_and_double_counts_nothing(kafka_bootst
         b = _spawn_worker(settings, port_b, {"CLAIMWATCH_TEST_DELAY_SECONDS": "0.0"})
         try:
             url_b = f"http://127.0.0.1:{port_b}/metrics"
-            assert _wait(lambda: _up(url_b) and counted_a + total(scrape(url_b), "claimwatch_records_total", outcome="processed") >= n, 90), \
+            assert wait_until(lambda: _up(url_b) and counted_a + total(scrape(url_b), "claimwatch_records_total", outcome="processed") >= n, 90), \
                 f"A counted {counted_a}, B {total(scrape(url_b), 'claimwatch_records_total') if _up(url_b) else 'down'}"
             time.sleep(2)
             sb = scrape(url_b)
