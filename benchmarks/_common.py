@@ -28,6 +28,31 @@ from evaluator_worker.demo.corpus import ABSTAIN_QUESTION, DOCUMENTS
 MODEL = "demo-llm-2024-06"
 
 
+# --------------------------------------------------------------------------- worker settings
+
+
+def bench_worker_settings(bootstrap: str, topic: str, group_prefix: str, *, fast_group: bool = False) -> Any:
+    """``WorkerSettings`` of a benchmark worker: its topic, results/DLQ topics beside it, a fresh group.
+
+    ``fast_group``: short session/heartbeat/poll timeouts, so a group join takes seconds.
+    """
+    import uuid
+
+    from evaluator_worker.config import WorkerSettings
+
+    s = WorkerSettings()
+    s.kafka.bootstrap_servers = bootstrap
+    s.topic = topic
+    s.results_topic = topic + ".results"
+    s.dead_letter_topic = topic + ".dlq"
+    s.consumer.group_id = f"{group_prefix}-{uuid.uuid4().hex[:6]}"
+    if fast_group:
+        s.consumer.session_timeout_ms = 6000
+        s.consumer.heartbeat_interval_ms = 1000
+        s.consumer.max_poll_interval_ms = 10000
+    return s
+
+
 # --------------------------------------------------------------------------- statistics
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from benchmarks._common import create_topic, machine, median, percentile, scrape_sum
+from benchmarks._common import bench_worker_settings, create_topic, machine, median, percentile, scrape_sum
 from collector.config import CollectorSettings
 from collector.logs import configure_logging
 from collector.processor import RagTraceProcessor
@@ -54,18 +54,12 @@ def worker_process(bootstrap: str, topic: str, port: int, fetch_max_wait_ms: int
     configure_logging("ERROR")
     from prometheus_client import start_http_server
 
-    from evaluator_worker.config import WorkerSettings
     from evaluator_worker.consumer import Worker
     from evaluator_worker.judges.heuristic import HeuristicJudge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator
 
-    s = WorkerSettings()
-    s.kafka.bootstrap_servers = bootstrap
-    s.topic = topic
-    s.results_topic = topic + ".results"
-    s.dead_letter_topic = topic + ".dlq"
-    s.consumer.group_id = f"bench-fresh-{uuid.uuid4().hex[:6]}"
+    s = bench_worker_settings(bootstrap, topic, "bench-fresh")
     s.consumer.poll_timeout_ms = poll_timeout_ms
     metrics = WorkerMetrics()
     start_http_server(port, addr="127.0.0.1", registry=metrics.registry)

@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmarks._common import create_topic, demo_traces, machine, percentile, produce_records
+from benchmarks._common import bench_worker_settings, create_topic, demo_traces, machine, percentile, produce_records
 from collector.logs import configure_logging
 from evaluator_worker.embedded import EmbeddedBroker
 
@@ -61,22 +61,14 @@ def worker_process(bootstrap: str, topic: str, base_url: str, in_flight: int, ex
     configure_logging("ERROR")
     import anthropic
 
-    from evaluator_worker.config import AnthropicSettings, WorkerSettings
+    from evaluator_worker.config import AnthropicSettings
     from evaluator_worker.consumer import Worker
     from evaluator_worker.flow import RetryPolicy
     from evaluator_worker.judges.anthropic import AnthropicJudge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator
 
-    s = WorkerSettings()
-    s.kafka.bootstrap_servers = bootstrap
-    s.topic = topic
-    s.results_topic = topic + ".results"
-    s.dead_letter_topic = topic + ".dlq"
-    s.consumer.group_id = f"bench-llm-{uuid.uuid4().hex[:6]}"
-    s.consumer.session_timeout_ms = 6000
-    s.consumer.heartbeat_interval_ms = 1000
-    s.consumer.max_poll_interval_ms = 10000
+    s = bench_worker_settings(bootstrap, topic, "bench-llm", fast_group=True)
     s.flow.max_in_flight = in_flight
     client = anthropic.Anthropic(api_key="bench", base_url=base_url, max_retries=0, timeout=60.0)
     judge = AnthropicJudge(AnthropicSettings(), client=client)

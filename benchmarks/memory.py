@@ -25,13 +25,13 @@ import random
 import sys
 import threading
 import time
-import uuid
 from typing import Any
 
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 from benchmarks._common import (
+    bench_worker_settings,
     closed_port,
     create_topic,
     demo_traces,
@@ -118,18 +118,12 @@ def collector_part(rate: float, normal_s: float, burst_s: float, factor: float, 
 def worker_process(bootstrap: str, topic: str, expect: int, out: Any) -> None:
     """Child: a real Worker (heuristic judge) on the backlog; samples its own RSS every 250 records."""
     configure_logging("ERROR")
-    from evaluator_worker.config import WorkerSettings
     from evaluator_worker.consumer import Worker
     from evaluator_worker.judges.heuristic import HeuristicJudge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator
 
-    s = WorkerSettings()
-    s.kafka.bootstrap_servers = bootstrap
-    s.topic = topic
-    s.results_topic = topic + ".results"
-    s.dead_letter_topic = topic + ".dlq"
-    s.consumer.group_id = f"bench-mem-{uuid.uuid4().hex[:6]}"
+    s = bench_worker_settings(bootstrap, topic, "bench-mem")
     samples = [(0, rss_mb())]
     worker = Worker(s, Evaluator(HeuristicJudge(), WorkerMetrics()), seed_dedupe=lambda parts: [])
 

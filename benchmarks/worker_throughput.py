@@ -29,7 +29,7 @@ import time
 import uuid
 from typing import Any, Sequence
 
-from benchmarks._common import create_topic, demo_traces, machine, produce_records
+from benchmarks._common import bench_worker_settings, create_topic, demo_traces, machine, produce_records
 from collector.logs import configure_logging
 from evaluator_worker.embedded import EmbeddedBroker
 
@@ -68,21 +68,13 @@ class TimedJudge:
 def worker_process(bootstrap: str, topic: str, group: str, idle_s: float, expect: int, out: Any) -> None:
     """Child process: one real Worker with the heuristic judge; reports timings on ``out``."""
     configure_logging("ERROR")
-    from evaluator_worker.config import WorkerSettings
     from evaluator_worker.consumer import Worker
     from evaluator_worker.judges.heuristic import HeuristicJudge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator
 
-    s = WorkerSettings()
-    s.kafka.bootstrap_servers = bootstrap
-    s.topic = topic
-    s.results_topic = topic + ".results"
-    s.dead_letter_topic = topic + ".dlq"
-    s.consumer.group_id = group
-    s.consumer.session_timeout_ms = 6000
-    s.consumer.heartbeat_interval_ms = 1000
-    s.consumer.max_poll_interval_ms = 10000
+    s = bench_worker_settings(bootstrap, topic, group, fast_group=True)
+    s.consumer.group_id = group  # every worker process of a run joins the same group
     judge = TimedJudge(HeuristicJudge())
     worker = Worker(s, Evaluator(judge, WorkerMetrics()), seed_dedupe=lambda parts: [])
     done: list[float] = []
