@@ -11,7 +11,6 @@ stale, so a metric cannot be added without its line.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any, Iterable
@@ -20,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from collector.metrics import get_metrics
 from dashboards.catalog import LABEL_VALUES
+from docgen import doc_main
 from evaluator_worker.metrics import WorkerMetrics
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
@@ -97,15 +97,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help=f"rewrite {DOC}")
-    args = ap.parse_args(argv)
-    text = render()
-    if args.write:
-        DOC.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return 0
+    return doc_main(argv, description=__doc__.splitlines()[0], doc=DOC, render=render)
 
 
 if __name__ == "__main__":

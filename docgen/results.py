@@ -10,12 +10,12 @@ cannot drift from what workers write. ``tests/unit/test_results_doc.py`` fails w
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from collector.record import RagTrace
+from docgen import doc_main
 from evaluator_worker.judges.heuristic import HeuristicJudge
 from evaluator_worker.pipeline import Evaluator
 from evaluator_worker.scoring import AnswerResult
@@ -106,15 +106,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help=f"rewrite {DOC}")
-    args = ap.parse_args(argv)
-    text = render()
-    if args.write:
-        DOC.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return 0
+    return doc_main(argv, description=__doc__.splitlines()[0], doc=DOC, render=render)
 
 
 if __name__ == "__main__":

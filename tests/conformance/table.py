@@ -9,7 +9,6 @@ package version, or a collector change, shows up as a diff to commit).
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import sys
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from collector.record import RagTrace
+from docgen import doc_main
 from tests.conformance.flows import Seen
 from tests.conformance.harness import ANSWER, QUESTION, Capture, make_capture
 
@@ -150,15 +150,9 @@ def current_table(doc: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help=f"rewrite the table in {DOC}")
-    args = ap.parse_args(argv)
-    table = render()
-    if args.write:
-        DOC.write_text(replace_table(DOC.read_text(encoding="utf-8"), table), encoding="utf-8")
-    else:
-        sys.stdout.write(table)
-    return 0
+    return doc_main(argv, description=__doc__.splitlines()[0], doc=DOC, render=render,
+                    write=lambda table: DOC.write_text(replace_table(DOC.read_text(encoding="utf-8"), table),
+                                                       encoding="utf-8"))
 
 
 if __name__ == "__main__":
