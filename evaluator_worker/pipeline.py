@@ -143,10 +143,12 @@ class Evaluator:
         usages: list[Usage] = []
         claims: list[Claim] = []
         call = self.caller.call
+        metered = self.caller.limiter is not None  # token estimates only feed a limiter's token ceiling
         try:
             extraction = call(
                 "extract", lambda: self._extract(trace, contexts), cancelled=cancelled, used_tokens=_billed_input_tokens,
-                est_tokens=estimate_tokens(trace.answer, trace.question, *(contexts if self._extract_sees_contexts else ())),
+                est_tokens=estimate_tokens(trace.answer, trace.question, *(contexts if self._extract_sees_contexts else ()))
+                if metered else 0,
             )
             claims = list(extraction.claims)  # type: ignore[attr-defined]
             usages.append(extraction.usage)  # type: ignore[attr-defined]
@@ -154,7 +156,7 @@ class Evaluator:
                 verification = call(
                     "verify", lambda: self.judge.verify(claims, contexts, trace.question), cancelled=cancelled,
                     used_tokens=_billed_input_tokens,
-                    est_tokens=estimate_tokens(trace.question, *(c.text for c in claims), *contexts),
+                    est_tokens=estimate_tokens(trace.question, *(c.text for c in claims), *contexts) if metered else 0,
                 )
                 verdicts = complete_verdicts(claims, verification.verdicts)  # type: ignore[attr-defined]
                 usages.append(verification.usage)  # type: ignore[attr-defined]
