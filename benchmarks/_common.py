@@ -18,12 +18,12 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Tracer
 from prometheus_client import CollectorRegistry
 
+from claimwatch.demo.app import DemoRagApp, make_provider
+from claimwatch.demo.corpus import ABSTAIN_QUESTION, DOCUMENTS
 from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
-from collector.record import RagTrace
 from collector.sink import MemorySink
-from evaluator_worker.demo.app import DemoRagApp, make_provider
-from evaluator_worker.demo.corpus import ABSTAIN_QUESTION, DOCUMENTS
+from contract.record import RagTrace
 
 MODEL = "demo-llm-2024-06"
 
@@ -237,7 +237,7 @@ def produce_records(bootstrap: str, topic: str, records: Iterable[RagTrace]) -> 
 
 def closed_port() -> int:
     """A local TCP port with nothing listening (bound, then released)."""
-    from evaluator_worker.embedded import free_port
+    from claimwatch.embedded import free_port
 
     return free_port()
 

@@ -42,10 +42,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 from benchmarks._common import OtlpSink, closed_port, fmt_us, machine, median, percentile, rag_request
+from claimwatch.embedded import EmbeddedBroker
 from collector.config import CollectorSettings
-from collector.logs import configure_logging
 from collector.processor import RagTraceProcessor
-from evaluator_worker.embedded import EmbeddedBroker
+from contract.logs import configure_logging
 
 
 class Variant:

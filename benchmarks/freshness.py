@@ -35,11 +35,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from benchmarks._common import bench_worker_settings, create_topic, machine, median, percentile, scrape_sum
+from claimwatch.demo.app import DemoRagApp, make_provider
+from claimwatch.embedded import EmbeddedBroker, free_port
 from collector.config import CollectorSettings
-from collector.logs import configure_logging
 from collector.processor import RagTraceProcessor
-from evaluator_worker.demo.app import DemoRagApp, make_provider
-from evaluator_worker.embedded import EmbeddedBroker, free_port
+from contract.logs import configure_logging
 
 COUNTER = "claimwatch_answers_total"
 CONFIGS = {

@@ -48,7 +48,7 @@ from typing import Any, Sequence
 import anthropic
 
 from benchmarks._common import demo_traces, machine
-from collector.logs import configure_logging
+from contract.logs import configure_logging
 from evaluator_worker.config import AnthropicSettings, CascadeSettings
 from evaluator_worker.judges import prompts
 from evaluator_worker.judges.anthropic import AnthropicJudge

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from evaluator_worker import calibration as cal
-from evaluator_worker import halueval
+from claimwatch import calibration as cal
+from claimwatch import halueval
 from evaluator_worker.judges.registry import get_judge
 
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import bench_worker_settings, create_topic, demo_traces, machine, percentile, produce_records
-from collector.logs import configure_logging
-from evaluator_worker.embedded import EmbeddedBroker
+from claimwatch.embedded import EmbeddedBroker
+from contract.logs import configure_logging
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -41,10 +41,10 @@ from benchmarks._common import (
     rag_request,
     rss_mb,
 )
+from claimwatch.embedded import EmbeddedBroker
 from collector.config import CollectorSettings
-from collector.logs import configure_logging
 from collector.processor import RagTraceProcessor
-from evaluator_worker.embedded import EmbeddedBroker
+from contract.logs import configure_logging
 
 
 class RssSampler(threading.Thread):

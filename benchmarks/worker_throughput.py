@@ -30,8 +30,8 @@ import uuid
 from typing import Any, Sequence
 
 from benchmarks._common import bench_worker_settings, create_topic, demo_traces, machine, produce_records
-from collector.logs import configure_logging
-from evaluator_worker.embedded import EmbeddedBroker
+from claimwatch.embedded import EmbeddedBroker
+from contract.logs import configure_logging
 
 
 class TimedJudge:

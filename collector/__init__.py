@@ -2,11 +2,11 @@
 
 __all__ = ["RagTrace", "Context", "RagTraceProcessor", "check_provider"]
 
-from collector.record import Context, RagTrace  # noqa: E402
+from contract.record import Context, RagTrace  # noqa: E402
 
 
 def __getattr__(name: str):
-    """Import the processor lazily, so ``collector.record`` stays light for the worker."""
+    """Import the processor lazily, so ``contract.record`` stays light for the worker."""
     if name in ("RagTraceProcessor", "check_provider"):
         from collector import processor
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from collector.config import CollectorSettings
-from collector.record import AttributeValue, Context, RagTrace
+from contract.record import AttributeValue, Context, RagTrace
 
 OI_KIND = "openinference.span.kind"
 GENAI_OP = "gen_ai.operation.name"

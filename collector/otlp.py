@@ -42,7 +42,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from collector.errors import ClaimwatchError
+from contract.errors import ClaimwatchError
 
 #: span flag bits (opentelemetry/proto/trace/v1/trace.proto, SpanFlags)
 FLAG_HAS_IS_REMOTE = 0x100

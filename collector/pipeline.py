@@ -2,7 +2,7 @@
 
 The in-app :class:`~collector.processor.RagTraceProcessor`, the OTLP/HTTP
 receiver (:mod:`collector.receiver`) and the Collector-topic bridge
-(:mod:`evaluator_worker.otlp_bridge`) all run the same steps::
+(:mod:`collector.otlp_bridge`) all run the same steps::
 
     span -> SpanExtractor.extract -> TraceAssembler (per trace) -> complete trace
          -> SpanExtractor.build (not RAG? count) -> Sampler -> Redactor
@@ -25,11 +25,11 @@ from typing import Any, Callable
 from collector.assembler import CompletedTrace, TraceAssembler
 from collector.config import CollectorSettings
 from collector.conventions import SpanExtractor
-from collector.logs import get_logger
 from collector.metrics import CollectorMetrics, get_metrics
-from collector.record import enforce_limits
 from collector.redaction import Redactor
 from collector.sampling import Sampler
+from contract.logs import get_logger
+from contract.record import enforce_limits
 
 log = get_logger("claimwatch.collector")
 

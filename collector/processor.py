@@ -35,10 +35,10 @@ from prometheus_client import CollectorRegistry
 
 from collector.assembler import CompletedTrace, TraceAssembler
 from collector.config import CollectorSettings
-from collector.logs import get_logger
 from collector.metrics import CollectorMetrics, get_metrics
 from collector.pipeline import TracePipeline, warn_once
 from collector.sink import KafkaSink, ProducerFactory, Sink
+from contract.logs import get_logger
 
 log = get_logger("claimwatch.collector")
 

@@ -13,8 +13,8 @@ import re
 from typing import Callable, Iterable
 
 from collector.config import CollectorSettings
-from collector.errors import ConfigError
-from collector.record import RagTrace
+from contract.errors import ConfigError
+from contract.record import RagTrace
 
 EMAIL_RE = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
 CARD_RE = re.compile(r"(?<!\d)(?:\d[ \-]?){12,18}\d(?!\d)")

@@ -23,9 +23,9 @@ import time
 from typing import Any, Callable, Protocol
 
 from collector.config import CollectorSettings
-from collector.logs import get_logger
 from collector.metrics import CollectorMetrics, get_metrics
-from collector.record import RagTrace
+from contract.logs import get_logger
+from contract.record import RagTrace
 
 log = get_logger("claimwatch.collector.sink")
 

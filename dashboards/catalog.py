@@ -13,7 +13,7 @@ empty otherwise.
 
 from __future__ import annotations
 
-from evaluator_worker.metrics import DEFAULT_SLICE_LABELS
+from contract.record import DEFAULT_SLICE_LABELS
 
 SLICE_LABELS: tuple[str, ...] = tuple(DEFAULT_SLICE_LABELS)
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field
+from pydantic_settings import SettingsConfigDict
 
-from collector.config import KafkaConnection
-from evaluator_worker.metrics import DEFAULT_SLICE_LABELS
+from contract.kafka import KafkaConnection
+from contract.record import DEFAULT_SLICE_LABELS
+from evaluator_worker.judges.settings import AnthropicSettings, CascadeSettings, JudgeSettings
+
+__all__ = [
+    "AnthropicSettings",
+    "CascadeSettings",
+    "ConsumerTuning",
+    "FlowSettings",
+    "ParitySettings",
+    "WorkerSettings",
+]
 
 
 class ConsumerTuning(BaseModel):
@@ -19,26 +29,6 @@ class ConsumerTuning(BaseModel):
     max_poll_records: int = 50
     auto_offset_reset: str = "earliest"
     poll_timeout_ms: int = 500
-
-
-class AnthropicSettings(BaseModel):
-    api_key: SecretStr | None = None
-    base_url: str | None = None
-    #: verifier model; pick one from a different family than the generator when you can
-    model: str = "claude-sonnet-4-5"
-    #: claim extraction model (cheaper is fine)
-    extract_model: str = "claude-haiku-4-5"
-    max_tokens: int = 4096
-    timeout_s: float = 60.0
-    #: retries inside the SDK. Keep 0: the worker's flow layer (CLAIMWATCH_FLOW__*) is the one retry layer, so
-    #: every 429 lowers the worker's concurrency and a 401 is never retried
-    max_retries: int = 0
-    #: claims per verify call; larger answers are split
-    max_claims_per_call: int = 40
-    #: one call per answer: `model` extracts the claims and judges them in the same call (the worker passes the contexts to extraction); fewer tokens, but extraction and verification are no longer independent
-    single_call: bool = False
-    #: USD per million tokens: {model: {"input": x, "output": y, "cache_read": z, "cache_creation": w}}
-    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
 class FlowSettings(BaseModel):
@@ -83,17 +73,6 @@ class FlowSettings(BaseModel):
     producer_max_block_ms: int = Field(1_000, ge=0)
 
 
-class CascadeSettings(BaseModel):
-    first: str = "heuristic"
-    second: str = "anthropic"
-    #: claims whose first-judge confidence is below this go to the second judge
-    escalate_below: float = 0.8
-    #: USD per hour the second judge may spend; past it claims keep the first verdict
-    budget_usd_per_hour: float = 5.0
-    #: share of confident claims also sent to the second judge to measure agreement
-    agreement_sample: float = 0.02
-
-
 class ParitySettings(BaseModel):
     """Scores other tools report (RagaliQ, DeepEval, FActScore, PAS2), from the same verdicts."""
 
@@ -118,8 +97,8 @@ class ParitySettings(BaseModel):
     consistency_sample: float = Field(0.2, ge=0.0, le=1.0)
 
 
-class WorkerSettings(BaseSettings):
-    """Settings for ``claimwatch worker`` / ``score`` / ``verify``."""
+class WorkerSettings(JudgeSettings):
+    """Settings for ``claimwatch worker`` / ``score`` / ``verify`` (the judges' own settings are inherited)."""
 
     model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore")
 
@@ -130,11 +109,8 @@ class WorkerSettings(BaseSettings):
     dead_letter_topic: str = "claimwatch.dead-letter"
 
     judge: str = "heuristic"
-    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
-    cascade: CascadeSettings = Field(default_factory=CascadeSettings)
     parity: ParitySettings = Field(default_factory=ParitySettings)
     flow: FlowSettings = Field(default_factory=FlowSettings)
-    nli_model: str | None = None
 
     metrics_host: str = "0.0.0.0"
     metrics_port: int = 9464

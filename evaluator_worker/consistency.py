@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from collector.logs import get_logger
+from contract.logs import get_logger
 from evaluator_worker.errors import JudgeError
 from evaluator_worker.judges.base import Claim, Judge, Verdict
 

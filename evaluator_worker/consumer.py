@@ -58,9 +58,9 @@ from kafka.errors import KafkaError, KafkaTimeoutError
 from kafka.net.selector import KernelEvent
 from kafka.structs import OffsetAndMetadata
 
-from collector.errors import ClaimwatchError, ConfigError, RecordDecodeError
-from collector.logs import get_logger
-from collector.record import RagTrace
+from contract.errors import ClaimwatchError, ConfigError, RecordDecodeError
+from contract.logs import get_logger
+from contract.record import RagTrace
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.errors import EvaluationAbandoned, JudgeError, WorkerFatal
 from evaluator_worker.flow import AdaptiveLimiter

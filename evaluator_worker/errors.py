@@ -2,9 +2,9 @@
 
 Hierarchy::
 
-    ClaimwatchError (collector.errors)
-    ├── ConfigError (collector.errors)      settings that cannot work: the worker stops
-    ├── RecordDecodeError (collector.errors) a Kafka value that is not a RagTrace -> dead letter
+    ClaimwatchError (contract.errors)
+    ├── ConfigError (contract.errors)      settings that cannot work: the worker stops
+    ├── RecordDecodeError (contract.errors) a Kafka value that is not a RagTrace -> dead letter
     ├── JudgeError                          a judge call failed; carries ``retryable``,
     │   │                                   ``throttled``, ``fatal``, ``status_code``, ``retry_after``
     │   ├── JudgeTimeout          retryable     the judge did not answer in time (408, client timeout)
@@ -34,7 +34,7 @@ label for metrics.
 
 from __future__ import annotations
 
-from collector.errors import ClaimwatchError, ConfigError, RecordDecodeError
+from contract.errors import ClaimwatchError, ConfigError, RecordDecodeError
 
 __all__ = [
     "ClaimwatchError",

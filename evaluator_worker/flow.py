@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from collector.logs import get_logger
+from contract.logs import get_logger
 from evaluator_worker.errors import EvaluationAbandoned, JudgeError
 
 log = get_logger(__name__)

@@ -54,7 +54,8 @@ from typing import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-DEFAULT_SLICE_LABELS: tuple[str, ...] = ("release", "model", "route", "environment")
+from contract.record import DEFAULT_SLICE_LABELS
+
 OTHER = "other"
 UNKNOWN = "unknown"
 RATIO_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)

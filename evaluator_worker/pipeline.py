@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from collector.logs import get_logger
-from collector.record import RagTrace
+from contract.logs import get_logger
+from contract.record import RagTrace
 from evaluator_worker.config import ParitySettings
 from evaluator_worker.consistency import ConsistencyResult, ConsistencyTracker
 from evaluator_worker.errors import JudgeError

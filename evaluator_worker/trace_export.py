@@ -39,8 +39,8 @@ from typing import Any, Mapping
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from collector.logs import get_logger
-from collector.record import RagTrace
+from contract.logs import get_logger
+from contract.record import RagTrace
 from evaluator_worker.scoring import AnswerResult
 
 log = get_logger(__name__)

@@ -19,7 +19,7 @@ def kafka_bootstrap() -> str:
     if env:
         yield env
         return
-    from evaluator_worker.embedded import EmbeddedBroker
+    from claimwatch.embedded import EmbeddedBroker
 
     broker = EmbeddedBroker().start()
     try:

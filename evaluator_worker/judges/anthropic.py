@@ -45,8 +45,7 @@ from typing import Any, Callable, Sequence
 import anthropic
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from collector.logs import get_logger
-from evaluator_worker.config import AnthropicSettings
+from contract.logs import get_logger
 from evaluator_worker.errors import (
     ConfigError,
     JudgeAuthError,
@@ -68,6 +67,7 @@ from evaluator_worker.judges.base import (
     complete_verdicts,
 )
 from evaluator_worker.judges.pricing import cost_usd
+from evaluator_worker.judges.settings import AnthropicSettings
 
 log = get_logger(__name__)
 

@@ -22,10 +22,10 @@ import time
 from collections import deque
 from typing import Callable, Sequence
 
-from collector.logs import get_logger
-from evaluator_worker.config import CascadeSettings
+from contract.logs import get_logger
 from evaluator_worker.errors import JudgeError
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Judge, Usage, Verdict, Verification
+from evaluator_worker.judges.settings import CascadeSettings
 
 log = get_logger(__name__)
 

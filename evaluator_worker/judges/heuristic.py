@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from evaluator_worker.claims import extract_claims, sentence_spans
 from evaluator_worker.judges import lexicon as lex
 from evaluator_worker.judges import textmatch as tm
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
+from evaluator_worker.judges.claims import extract_claims, sentence_spans
 
 __all__ = ["HeuristicJudge"]
 
@@ -235,7 +235,7 @@ class HeuristicJudge:
     # ------------------------------------------------------------------ protocol
 
     def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
-        """Rule-based claim extraction (see ``evaluator_worker.claims``)."""
+        """Rule-based claim extraction (see ``evaluator_worker.judges.claims``)."""
         return Extraction(claims=extract_claims(answer or "", question), usage=Usage(calls=0, model="heuristic"))
 
     def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification:

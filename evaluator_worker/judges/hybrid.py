@@ -37,10 +37,10 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable, Protocol, Sequence
 
-from evaluator_worker.claims import sentence_spans
 from evaluator_worker.errors import ConfigError
 from evaluator_worker.judges import textmatch as tm
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Verdict, Verification
+from evaluator_worker.judges.claims import sentence_spans
 from evaluator_worker.judges.heuristic import HeuristicJudge
 
 __all__ = [

@@ -76,9 +76,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence: ``evaluator_worker.claims.sentence_spans`` when present, else a regex."""
+    """(start, end) of each sentence: ``evaluator_worker.judges.claims.sentence_spans`` when present, else a regex."""
     try:
-        from evaluator_worker.claims import sentence_spans
+        from evaluator_worker.judges.claims import sentence_spans
     except ImportError:
         sentence_spans = None
     if sentence_spans is not None:
@@ -145,7 +145,7 @@ class NLIJudge:
     ``model``: a Hugging Face model id or a local directory. ``device``: ``"cpu"``, ``"cuda"``,
     ``"cuda:1"``, ``"mps"`` or ``"auto"``. ``max_length``: tokens per (premise, claim) pair,
     capped by the tokenizer's own limit; longer chunks are windowed by sentences.
-    ``claim_extractor``: ``answer -> [Claim | str]``; defaults to ``evaluator_worker.claims``.
+    ``claim_extractor``: ``answer -> [Claim | str]``; defaults to ``evaluator_worker.judges.claims``.
     ``labels``: an explicit ``{"entailment": i, "neutral": j, "contradiction": k}`` for models
     whose config has no usable ``id2label``. ``local_files_only``: never touch the network
     (default: true when ``HF_HUB_OFFLINE`` is set).
@@ -259,7 +259,7 @@ class NLIJudge:
     # ------------------------------------------------------------------ claims
 
     def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
-        """Atomic claims of ``answer`` (no model call): the injected extractor or ``evaluator_worker.claims``."""
+        """Atomic claims of ``answer`` (no model call): the injected extractor or ``evaluator_worker.judges.claims``."""
         extractor = self.claim_extractor or _default_extractor()
         items = extractor(answer or "")
         claims = [
@@ -360,9 +360,9 @@ def _unit(p: float) -> float:
 
 
 def _default_extractor() -> Callable[[str], Sequence[Claim | str]]:
-    """``evaluator_worker.claims`` (``split_claims`` or ``extract_claims``) when present, else a sentence split."""
+    """``evaluator_worker.judges.claims`` (``split_claims`` or ``extract_claims``) when present, else a sentence split."""
     try:
-        from evaluator_worker import claims as claims_module
+        from evaluator_worker.judges import claims as claims_module
     except ImportError:
         claims_module = None
     for attr in ("split_claims", "extract_claims"):

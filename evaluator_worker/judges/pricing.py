@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Mapping
 
-from collector.logs import get_logger
+from contract.logs import get_logger
 
 log = get_logger(__name__)
 

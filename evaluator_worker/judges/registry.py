@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import importlib
 
-from evaluator_worker.config import WorkerSettings
 from evaluator_worker.errors import ConfigError
 from evaluator_worker.judges.base import Judge
+from evaluator_worker.judges.settings import JudgeSettings
 
 JUDGES = ("heuristic", "hybrid", "anthropic", "nli", "cascade")
 
 
-def get_judge(name: str, settings: WorkerSettings | None = None) -> Judge:
-    settings = settings or WorkerSettings()
+def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
+    settings = settings or JudgeSettings()
     if name == "heuristic":
         from evaluator_worker.judges.heuristic import HeuristicJudge
 

@@ -24,8 +24,8 @@ from prometheus_client import CollectorRegistry
 
 from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
-from collector.record import RagTrace
 from collector.sink import MemorySink
+from contract.record import RagTrace
 
 # ----------------------------------------------------------------------------- the known RAG data
 

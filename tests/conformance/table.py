@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from collector.record import RagTrace
-from docgen import doc_main
+from claimwatch.docgen import doc_main
+from contract.record import RagTrace
 from tests.conformance.flows import Seen
 from tests.conformance.harness import ANSWER, QUESTION, Capture, make_capture
 

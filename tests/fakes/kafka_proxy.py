@@ -41,7 +41,7 @@ from typing import Iterator
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from evaluator_worker.embedded import EmbeddedBroker, free_port
+from claimwatch.embedded import EmbeddedBroker, free_port
 
 PRODUCE = 0
 _POLL_S = 0.05  # how often idle connection threads look at the stall / close flags

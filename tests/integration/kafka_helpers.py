@@ -118,6 +118,6 @@ def worker_env(settings: WorkerSettings, metrics_port: int, **extra: str) -> dic
 def spawn_worker(settings: WorkerSettings, metrics_port: int, **extra: str) -> subprocess.Popen:
     """Start `claimwatch worker` as a real process (so it can be SIGTERMed / SIGKILLed)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "evaluator_worker.cli", "--log-level", "WARNING", "worker"],
+        [sys.executable, "-m", "claimwatch.cli", "--log-level", "WARNING", "worker"],
         env=worker_env(settings, metrics_port, **extra), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from collector.record import RagTrace
-from evaluator_worker.cli import main
+from claimwatch.cli import main
+from contract.record import RagTrace
 from evaluator_worker.consumer import Worker
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator

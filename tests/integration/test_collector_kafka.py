@@ -11,8 +11,9 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from prometheus_client import CollectorRegistry
 
 from collector import RagTraceProcessor
-from collector.config import CollectorSettings, KafkaConnection
-from collector.record import RagTrace
+from collector.config import CollectorSettings
+from contract.kafka import KafkaConnection
+from contract.record import RagTrace
 
 pytestmark = pytest.mark.integration
 

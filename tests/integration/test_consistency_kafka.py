@@ -2,8 +2,8 @@
 
 import pytest
 
-from collector.record import RagTrace
-from evaluator_worker.cli import build_evaluator
+from claimwatch.cli import build_evaluator
+from contract.record import RagTrace
 from evaluator_worker.consumer import Worker
 from evaluator_worker.metrics import WorkerMetrics
 from tests.integration.kafka_helpers import create_topic, drain, produce, worker_settings

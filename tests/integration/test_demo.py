@@ -15,7 +15,7 @@ def test_demo_rolls_back_the_faulty_candidate_and_reports_accuracy(tmp_path):
     """A short demo exits 0; the summary holds per-release counts, a rollback decision, recall and FP rate."""
     out = tmp_path / "summary.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "evaluator_worker.cli", "demo", "--requests", "80", "--summary-json", str(out)],
+        [sys.executable, "-m", "claimwatch.cli", "demo", "--requests", "80", "--summary-json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]

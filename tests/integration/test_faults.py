@@ -19,12 +19,13 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from collector.config import CollectorSettings, KafkaConnection
+from claimwatch.embedded import EmbeddedBroker, free_port
+from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
-from collector.record import RagTrace
+from contract.kafka import KafkaConnection
+from contract.record import RagTrace
 from evaluator_worker.config import AnthropicSettings
 from evaluator_worker.consumer import Worker
-from evaluator_worker.embedded import EmbeddedBroker, free_port
 from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.judges.anthropic import AnthropicJudge
 from evaluator_worker.metrics import WorkerMetrics

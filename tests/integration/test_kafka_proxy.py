@@ -166,7 +166,7 @@ def test_injected_response_wire_format(broker, proxy, version):
 
 def test_embedded_servers_leave_nothing_in_tmp():
     """EmbeddedBroker and EmbeddedPrometheus remove the work directories they created when stopped."""
-    from evaluator_worker.embedded import EmbeddedBroker, EmbeddedPrometheus
+    from claimwatch.embedded import EmbeddedBroker, EmbeddedPrometheus
 
     broker = EmbeddedBroker().start()
     dirs = [broker.workdir]

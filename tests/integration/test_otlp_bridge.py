@@ -12,9 +12,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
-from collector.config import CollectorSettings, KafkaConnection
-from collector.record import RagTrace
-from evaluator_worker.otlp_bridge import BridgeSettings, OtlpBridge
+from collector.config import CollectorSettings
+from collector.otlp_bridge import BridgeSettings, OtlpBridge
+from contract.kafka import KafkaConnection
+from contract.record import RagTrace
 from tests.integration.kafka_helpers import create_topic, drain, produce
 
 pytestmark = pytest.mark.integration
@@ -149,7 +150,7 @@ def test_add_cli_registers_the_bridge_subcommand():
     """add_cli adds `bridge` with source topic, group, encoding flags and its handler."""
     import argparse
 
-    from evaluator_worker.otlp_bridge import add_cli, cmd_bridge
+    from collector.otlp_bridge import add_cli, cmd_bridge
 
     parser = argparse.ArgumentParser()
     add_cli(parser.add_subparsers(dest="command"))

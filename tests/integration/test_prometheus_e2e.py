@@ -41,6 +41,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, start_http_server
 
+from claimwatch.embedded import EmbeddedPrometheus, free_port
+from claimwatch.gate import fetch_counts, run_gate
 from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from dashboards import catalog
@@ -48,9 +50,7 @@ from dashboards.queries import iter_queries
 from evaluator_worker.config import CascadeSettings, ParitySettings
 from evaluator_worker.consistency import ConsistencyTracker
 from evaluator_worker.consumer import Worker
-from evaluator_worker.embedded import EmbeddedPrometheus, free_port
 from evaluator_worker.flow import RetryPolicy
-from evaluator_worker.gate import fetch_counts, run_gate
 from evaluator_worker.judges.cascade import CascadeJudge
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
@@ -381,7 +381,7 @@ def test_prometheus_numbers_equal_the_worker_counts(stack):
 
 
 def test_gate_decisions_through_the_api_and_the_cli(stack):
-    """run_gate and `python -m evaluator_worker.cli gate`: contradicted candidate 1, equal release 0, thin release 2."""
+    """run_gate and `python -m claimwatch.cli gate`: contradicted candidate 1, equal release 0, thin release 2."""
     url = stack.prom.url
     cases = [(CANDIDATE, 1, "ROLLBACK"), (EQUAL, 0, "PROMOTE"), (THIN, 2, "HOLD")]
     for candidate, code, word in cases:
@@ -390,7 +390,7 @@ def test_gate_decisions_through_the_api_and_the_cli(stack):
         assert word in report.splitlines()[0]
     for candidate, code, word in cases:
         out = subprocess.run(
-            [sys.executable, "-m", "evaluator_worker.cli", "gate", "--prometheus", url, "--baseline", BASELINE,
+            [sys.executable, "-m", "claimwatch.cli", "gate", "--prometheus", url, "--baseline", BASELINE,
              "--candidate", candidate, "--window", "10m", "--min-claims", str(MIN_CLAIMS)],
             cwd=ROOT, capture_output=True, text=True, timeout=60,
         )
@@ -435,8 +435,8 @@ def test_metrics_doc_examples_are_valid_promql(stack):
     """Every example query in docs/metrics.md is accepted by the real Prometheus."""
     from prometheus_client import CollectorRegistry
 
+    from claimwatch.docgen import metrics as metrics_doc
     from collector.metrics import get_metrics
-    from docgen import metrics as metrics_doc
     from evaluator_worker.metrics import WorkerMetrics
 
     metrics = metrics_doc._metrics(WorkerMetrics(registry=CollectorRegistry())) + \

@@ -19,10 +19,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from prometheus_client import CollectorRegistry
 
 from collector import otlp
-from collector.config import CollectorSettings, KafkaConnection
+from collector.config import CollectorSettings
 from collector.receiver import OtlpReceiver, ReceiverSettings
-from collector.record import RagTrace
 from collector.sink import KafkaSink
+from contract.kafka import KafkaConnection
+from contract.record import RagTrace
 from tests.integration.kafka_helpers import drain
 
 pytestmark = pytest.mark.integration

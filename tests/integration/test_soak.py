@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator_worker.soak import MAX_RATE, MAX_SECONDS, add_cli
+from claimwatch.soak import MAX_RATE, MAX_SECONDS, add_cli
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_soak_15s_balances_and_exits_0(tmp_path):
     """15 s at 20 req/s through demo app -> collector -> broker -> 2 workers: every trace accounted for, once."""
     out = tmp_path / "soak.json"
-    proc = subprocess.run([sys.executable, "-m", "evaluator_worker.soak", "--seconds", "15", "--rate", "20",
+    proc = subprocess.run([sys.executable, "-m", "claimwatch.soak", "--seconds", "15", "--rate", "20",
                            "--workers", "2", "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=150)
     print(proc.stderr[-1500:])
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -19,10 +19,10 @@ import pytest
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient
 
-from collector.record import RagTrace
+from claimwatch.embedded import free_port
+from contract.record import RagTrace
 from evaluator_worker.config import AnthropicSettings
 from evaluator_worker.consumer import Worker
-from evaluator_worker.embedded import free_port
 from evaluator_worker.errors import WorkerFatal
 from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.judges.anthropic import AnthropicJudge

@@ -12,9 +12,9 @@ import uuid
 import pytest
 from prometheus_client import start_http_server
 
-from collector.record import RagTrace
+from claimwatch.embedded import free_port
+from contract.record import RagTrace
 from evaluator_worker.consumer import Worker
-from evaluator_worker.embedded import free_port
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge

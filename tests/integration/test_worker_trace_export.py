@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from collector.record import RagTrace
-from evaluator_worker.embedded import free_port
+from claimwatch.embedded import free_port
+from contract.record import RagTrace
 from tests.integration.kafka_helpers import create_topic, produce, spawn_worker, worker_settings
 from tests.unit.test_trace_export import OtlpSink
 

@@ -341,7 +341,7 @@ def test_missing_credentials_is_a_config_error(srv, monkeypatch):
 # --------------------------------------------------------------------------- single-call mode
 
 from benchmarks.judge_economy import economy_responder  # noqa: E402  (the oracle, incl. the single-call tool)
-from collector.record import RagTrace  # noqa: E402
+from contract.record import RagTrace  # noqa: E402
 from evaluator_worker.pipeline import Evaluator  # noqa: E402
 
 

@@ -8,8 +8,8 @@ from typing import Sequence
 
 import pytest
 
-from evaluator_worker import calibration as cal
-from evaluator_worker import halueval
+from claimwatch import calibration as cal
+from claimwatch import halueval
 from evaluator_worker.errors import JudgeOutputError
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Judge, Verdict, Verification
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evaluator_worker.claims import extract_claims, is_non_claim, split_clauses, split_sentences, strip_markers
+from evaluator_worker.judges.claims import extract_claims, is_non_claim, split_clauses, split_sentences, strip_markers
 
 
 def texts(answer: str) -> list[str]:

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from evaluator_worker.cli import main
+from claimwatch.cli import main
 
 
 def _run(argv):
@@ -51,7 +51,7 @@ def test_verify_adds_verdict_and_evidence(tmp_path):
 
 def test_calibrate_json_on_the_labeled_set():
     """calibrate --json prints the documented keys for the project's labeled claims."""
-    from evaluator_worker.calibration import data_path
+    from claimwatch.calibration import data_path
 
     code, out, _ = _run(["calibrate", str(data_path("dev")), "--judge", "heuristic", "--json", "--limit", "40"])
     report = json.loads(out)
@@ -62,7 +62,7 @@ def test_calibrate_json_on_the_labeled_set():
 
 def test_calibrate_on_a_halueval_subset():
     """calibrate --halueval reports the judge's AUC next to the length-only baseline."""
-    from evaluator_worker import halueval
+    from claimwatch import halueval
 
     try:
         halueval.halueval_path("dialogue")
@@ -130,7 +130,7 @@ def test_anthropic_judge_without_a_key_fails_at_start(monkeypatch):
 
 def test_config_error_mid_stream_stops_the_worker_without_dead_lettering():
     """A judge raising ConfigError on a record stops the worker; the record is neither dead-lettered nor committed."""
-    from collector.record import RagTrace
+    from contract.record import RagTrace
     from evaluator_worker.config import WorkerSettings
     from evaluator_worker.consumer import Worker
     from evaluator_worker.errors import ConfigError

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator_worker.cli import main
+from claimwatch.cli import main
 
 
 def _write(tmp: Path, name: str, text: str) -> str:
@@ -70,7 +70,7 @@ def test_unreachable_broker_names_the_setting():
     """A broker that never answers (kafka-python's bootstrap timeout) becomes one line naming the setting, exit 1."""
     from kafka.errors import KafkaTimeoutError
 
-    from evaluator_worker.cli import explain
+    from claimwatch.cli import explain
 
     message, code = explain(KafkaTimeoutError("Unable to bootstrap from ['127.0.0.1:1']"))
     assert code == 1 and "CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS" in message and "--bootstrap" in message

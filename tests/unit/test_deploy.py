@@ -20,7 +20,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, Field, SecretStr
 
-from evaluator_worker import config_reference as ref
+from claimwatch.docgen import config as ref
 from evaluator_worker.config import WorkerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,10 +186,14 @@ def test_dockerfile_copies_existing_paths_and_runs_the_worker_as_non_root():
     assert 'CMD ["worker"]' in lines
     assert f"EXPOSE {METRICS_PORT}" in lines
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert re.search(r'^claimwatch\s*=\s*"evaluator_worker\.cli:main"', pyproject, re.M)
+    assert re.search(r'^claimwatch\s*=\s*"claimwatch\.cli:main"', pyproject, re.M)
+    packages = re.findall(r'"(\w+)\*"', re.search(r"^include = \[(.*)\]", pyproject, re.M).group(1))
+    assert set(packages) >= {"contract", "collector", "evaluator_worker", "claimwatch"}
     ignore = (DEPLOY / "Dockerfile.dockerignore").read_text().split()
-    for needed in ("!pyproject.toml", "!README.md", "!collector/", "!evaluator_worker/"):
+    for needed in ("!pyproject.toml", "!README.md", *(f"!{p}/" for p in packages)):
         assert needed in ignore
+    for p in packages:
+        assert f"COPY {p} ./{p}" in lines, f"package {p} is not copied into the image"
 
 
 # ---------------------------------------------------------------------------
@@ -599,10 +603,10 @@ def test_k8s_autoscalers_follow_the_consumer_group_lag():
 
 
 def test_configuration_doc_is_up_to_date():
-    """docs/configuration.md's generated block equals `python -m evaluator_worker.config_reference` output."""
+    """docs/configuration.md's generated block equals `python -m claimwatch.docgen.config` output."""
     doc = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert ref.extract_generated(doc) == ref.render_markdown(), (
-        "docs/configuration.md is stale: run python -m evaluator_worker.config_reference --write docs/configuration.md"
+        "docs/configuration.md is stale: run python -m claimwatch.docgen.config --write docs/configuration.md"
     )
     assert "CLAIMWATCH_KAFKA__SECURITY_PROTOCOL=SASL_SSL" in doc
     assert "CLAIMWATCH_KAFKA__SASL_MECHANISM=SCRAM-SHA-512" in doc

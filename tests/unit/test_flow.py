@@ -8,7 +8,7 @@ import time
 import anthropic
 import pytest
 
-from collector.record import RagTrace
+from contract.record import RagTrace
 from evaluator_worker.config import AnthropicSettings
 from evaluator_worker.errors import (
     EvaluationAbandoned,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collector.record import RagTrace
+from contract.record import RagTrace
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.consumer import Worker
 from evaluator_worker.metrics import WorkerMetrics

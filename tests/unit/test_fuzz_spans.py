@@ -21,8 +21,8 @@ from prometheus_client import CollectorRegistry
 
 from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
-from collector.record import RagTrace
 from collector.sink import KafkaSink
+from contract.record import RagTrace
 from tests.fakes.kafka import MemoryProducer
 
 LIMITS = dict(max_contexts=8, max_text_chars=2_000, max_record_bytes=20_000)

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from evaluator_worker.gate import (
+from claimwatch.gate import (
     Counts,
     GateError,
     counts_query,
@@ -219,7 +219,7 @@ def test_run_gate_holds_when_a_release_has_no_data(fake_prometheus):
 
 def test_run_gate_holds_when_prometheus_is_unreachable():
     """No server listening: exit 2 with the connection error, never promote blind."""
-    from evaluator_worker.embedded import free_port
+    from claimwatch.embedded import free_port
 
     code, text = run_gate(f"http://127.0.0.1:{free_port()}", "v1", "v2")
     assert code == 2 and "cannot reach Prometheus" in text

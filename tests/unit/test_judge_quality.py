@@ -7,7 +7,7 @@ set only; the held-out check asserts aggregate numbers only (never per-item disa
 
 from __future__ import annotations
 
-from evaluator_worker import calibration as cal
+from claimwatch import calibration as cal
 from evaluator_worker.judges.heuristic import HeuristicJudge
 
 

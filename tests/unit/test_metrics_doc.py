@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from claimwatch.docgen import metrics as metrics_doc
 from collector.metrics import get_metrics
-from docgen import metrics as metrics_doc
 from evaluator_worker.metrics import WorkerMetrics
 
 
 def test_metrics_doc_is_up_to_date():
-    """The committed docs/metrics.md equals `python -m docgen.metrics` output."""
+    """The committed docs/metrics.md equals `python -m claimwatch.docgen.metrics` output."""
     assert metrics_doc.DOC.read_text(encoding="utf-8") == metrics_doc.render(), \
-        "docs/metrics.md is stale: python -m docgen.metrics --write"
+        "docs/metrics.md is stale: python -m claimwatch.docgen.metrics --write"
 
 
 def test_every_declared_metric_has_a_line_with_type_and_help():

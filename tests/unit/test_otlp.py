@@ -21,8 +21,8 @@ from collector.config import CollectorSettings
 from collector.conventions import SpanExtractor
 from collector.metrics import get_metrics
 from collector.pipeline import TracePipeline
-from collector.record import RagTrace
 from collector.sink import MemorySink
+from contract.record import RagTrace
 
 
 def rag_spans(question: str = "How long do refunds take?", answer: str = "Refunds take 5 days.", n_docs: int = 3):
@@ -231,7 +231,7 @@ def test_collector_config_feeds_the_bridge():
 
     import yaml
 
-    from evaluator_worker.otlp_bridge import BridgeSettings
+    from collector.otlp_bridge import BridgeSettings
 
     cfg = yaml.safe_load((Path(__file__).parents[2] / "deploy" / "otel-collector" / "config.yaml").read_text())
     kafka = cfg["exporters"]["kafka/claimwatch"]

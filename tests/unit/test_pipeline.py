@@ -2,7 +2,7 @@
 
 from prometheus_client import generate_latest
 
-from collector.record import RagTrace
+from contract.record import RagTrace
 from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.metrics import SliceGuard, WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
@@ -126,7 +126,7 @@ def test_tokens_and_cost_are_exported_per_model():
 
 def test_verdicts_carry_their_chunk_id_source_and_an_excerpt():
     """A verdict's context_index brings the chunk's id, source and an excerpt around the evidence; no text when excluded."""
-    from collector.record import RagTrace
+    from contract.record import RagTrace
 
     long_chunk = "Intro. " * 100 + "ctx evidence here. " + "Outro. " * 100
     t = RagTrace(trace_id="b" * 32, answer="Fine.", contexts=[{"content": long_chunk, "id": "doc-7", "source": "kb/a.md"}])

@@ -11,10 +11,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
-from collector.config import CollectorSettings, KafkaConnection, SamplingSettings
+from collector.config import CollectorSettings, SamplingSettings
 from collector.processor import RagTraceProcessor, check_environment, check_provider
-from collector.record import RagTrace
 from collector.sink import KafkaSink
+from contract.kafka import KafkaConnection
+from contract.record import RagTrace
 from tests.fakes.kafka import MemoryProducer
 
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collector.errors import RecordDecodeError
-from collector.record import RagTrace, enforce_limits
+from contract.errors import RecordDecodeError
+from contract.record import RagTrace, enforce_limits
 
 
 def _trace(**kw):

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collector.config import CollectorSettings
-from collector.errors import ConfigError
-from collector.record import Context, RagTrace
 from collector.redaction import Redactor, luhn_ok
+from contract.errors import ConfigError
+from contract.record import Context, RagTrace
 
 emails = st.from_regex(r"[a-z][a-z0-9._]{0,15}@[a-z]{2,10}\.(com|org|io|co\.uk)", fullmatch=True)
 

@@ -14,11 +14,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
 from collector.config import CollectorSettings
-from collector.logs import configure_logging, redact_secrets
 from collector.metrics import get_metrics
 from collector.processor import RagTraceProcessor
-from collector.record import RagTrace
 from collector.sink import KafkaSink, producer_config
+from contract.logs import configure_logging, redact_secrets
+from contract.record import RagTrace
 from evaluator_worker.config import WorkerSettings
 from tests.fakes.kafka import MemoryProducer
 

@@ -7,10 +7,11 @@ import time
 
 from prometheus_client import CollectorRegistry
 
-from collector.config import CollectorSettings, KafkaConnection
+from collector.config import CollectorSettings
 from collector.metrics import get_metrics
-from collector.record import RagTrace
 from collector.sink import KafkaSink, producer_config
+from contract.kafka import KafkaConnection
+from contract.record import RagTrace
 
 
 class FakeFuture:
@@ -195,8 +196,8 @@ def test_queue_byte_budget_bounds_memory_and_counts_drops():
 
     from collector.config import CollectorSettings
     from collector.metrics import get_metrics
-    from collector.record import RagTrace
     from collector.sink import KafkaSink
+    from contract.record import RagTrace
 
     def never(**_kw):
         raise OSError("broker down")

@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from collector.otlp import attributes as otlp_attributes
-from collector.record import Context, RagTrace
+from contract.record import Context, RagTrace
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Verdict
 from evaluator_worker.scoring import score
 from evaluator_worker.trace_export import EvaluationExporter, TraceExportSettings

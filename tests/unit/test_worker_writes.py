@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 from kafka.errors import NotEnoughReplicasError, TopicAuthorizationFailedError
 
-from collector.record import RagTrace
+from contract.record import RagTrace
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.consumer import Worker
 from evaluator_worker.errors import WorkerFatal

@@ -48,9 +48,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from collector import otlp
 from collector.config import CollectorSettings
-from collector.logs import get_logger
 from collector.pipeline import TracePipeline
 from collector.sink import ProducerFactory
+from contract.logs import get_logger
 
 log = get_logger("claimwatch.bridge")
 

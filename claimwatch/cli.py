@@ -17,8 +17,8 @@ import signal
 import sys
 from typing import Sequence
 
-from collector.errors import ClaimwatchError, ConfigError
-from collector.logs import configure_logging, get_logger
+from contract.errors import ClaimwatchError, ConfigError
+from contract.logs import configure_logging, get_logger
 from evaluator_worker.config import WorkerSettings
 
 log = get_logger("claimwatch")
@@ -105,7 +105,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from evaluator_worker.batch import score_file
+    from claimwatch.batch import score_file
 
     settings = _settings(args)
     evaluator = build_evaluator(settings, _metrics(settings))
@@ -118,7 +118,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from evaluator_worker.batch import verify_file
+    from claimwatch.batch import verify_file
     from evaluator_worker.judges.registry import get_judge
 
     settings = _settings(args)
@@ -136,14 +136,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from evaluator_worker import calibration
+    from claimwatch import calibration
+    from claimwatch.progress import Progress
     from evaluator_worker.judges.registry import get_judge
-    from evaluator_worker.progress import Progress
 
     settings = _settings(args)
     judge = get_judge(settings.judge, settings)
     if args.halueval:
-        from evaluator_worker import halueval
+        from claimwatch import halueval
 
         items = halueval.load_pairs(args.halueval, limit=args.limit)
         with Progress(len(items), "calibrating") as bar:
@@ -172,7 +172,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from evaluator_worker.gate import run_gate
+    from claimwatch.gate import run_gate
 
     code, text = run_gate(
         args.prometheus,
@@ -208,7 +208,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from evaluator_worker.demo import run_demo
+    from claimwatch.demo import run_demo
 
     return run_demo(args)
 
@@ -275,10 +275,10 @@ def build_parser() -> argparse.ArgumentParser:
     judge_flag(pr)
     pr.set_defaults(func=cmd_probe)
 
+    from claimwatch.claims_query import add_cli as add_claims
+    from claimwatch.soak import add_cli as add_soak
+    from collector.otlp_bridge import add_cli as add_bridge
     from collector.receiver import add_cli as add_receiver  # noqa: E402 (subcommands owned by their modules)
-    from evaluator_worker.claims_query import add_cli as add_claims
-    from evaluator_worker.otlp_bridge import add_cli as add_bridge
-    from evaluator_worker.soak import add_cli as add_soak
 
     add_receiver(sub)
     add_bridge(sub)
@@ -302,7 +302,7 @@ def explain(exc: BaseException) -> tuple[str, int]:
     """One line and an exit code for an error a command ended with (see the module docstring)."""
     import urllib.error
 
-    from evaluator_worker.calibration import DataError
+    from claimwatch.calibration import DataError
 
     if isinstance(exc, (ClaimwatchError, DataError)):
         return str(exc), 2

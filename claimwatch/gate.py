@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Callable
 
-from collector.errors import ClaimwatchError
+from contract.errors import ClaimwatchError
 
 PROMOTE, HOLD, ROLLBACK = "promote", "hold", "rollback"
 EXIT_CODES = {PROMOTE: 0, ROLLBACK: 1, HOLD: 2}

@@ -2,7 +2,7 @@
 
 One :class:`RagTrace` per RAG request: the question, the answer, the retrieved
 context chunks and bounded slice labels. JSON on the wire (UTF-8), keyed by
-``trace_id``. This module is the only thing both sides share, so it changes
+``trace_id``. Both sides share it (through :mod:`contract`), so it changes
 only by adding optional fields; anything else bumps ``schema_version``.
 
 Size limits are hard: :func:`enforce_limits` trims a record to fit (drops
@@ -33,6 +33,9 @@ _TRUNCATION_MARK = " …[truncated]"
 #: bytes that may decode to a lone surrogate: a \\uD800-\\uDFFF escape, or its surrogatepass UTF-8 form
 _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]|\xed[\xa0-\xbf]")
 
+
+#: the slice labels metrics are broken down by unless configured otherwise (bounded: never trace ids or text)
+DEFAULT_SLICE_LABELS: tuple[str, ...] = ("release", "model", "route", "environment")
 
 class Context(BaseModel):
     """One retrieved chunk, in retrieval order."""
@@ -97,7 +100,7 @@ class RagTrace(BaseModel):
     @classmethod
     def from_json_bytes(cls, data: bytes | str) -> "RagTrace":
         """Decode one Kafka value; raises ``RecordDecodeError`` with the reason."""
-        from collector.errors import RecordDecodeError
+        from contract.errors import RecordDecodeError
 
         try:
             raw = json.loads(data)

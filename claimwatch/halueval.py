@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluator_worker.calibration import LabeledAnswer, roc_auc
+from claimwatch.calibration import LabeledAnswer, roc_auc
 
 __all__ = ["SPLITS", "HaluEvalNotInstalled", "HaluEvalSet", "halueval_path", "load_halueval", "load_pairs", "length_matched"]
 

@@ -17,8 +17,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
-from evaluator_worker.demo.corpus import QUESTIONS, Question, answer, retrieve
-from evaluator_worker.demo.faults import inject
+from claimwatch.demo.corpus import QUESTIONS, Question, answer, retrieve
+from claimwatch.demo.faults import inject
 
 
 @dataclass

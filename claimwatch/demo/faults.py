@@ -12,7 +12,7 @@ import random
 import re
 from typing import Callable
 
-from evaluator_worker.demo.corpus import Question
+from claimwatch.demo.corpus import Question
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)")
 _SPEAKER = re.compile(r"^(?P<who>[A-Z][\w.]*(?: [A-Z][\w.-]*)+) said,")

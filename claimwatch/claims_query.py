@@ -21,7 +21,7 @@ from typing import Any, Iterable, Iterator
 
 from kafka import KafkaConsumer, TopicPartition
 
-from collector.errors import ConfigError
+from contract.errors import ConfigError
 from evaluator_worker.config import WorkerSettings
 
 #: verdicts shown unless --verdict says otherwise, in "worst" order

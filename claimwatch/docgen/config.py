@@ -1,7 +1,7 @@
 """Markdown reference of every ``CLAIMWATCH_*`` setting, generated from the settings models.
 
-``python -m evaluator_worker.config_reference`` prints the reference;
-``python -m evaluator_worker.config_reference --write docs/configuration.md``
+``python -m claimwatch.docgen.config`` prints the reference;
+``python -m claimwatch.docgen.config --write docs/configuration.md``
 replaces the generated block of that file (between :data:`BEGIN_MARKER` and
 :data:`END_MARKER`) so the committed docs never drift from the code.
 
@@ -36,7 +36,7 @@ from pydantic_core import PydanticUndefined
 from collector.config import CollectorSettings
 from evaluator_worker.config import WorkerSettings
 
-BEGIN_MARKER = "<!-- BEGIN GENERATED: python -m evaluator_worker.config_reference -->"
+BEGIN_MARKER = "<!-- BEGIN GENERATED: python -m claimwatch.docgen.config -->"
 END_MARKER = "<!-- END GENERATED -->"
 ENV_PREFIX = "CLAIMWATCH_"
 NESTED_DELIMITER = "__"
@@ -131,8 +131,8 @@ FALLBACK_DESCRIPTIONS: dict[str, str] = {
 
 #: the settings classes documented, with the section title
 def _extra_settings() -> tuple[tuple[str, type[BaseModel]], ...]:
+    from collector.otlp_bridge import BridgeSettings
     from collector.receiver import ReceiverSettings
-    from evaluator_worker.otlp_bridge import BridgeSettings
     from evaluator_worker.trace_export import TraceExportSettings
 
     return (
@@ -414,7 +414,7 @@ def extract_generated(document: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the reference, or ``--write FILE`` to refresh the generated block of FILE."""
-    parser = argparse.ArgumentParser(prog="python -m evaluator_worker.config_reference", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m claimwatch.docgen.config", description=__doc__.split("\n")[0])
     parser.add_argument("--write", metavar="FILE", help="replace the generated block of FILE (e.g. docs/configuration.md)")
     parser.add_argument("--check", metavar="FILE", help="exit 1 when the generated block of FILE is out of date")
     args = parser.parse_args(argv)
@@ -426,7 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         current = extract_generated(Path(args.check).read_text(encoding="utf-8"))
         if current != generated:
-            print(f"{args.check} is out of date: run python -m evaluator_worker.config_reference --write {args.check}",
+            print(f"{args.check} is out of date: run python -m claimwatch.docgen.config --write {args.check}",
                   file=sys.stderr)
             return 1
         return 0

@@ -14,11 +14,11 @@ from typing import IO, Iterator
 
 from pydantic import ValidationError
 
-from collector.record import RagTrace
+from claimwatch.progress import Progress
+from contract.record import RagTrace
 from evaluator_worker.errors import JudgeError
 from evaluator_worker.judges.base import Claim, Judge, complete_verdicts
 from evaluator_worker.pipeline import Evaluator
-from evaluator_worker.progress import Progress
 from evaluator_worker.results import JsonlResults
 
 

@@ -25,15 +25,15 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 
+from claimwatch.demo.app import DemoRagApp, Sent, make_provider
+from claimwatch.demo.corpus import ABSTAIN_QUESTION
+from claimwatch.embedded import EmbeddedBroker, EmbeddedPrometheus, free_port
+from claimwatch.gate import Counts, decide
 from collector.config import CollectorSettings
-from collector.logs import configure_logging
 from collector.processor import RagTraceProcessor
+from contract.logs import configure_logging
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.consumer import Worker
-from evaluator_worker.demo.app import DemoRagApp, Sent, make_provider
-from evaluator_worker.demo.corpus import ABSTAIN_QUESTION
-from evaluator_worker.embedded import EmbeddedBroker, EmbeddedPrometheus, free_port
-from evaluator_worker.gate import Counts, decide
 from evaluator_worker.judges.registry import get_judge
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
@@ -300,7 +300,7 @@ def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None, min_claims: 
     source = "worker counts"
     base, cand = _counts(summary, BASELINE), _counts(summary, CANDIDATE)
     if prom is not None:
-        from evaluator_worker.gate import fetch_counts
+        from claimwatch.gate import fetch_counts
 
         time.sleep(2.5)  # let Prometheus scrape the final counters
         try:

@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable
 
-from collector.errors import ConfigError
+from contract.errors import ConfigError
 
 
 def free_port() -> int:

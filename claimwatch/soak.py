@@ -2,7 +2,7 @@
 
 Starts an embedded Kafka-protocol broker on 127.0.0.1, ``--workers`` evaluator
 workers (threads, one consumer group) and the collector inside the demo RAG app
-(:mod:`evaluator_worker.demo.app`), drives the app at a steady ``--rate``
+(:mod:`claimwatch.demo.app`), drives the app at a steady ``--rate``
 requests/s for ``--seconds``, then waits for the pipeline to drain and
 reconciles every count::
 
@@ -14,7 +14,7 @@ only when the books balance. The report is printed as text (stderr) and JSON
 (stdout, or ``--json FILE``).
 
 Register it on the ``claimwatch`` CLI with :func:`add_cli`; also runnable as
-``python -m evaluator_worker.soak``.
+``python -m claimwatch.soak``.
 """
 
 from __future__ import annotations
@@ -95,12 +95,13 @@ def _sample(registry: Any, name: str, **labels: str) -> float:
 def run_soak(seconds: float, rate: float, *, workers: int = 1, judge: str = "heuristic", partitions: int = 2,
              drain_timeout_s: float = 60.0) -> SoakReport:
     """Run the soak and return the reconciled report (never raises for pipeline faults: they show in the books)."""
-    from collector.config import CollectorSettings, KafkaConnection
+    from claimwatch.demo.app import DemoRagApp, make_provider
+    from claimwatch.embedded import EmbeddedBroker
+    from collector.config import CollectorSettings
     from collector.processor import RagTraceProcessor
+    from contract.kafka import KafkaConnection
     from evaluator_worker.config import WorkerSettings
     from evaluator_worker.consumer import Worker
-    from evaluator_worker.demo.app import DemoRagApp, make_provider
-    from evaluator_worker.embedded import EmbeddedBroker
     from evaluator_worker.judges.registry import get_judge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator
@@ -216,7 +217,7 @@ def run_soak(seconds: float, rate: float, *, workers: int = 1, judge: str = "heu
 
 def cmd_soak(args: argparse.Namespace) -> int:
     """Run the soak, print text (stderr) and JSON (stdout or --json FILE); 0 only when in == out."""
-    from collector.logs import configure_logging
+    from contract.logs import configure_logging
 
     configure_logging("WARNING")
     report = run_soak(args.seconds, args.rate, workers=args.workers, judge=args.judge or "heuristic")

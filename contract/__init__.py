@@ -1,0 +1,9 @@
+"""What the collector and the evaluator worker share, and nothing else.
+
+- :mod:`contract.record`  the wire record (``RagTrace``), its size limits and slice labels
+- :mod:`contract.kafka`   how to reach a Kafka cluster (``KafkaConnection``)
+- :mod:`contract.errors`  the base error hierarchy both packages raise
+- :mod:`contract.logs`    structlog set-up and the secret-masking processor
+
+It imports neither side; an import-boundary test keeps it so.
+"""

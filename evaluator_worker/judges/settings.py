@@ -1,0 +1,53 @@
+"""The judges' own settings: plain models the registry builds judges from.
+
+Judges import nothing from the worker loop, its config or its metrics; the worker's
+``WorkerSettings`` extends :class:`JudgeSettings`, so the same ``CLAIMWATCH_*``
+variables configure a judge wherever it runs (worker, ``score``, ``calibrate``).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class AnthropicSettings(BaseModel):
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    #: verifier model; pick one from a different family than the generator when you can
+    model: str = "claude-sonnet-4-5"
+    #: claim extraction model (cheaper is fine)
+    extract_model: str = "claude-haiku-4-5"
+    max_tokens: int = 4096
+    timeout_s: float = 60.0
+    #: retries inside the SDK. Keep 0: the worker's flow layer (CLAIMWATCH_FLOW__*) is the one retry layer, so
+    #: every 429 lowers the worker's concurrency and a 401 is never retried
+    max_retries: int = 0
+    #: claims per verify call; larger answers are split
+    max_claims_per_call: int = 40
+    #: one call per answer: `model` extracts the claims and judges them in the same call (the worker passes the contexts to extraction); fewer tokens, but extraction and verification are no longer independent
+    single_call: bool = False
+    #: USD per million tokens: {model: {"input": x, "output": y, "cache_read": z, "cache_creation": w}}
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+class CascadeSettings(BaseModel):
+    first: str = "heuristic"
+    second: str = "anthropic"
+    #: claims whose first-judge confidence is below this go to the second judge
+    escalate_below: float = 0.8
+    #: USD per hour the second judge may spend; past it claims keep the first verdict
+    budget_usd_per_hour: float = 5.0
+    #: share of confident claims also sent to the second judge to measure agreement
+    agreement_sample: float = 0.02
+
+
+class JudgeSettings(BaseSettings):
+    """What building any judge by name needs (``CLAIMWATCH_ANTHROPIC__*``, ``CLAIMWATCH_CASCADE__*``, ``CLAIMWATCH_NLI_MODEL``)."""
+
+    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore")
+
+    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    cascade: CascadeSettings = Field(default_factory=CascadeSettings)
+    #: the nli judge's model: a Hugging Face id or a local directory
+    nli_model: str | None = None
