@@ -52,7 +52,7 @@ from contract.logs import configure_logging
 from evaluator_worker.config import AnthropicSettings, CascadeSettings
 from evaluator_worker.judges import prompts
 from evaluator_worker.judges.anthropic import AnthropicJudge
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.cascade import CascadeJudge
 from evaluator_worker.judges.heuristic import HeuristicJudge
 from evaluator_worker.judges.pricing import cost_usd
@@ -91,7 +91,7 @@ def ragas_style_prompt(mark: str, instruction: str, fixed_chars: int, inputs: di
     return head[:room] + tail
 
 
-class RagasStyleJudge:
+class RagasStyleJudge(JudgeBase):
     """Ragas' faithfulness shape: one statement-extraction call, one NLI call over the joined context."""
 
     name = "ragas-style"

@@ -32,9 +32,10 @@ from typing import Any, Sequence
 from benchmarks._common import bench_worker_settings, create_topic, demo_traces, machine, produce_records
 from claimwatch.embedded import EmbeddedBroker
 from contract.logs import configure_logging
+from evaluator_worker.judges.base import JudgeBase
 
 
-class TimedJudge:
+class TimedJudge(JudgeBase):
     """A judge proxy that adds up the wall time spent inside the wrapped judge."""
 
     def __init__(self, inner: Any, clock=time.perf_counter) -> None:
@@ -45,6 +46,10 @@ class TimedJudge:
         self.judge_cpu_s = 0.0
         self.first_call: float | None = None
         self.first_cpu: float | None = None
+
+    @property
+    def io_bound(self) -> bool:
+        return self.inner.io_bound
 
     def extract_claims(self, answer: str, question: str | None = None):
         t, c = self.clock(), time.thread_time()

@@ -83,7 +83,7 @@ def score_file(
                     bar.advance()
                     continue
                 result = evaluator.evaluate(trace)
-                evaluator.record(result)
+                evaluator.metrics.observe(result)
                 sink.write(result)
                 stats.written += 1
                 bar.advance()

@@ -64,8 +64,9 @@ from contract.record import RagTrace
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.errors import EvaluationAbandoned, JudgeError, WorkerFatal
 from evaluator_worker.flow import AdaptiveLimiter
+from evaluator_worker.metrics import trace_exemplar
 from evaluator_worker.offsets import OffsetLedger
-from evaluator_worker.pipeline import Evaluator, trace_exemplar
+from evaluator_worker.pipeline import Evaluator
 from evaluator_worker.results import DedupeWindow, encode_result, fit_key, fit_value, record_budget
 from evaluator_worker.scoring import AnswerResult
 
@@ -393,8 +394,11 @@ class Worker:
         rebalance listener runs on kafka-python's IO thread and takes the same lock.
         """
         self._ensure_clients()
-        if self.metrics:
-            self.metrics.up.set(1)
+        self.metrics.up.set(1)
+        lim = self.evaluator.caller.limiter
+        self.metrics.watch_queues(
+            lambda: self._judging, lambda: self._unacked, (lambda: lim.limit) if lim is not None else None
+        )
         idle_since = self._clock()
         c = self.settings.consumer
         try:
@@ -455,9 +459,8 @@ class Worker:
         self.close()
 
     def close(self) -> None:
-        if self.metrics:
-            self.metrics.up.set(0)
-            self.metrics.in_flight.set(0)
+        self.metrics.up.set(0)
+        self.metrics.unwatch_queues()
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
@@ -486,12 +489,6 @@ class Worker:
             self._collect_judged()
             self._collect_acks()
             self._resend_due()
-            if self.metrics:
-                self.metrics.in_flight.set(self._judging)
-                self.metrics.unacked_writes.set(self._unacked)
-                lim = self.evaluator.caller.limiter
-                if lim is not None:
-                    self.metrics.concurrency_limit.set(lim.limit)
         if commit and self._clock() - self._last_commit >= self.flow.commit_interval_s:
             self._commit()
 
@@ -627,15 +624,13 @@ class Worker:
         if dropped:
             log.warning("result shrunk to fit the request limit", trace_id=job.result.trace_id[:64], dropped=dropped,
                         limit=self.flow.producer_max_request_bytes)
-            if self.metrics:
-                self.metrics.results_shrunk.inc()
+            self.metrics.results_shrunk.inc()
         job.topic, job.key, job.value, job.headers = self.settings.results_topic, key, value, headers
         self._send(job)
 
     def _duplicate(self, job: _Job) -> None:
         job.kind = "duplicate"
-        if self.metrics:
-            self.metrics.records.labels("duplicate").inc()
+        self.metrics.records.labels("duplicate").inc()
         log.info("duplicate record skipped", trace_id=job.trace.trace_id if job.trace else None)
         self._done(job)
 
@@ -658,7 +653,7 @@ class Worker:
 
     # -- writes ----------------------------------------------------------------------
     def _send(self, job: _Job, reason: str | None = None) -> None:
-        if job.kind == "dead_letter" and reason is not None and self.metrics:
+        if job.kind == "dead_letter" and reason is not None:
             self.metrics.dead_letters.labels(reason).inc()
         if job.state != "writing":
             job.state = "writing"
@@ -696,8 +691,7 @@ class Worker:
         now = self._clock()
         name = type(exc).__name__
         retriable = isinstance(exc, KafkaTimeoutError) or bool(getattr(exc, "retriable", False))
-        if self.metrics:
-            self.metrics.write_errors.labels("retriable" if retriable else "non_retriable").inc()
+        self.metrics.write_errors.labels("retriable" if retriable else "non_retriable").inc()
         if job.abandoned:  # its partition is gone: the next owner replays the record
             self._unacked -= 1
             job.state = "done"
@@ -751,12 +745,11 @@ class Worker:
         if job.kind == "result" and job.result is not None:
             result = job.result
             trace = job.trace
-            self.evaluator.record(result, trace_exemplar(result.trace_id, trace.root_span_id if trace else None))
+            self.metrics.observe(result, trace_exemplar(result.trace_id, trace.root_span_id if trace else None))
             self.dedupe.add(result.trace_id)
             self.processed += 1
-            if self.metrics:
-                self.metrics.records.labels("processed").inc()
-                self.metrics.evaluation_duration.observe(max(0.0, self._clock() - job.admitted))
+            self.metrics.records.labels("processed").inc()
+            self.metrics.evaluation_duration.observe(max(0.0, self._clock() - job.admitted))
             if self.exporter is not None and job.trace is not None:
                 self.exporter.export(result, job.trace)
             if self.on_result is not None:
@@ -764,7 +757,7 @@ class Worker:
                     self.on_result(result)
                 except Exception as exc:
                     log.warning("on_result callback failed", error=str(exc)[:200])
-        elif job.kind == "dead_letter" and self.metrics:
+        elif job.kind == "dead_letter":
             self.metrics.records.labels("dead_lettered").inc()
         if job.abandoned:
             job.state = "done"
@@ -791,8 +784,7 @@ class Worker:
         job.abandoned = True
         if job.state == "judging" and job.kind == "result":
             self._judging -= 1
-        if self.metrics:
-            self.metrics.records.labels("abandoned").inc()
+        self.metrics.records.labels("abandoned").inc()
         jobs = self._jobs.get(job.tp)
         if jobs is not None:
             jobs.discard(job)
@@ -835,8 +827,7 @@ class Worker:
 
     def _commit_failed(self, exc: BaseException) -> None:
         log.warning("commit failed; will retry", error=repr(exc)[:300])
-        if self.metrics:
-            self.metrics.commit_failures.inc()
+        self.metrics.commit_failures.inc()
 
     async def _revoke(self, revoked: list[TopicPartition], *, lost: bool) -> None:
         """Finish (or give up) the revoked partitions' answers, on kafka-python's IO loop.
@@ -875,7 +866,7 @@ class Worker:
             for tp in parts:
                 self._forget_partition(tp)
         took = self._clock() - started
-        if self.metrics and busy:
+        if busy:
             self.metrics.rebalance_drain.observe(took)
         log.info("partitions lost" if lost else "partitions revoked", partitions=sorted(tp.partition for tp in parts),
                  in_flight=busy, abandoned=left, drain_s=round(took, 3))
@@ -897,8 +888,7 @@ class Worker:
 
     # -- lag -------------------------------------------------------------------------
     def _update_lag(self) -> None:
-        if self.metrics is None:
-            return
+        """Lag is computed here, on the poll thread, because the consumer is not thread-safe (not at scrape time)."""
         now = self._clock()
         if now - self._last_lag < self._lag_interval_s:
             return

@@ -31,10 +31,11 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 from contract.logs import get_logger
 from evaluator_worker.errors import EvaluationAbandoned, JudgeError
+from evaluator_worker.metrics import NullMetrics, WorkerMetrics
 
 log = get_logger(__name__)
 
@@ -204,7 +205,7 @@ class JudgeCaller:
         *,
         retry: RetryPolicy | None = None,
         limiter: AdaptiveLimiter | None = None,
-        metrics: Any = None,
+        metrics: WorkerMetrics | None = None,
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] | None = None,
@@ -212,7 +213,7 @@ class JudgeCaller:
         self.judge_name = judge_name
         self.retry = retry or RetryPolicy()
         self.limiter = limiter
-        self.metrics = metrics
+        self.metrics: WorkerMetrics = metrics if metrics is not None else NullMetrics()
         self.stop = stop or threading.Event()
         self._clock = clock
         self._sleep = sleep
@@ -245,23 +246,19 @@ class JudgeCaller:
         first = self._clock()
         attempt = 0
         m = self.metrics
+        limiter = self.limiter
         while True:
             if self._cancelled(cancelled):
                 raise EvaluationAbandoned("stopped before a judge call")
-            permit = (
-                self.limiter.acquire(est_tokens, cancelled=lambda: self._cancelled(cancelled)) if self.limiter else None
-            )
+            permit = limiter.acquire(est_tokens, cancelled=lambda: self._cancelled(cancelled)) if limiter else None
             start = time.perf_counter()
             try:
                 out = fn()
             except JudgeError as exc:
-                if permit is not None:
-                    self.limiter.release(permit, throttled=exc.throttled, retry_after=exc.retry_after)  # type: ignore[union-attr]
-                if m is not None:
-                    m.judge_latency.labels(self.judge_name, operation).observe(time.perf_counter() - start)
-                    m.judge_errors.labels(self.judge_name, exc.reason).inc()
-                    if exc.throttled:
-                        m.judge_throttled.labels(self.judge_name).inc()
+                if limiter is not None and permit is not None:
+                    limiter.release(permit, throttled=exc.throttled, retry_after=exc.retry_after)
+                m.judge_call(self.judge_name, operation, time.perf_counter() - start, error=exc.reason,
+                             throttled=exc.throttled)
                 if exc.fatal or not exc.retryable:
                     raise
                 delay = self.retry.delay(attempt, exc.retry_after)
@@ -276,17 +273,16 @@ class JudgeCaller:
                 self._wait(delay, cancelled)
                 continue
             except BaseException:
-                if permit is not None:
-                    self.limiter.release(permit)  # type: ignore[union-attr]
+                if limiter is not None and permit is not None:
+                    limiter.release(permit)
                 raise
-            if permit is not None:
+            if limiter is not None and permit is not None:
                 used = None
                 if used_tokens is not None:
                     try:
                         used = used_tokens(out)
                     except Exception:
                         used = None
-                self.limiter.release(permit, used_tokens=used)  # type: ignore[union-attr]
-            if m is not None:
-                m.judge_latency.labels(self.judge_name, operation).observe(time.perf_counter() - start)
+                limiter.release(permit, used_tokens=used)
+            m.judge_call(self.judge_name, operation, time.perf_counter() - start)
             return out

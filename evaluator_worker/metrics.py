@@ -1,4 +1,10 @@
-"""The worker's Prometheus metrics: declared once, label children cached, labels bounded.
+"""The worker's Prometheus metrics: declared once, labels bounded, observed in one place.
+
+:meth:`WorkerMetrics.observe` turns an ``AnswerResult`` into counter and histogram
+updates (client_python caches label children itself); judges report through the
+small :class:`~evaluator_worker.judges.base.JudgeObserver` methods; queue depths
+are read at scrape time (:meth:`WorkerMetrics.watch_queues`). :class:`NullMetrics`
+stands in where nothing is served, so no caller branches on "metrics or not".
 
 Slice labels (default ``release, model, route, environment``) pass through
 :class:`SliceGuard`: a configured allow-list of values per label, else the first
@@ -50,14 +56,38 @@ cascade_agreement_total                    counter    agree (true|false)   sampl
 from __future__ import annotations
 
 import threading
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from contract.record import DEFAULT_SLICE_LABELS
+from evaluator_worker.judges.base import Verdict
+
+if TYPE_CHECKING:
+    from evaluator_worker.scoring import AnswerResult
 
 OTHER = "other"
 UNKNOWN = "unknown"
+#: claim counters that carry an exemplar (the verdicts an on-call engineer drills into)
+EXEMPLAR_VERDICTS = (Verdict.CONTRADICTED, Verdict.UNSUPPORTED)
+#: OpenMetrics limit on an exemplar's label names + values, in characters
+EXEMPLAR_MAX_CHARS = 128
+
+
+def trace_exemplar(trace_id: str | None, span_id: str | None = None) -> dict[str, str] | None:
+    """``{"trace_id", "span_id"}`` for an exemplar, dropping what does not fit the 128-character limit."""
+    if not trace_id:
+        return None
+    out = {"trace_id": trace_id}
+    if span_id and len("trace_id") + len(trace_id) + len("span_id") + len(span_id) <= EXEMPLAR_MAX_CHARS:
+        out["span_id"] = span_id
+    if len("trace_id") + len(trace_id) > EXEMPLAR_MAX_CHARS:
+        return None
+    return out
+
+
+#: distinct slice label combinations whose series are pre-created at 0 (bounded like the guard's values)
+MAX_ZEROED_SLICES = 10_000
 RATIO_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CLAIM_COUNT_BUCKETS = (0, 1, 2, 3, 5, 8, 13, 21, 34, 55)
@@ -242,3 +272,124 @@ class WorkerMetrics:
             ["agree"],
             registry=r,
         )
+        self._zeroed: set[tuple[str, ...]] = set()
+        self._zeroed_lock = threading.Lock()
+
+    # -- answers ---------------------------------------------------------------
+    def observe(self, result: AnswerResult, exemplar: dict[str, str] | None = None) -> None:
+        """Count one evaluated answer (call once per trace: dedupe first).
+
+        ``exemplar`` (``{"trace_id", "span_id"}``, see :func:`trace_exemplar`) is attached to
+        the contradicted and unsupported claim counters, so a spike in Grafana leads to an
+        answer that caused it (OpenMetrics exemplars).
+        """
+        values = tuple(self.guard.labels_for(result.slices).values())
+        self._zero_slice(values)
+        for verdict in Verdict:
+            n = result.counts.get(verdict.value, 0)
+            if n:
+                self.claims.labels(verdict.label, *values).inc(
+                    n, exemplar=exemplar if verdict in EXEMPLAR_VERDICTS else None
+                )
+        self.answers.labels(result.outcome, *values).inc()
+        if result.outcome == "evaluated":
+            if result.has_unsupported:
+                self.answers_with_unsupported.labels(*values).inc()
+            if result.has_contradicted:
+                self.answers_with_contradicted.labels(*values).inc(exemplar=exemplar)
+            if result.faithfulness is not None:
+                self.answer_faithfulness.labels(*values).observe(result.faithfulness)
+        self.answer_claims.labels(*values).observe(len(result.claims) if result.outcome != "abstained" else 0)
+        self._observe_parity(result, values)
+        self._observe_usage(result)
+        self.last_evaluation.set(result.evaluated_at)
+
+    def _zero_slice(self, values: tuple[str, ...]) -> None:
+        """Create a new slice's verdict and outcome series at 0, so increase() sees its first CONTRADICTED claim."""
+        if values in self._zeroed:
+            return
+        with self._zeroed_lock:
+            if values in self._zeroed or len(self._zeroed) >= MAX_ZEROED_SLICES:
+                return
+            self._zeroed.add(values)
+        for verdict in Verdict:
+            self.claims.labels(verdict.label, *values)
+        for outcome in ("evaluated", "abstained", "failed"):
+            self.answers.labels(outcome, *values)
+        self.answers_with_unsupported.labels(*values)
+        self.answers_with_contradicted.labels(*values)
+
+    def _observe_parity(self, result: AnswerResult, values: tuple[str, ...]) -> None:
+        par = result.parity
+        if par is not None:
+            if par.ragaliq_faithfulness.passed is False:
+                self.answers_failing.labels("faithfulness", *values).inc()
+            if par.ragaliq_hallucination.passed is False:
+                self.answers_failing.labels("hallucination", *values).inc()
+            if par.context_hallucination is not None and result.outcome == "evaluated":
+                self.context_hallucination.labels(*values).observe(par.context_hallucination)
+            if par.factscore_penalized is not None:
+                self.factscore.labels(*values).observe(par.factscore_penalized)
+            if par.suspect_claims:
+                self.suspect_claims.labels(*values).inc(len(par.suspect_claims))
+        con = result.consistency
+        if con is not None and con.status != "no_group":
+            self.consistency_checks.labels(con.status, *values).inc()
+            if con.conflicts:
+                self.consistency_conflicts.labels(*values).inc(len(con.conflicts))
+
+    def _observe_usage(self, result: AnswerResult) -> None:
+        judge = result.judge
+        for model, u in ((result.usage or {}).get("by_model") or {}).items():
+            if u.get("calls"):
+                self.judge_calls.labels(judge, model).inc(float(u["calls"]))
+            for kind in ("input", "output", "cache_read", "cache_creation"):
+                n = u.get(f"{kind}_tokens") or 0
+                if n:
+                    self.judge_tokens.labels(judge, model, kind).inc(float(n))
+            if u.get("cost_usd"):
+                self.judge_cost.labels(judge, model).inc(float(u["cost_usd"]))
+
+    # -- judge calls (JudgeCaller) and judges (JudgeObserver) -----------------
+    def judge_call(self, judge: str, operation: str, seconds: float, *, error: str | None = None,
+                   throttled: bool = False) -> None:
+        """One judge call: its latency, and the error reason when it failed."""
+        self.judge_latency.labels(judge, operation).observe(seconds)
+        if error is not None:
+            self.judge_error(judge, error)
+        if throttled:
+            self.judge_throttled.labels(judge).inc()
+
+    def judge_error(self, judge: str, reason: str) -> None:
+        self.judge_errors.labels(judge, reason).inc()
+
+    def cascade_decided(self, decided_by: str, claims: int) -> None:
+        self.cascade_claims.labels(decided_by).inc(claims)
+
+    def cascade_agreed(self, agree: bool) -> None:
+        self.cascade_agreement.labels("true" if agree else "false").inc()
+
+    # -- scrape-time gauges ---------------------------------------------------
+    def watch_queues(
+        self,
+        in_flight: Callable[[], float],
+        unacked_writes: Callable[[], float],
+        concurrency_limit: Callable[[], float] | None = None,
+    ) -> None:
+        """Read queue depths when Prometheus scrapes, not from the worker's hot loop."""
+        self.in_flight.set_function(in_flight)
+        self.unacked_writes.set_function(unacked_writes)
+        if concurrency_limit is not None:
+            self.concurrency_limit.set_function(concurrency_limit)
+
+    def unwatch_queues(self) -> None:
+        """The worker stopped: its queues read 0 again."""
+        for gauge in (self.in_flight, self.unacked_writes):
+            gauge.set_function(lambda: 0.0)
+
+
+class NullMetrics(WorkerMetrics):
+    """Metrics on a private registry nobody serves: ``score``, tests and library use need no ``if metrics``."""
+
+    def __init__(self) -> None:
+        super().__init__(CollectorRegistry())

@@ -61,6 +61,7 @@ from evaluator_worker.judges.base import (
     Claim,
     ClaimVerdict,
     Extraction,
+    JudgeBase,
     Usage,
     Verdict,
     Verification,
@@ -252,7 +253,7 @@ def map_api_error(exc: Exception, *, model: str | None = None) -> JudgeError:
 # --------------------------------------------------------------------------- the judge
 
 
-class AnthropicJudge:
+class AnthropicJudge(JudgeBase):
     """Claude as claim extractor and verifier (implements ``evaluator_worker.judges.base.Judge``)."""
 
     name = "anthropic"
@@ -285,7 +286,7 @@ class AnthropicJudge:
     # ------------------------------------------------------------------ extraction
 
     def extract_claims(
-        self, answer: str, question: str | None = None, contexts: Sequence[str] | None = None
+        self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
     ) -> Extraction:
         """Split ``answer`` into atomic claims (one call; halves of the answer if the output is truncated).
 

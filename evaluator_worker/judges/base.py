@@ -5,10 +5,12 @@ A judge does two things:
 - ``extract_claims(answer, question)`` -> ``Extraction`` (atomic claims, usage)
 - ``verify(claims, contexts, question)`` -> ``Verification`` (one verdict per claim id, usage)
 
-Optional attribute ``io_bound`` (default False): True for judges that wait on
-the network (an LLM API); the worker then judges up to ``flow.max_in_flight``
-answers at once under adaptive concurrency. CPU-bound judges run on
-``flow.cpu_threads`` threads. A judge used by the worker must be thread-safe.
+Capabilities declared by :class:`Judge` (defaults in :class:`JudgeBase`): ``io_bound``
+(True for judges that wait on the network, e.g. an LLM API; the worker then judges up
+to ``flow.max_in_flight`` answers at once under adaptive concurrency; CPU-bound judges
+run on ``flow.cpu_threads`` threads), ``extract_sees_contexts`` (single-call judges)
+and ``bind_metrics`` (a :class:`JudgeObserver` to report into). A judge used by the
+worker must be thread-safe.
 
 Contract: ``verify`` returns exactly one ``ClaimVerdict`` per claim id, or
 raises ``JudgeError``. The pipeline checks this anyway (``complete_verdicts``):
@@ -99,17 +101,71 @@ class Verification:
     usage: Usage = field(default_factory=Usage)
 
 
+class JudgeObserver(Protocol):
+    """What a judge may report about itself (the worker's metrics implement it; judges never import them)."""
+
+    def judge_error(self, judge: str, reason: str) -> None: ...
+
+    def cascade_decided(self, decided_by: str, claims: int) -> None: ...
+
+    def cascade_agreed(self, agree: bool) -> None: ...
+
+
+class NullObserver:
+    """Reports nowhere: what a judge observes until ``bind_metrics`` gives it the worker's metrics."""
+
+    def judge_error(self, judge: str, reason: str) -> None:
+        pass
+
+    def cascade_decided(self, decided_by: str, claims: int) -> None:
+        pass
+
+    def cascade_agreed(self, agree: bool) -> None:
+        pass
+
+
 @runtime_checkable
 class Judge(Protocol):
-    """What the pipeline needs from a judge."""
+    """Everything the pipeline uses from a judge (subclass :class:`JudgeBase` for the defaults)."""
 
     name: str
 
-    def extract_claims(self, answer: str, question: str | None = None) -> Extraction: ...
+    @property
+    def io_bound(self) -> bool:
+        """True for judges that wait on the network: the worker then runs many answers at once."""
+        ...
+
+    @property
+    def extract_sees_contexts(self) -> bool:
+        """True when ``extract_claims`` uses ``contexts`` (one call extracts and judges)."""
+        ...
+
+    def extract_claims(
+        self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
+    ) -> Extraction: ...
 
     def verify(
         self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None
     ) -> Verification: ...
+
+    def bind_metrics(self, observer: JudgeObserver) -> None: ...
+
+
+class JudgeBase:
+    """Defaults for the optional capabilities: CPU-bound, extraction without contexts, nothing to report."""
+
+    name: str = "judge"
+
+    @property
+    def io_bound(self) -> bool:
+        return False
+
+    @property
+    def extract_sees_contexts(self) -> bool:
+        return False
+
+    def bind_metrics(self, observer: JudgeObserver) -> None:
+        """Called once by the pipeline with the worker's metrics; judges that report nothing ignore it."""
 
 
 def complete_verdicts(claims: Sequence[Claim], verdicts: Sequence[ClaimVerdict]) -> list[ClaimVerdict]:

@@ -24,7 +24,18 @@ from typing import Callable, Sequence
 
 from contract.logs import get_logger
 from evaluator_worker.errors import JudgeError
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Judge, Usage, Verdict, Verification
+from evaluator_worker.judges.base import (
+    Claim,
+    ClaimVerdict,
+    Extraction,
+    Judge,
+    JudgeBase,
+    JudgeObserver,
+    NullObserver,
+    Usage,
+    Verdict,
+    Verification,
+)
 from evaluator_worker.judges.settings import CascadeSettings
 
 log = get_logger(__name__)
@@ -37,7 +48,7 @@ def _in_sample(text: str, rate: float) -> bool:
     return h < rate * 2**64
 
 
-class CascadeJudge:
+class CascadeJudge(JudgeBase):
     def __init__(
         self,
         first: Judge,
@@ -53,17 +64,17 @@ class CascadeJudge:
         self._clock = clock
         self._spend: deque[tuple[float, float]] = deque()
         self._lock = threading.Lock()
-        self._metrics = None
+        self._observer: JudgeObserver = NullObserver()
         self.stats = {"first": 0, "second": 0, "first_over_budget": 0, "first_fallback": 0, "agree": 0, "disagree": 0}
 
-    def bind_metrics(self, metrics) -> None:
+    def bind_metrics(self, observer: JudgeObserver) -> None:
         """Called by the Evaluator so escalation and agreement become metrics."""
-        self._metrics = metrics
+        self._observer = observer
 
     @property
     def io_bound(self) -> bool:
         """As the second judge: escalations wait on the network."""
-        return bool(getattr(self.second, "io_bound", False))
+        return self.second.io_bound
 
     # -- budget ----------------------------------------------------------------
     def spent_last_hour(self) -> float:
@@ -79,16 +90,17 @@ class CascadeJudge:
 
     def _count(self, decided_by: str, n: int = 1) -> None:
         self.stats[decided_by] += n
-        if self._metrics is not None and n:
-            self._metrics.cascade_claims.labels(decided_by).inc(n)
+        if n:
+            self._observer.cascade_decided(decided_by, n)
 
     def _agreement(self, agree: bool) -> None:
         self.stats["agree" if agree else "disagree"] += 1
-        if self._metrics is not None:
-            self._metrics.cascade_agreement.labels("true" if agree else "false").inc()
+        self._observer.cascade_agreed(agree)
 
     # -- judge protocol ------------------------------------------------------------
-    def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
+    def extract_claims(
+        self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
+    ) -> Extraction:
         return self.first.extract_claims(answer, question)
 
     def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification:
@@ -116,8 +128,7 @@ class CascadeJudge:
             if exc.throttled or exc.fatal:
                 raise
             log.warning("cascade second judge failed; keeping first verdicts", reason=exc.reason)
-            if self._metrics is not None:
-                self._metrics.judge_errors.labels(self.second.name, exc.reason).inc()
+            self._observer.judge_error(self.second.name, exc.reason)
             self._count("first_fallback", len(uncertain))
             self._count("first", len(claims) - len(uncertain))
             return Verification([final[c.id] for c in claims if c.id in final], usage)

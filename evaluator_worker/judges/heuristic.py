@@ -27,7 +27,7 @@ from typing import Sequence
 
 from evaluator_worker.judges import lexicon as lex
 from evaluator_worker.judges import textmatch as tm
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.claims import extract_claims, sentence_spans
 
 __all__ = ["HeuristicJudge"]
@@ -221,7 +221,7 @@ def _chunk_vocab(chunk: str) -> frozenset[str]:
     return frozenset(t.low for t in tm.tokenize(chunk) if t.text[:1].islower())
 
 
-class HeuristicJudge:
+class HeuristicJudge(JudgeBase):
     """Offline rule-based judge (the embedded default). Thread-safe and stateless."""
 
     name = "heuristic"

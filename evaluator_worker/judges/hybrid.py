@@ -39,7 +39,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from evaluator_worker.errors import ConfigError
 from evaluator_worker.judges import textmatch as tm
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Verdict, Verification
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Verdict, Verification
 from evaluator_worker.judges.claims import sentence_spans
 from evaluator_worker.judges.heuristic import HeuristicJudge
 
@@ -266,7 +266,7 @@ def guard_reason(claim: str, evidence: str, context_text: str) -> str | None:
 # --------------------------------------------------------------------------- the judge
 
 
-class HybridJudge:
+class HybridJudge(JudgeBase):
     """Heuristic judge + embedding re-read of its low-coverage UNSUPPORTED verdicts."""
 
     name = "hybrid"
@@ -304,7 +304,9 @@ class HybridJudge:
                     self._encoder = self._encoder_factory()
         return self._encoder
 
-    def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
+    def extract_claims(
+        self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
+    ) -> Extraction:
         """Same rule-based extraction as the heuristic judge."""
         return self.heuristic.extract_claims(answer, question)
 

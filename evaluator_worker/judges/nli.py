@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from evaluator_worker.errors import ConfigError, JudgeError
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 
 __all__ = ["NLIJudge", "resolve_labels", "sentence_windows", "LABEL_NAMES"]
 
@@ -139,7 +139,7 @@ class _Loaded:
     special_tokens: int
 
 
-class NLIJudge:
+class NLIJudge(JudgeBase):
     """Cross-encoder NLI judge (see the module docstring). Implements ``Judge``.
 
     ``model``: a Hugging Face model id or a local directory. ``device``: ``"cpu"``, ``"cuda"``,
@@ -258,7 +258,9 @@ class NLIJudge:
 
     # ------------------------------------------------------------------ claims
 
-    def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
+    def extract_claims(
+        self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
+    ) -> Extraction:
         """Atomic claims of ``answer`` (no model call): the injected extractor or ``evaluator_worker.judges.claims``."""
         extractor = self.claim_extractor or _default_extractor()
         items = extractor(answer or "")

@@ -51,5 +51,11 @@ def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
             factory = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as exc:
             raise ConfigError(f"cannot load judge {name!r}: {exc}") from exc
-        return factory(settings)
+        judge = factory(settings)
+        if not isinstance(judge, Judge):
+            missing = [m for m in ("name", "io_bound", "extract_sees_contexts", "extract_claims", "verify", "bind_metrics")
+                       if not hasattr(judge, m)]
+            raise ConfigError(f"judge {name!r} lacks {', '.join(missing)}: subclass "
+                              "evaluator_worker.judges.base.JudgeBase for the defaults")
+        return judge
     raise ConfigError(f"unknown judge {name!r}: choose one of {', '.join(JUDGES)} or module:factory")

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Sequence
 
 from evaluator_worker.errors import JudgeOutputError, JudgeRateLimited
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 
 
-class TagJudge:
+class TagJudge(JudgeBase):
     name = "tag"
 
     def __init__(self, delay_s: float = 0.0) -> None:

@@ -11,10 +11,10 @@ import pytest
 from claimwatch import calibration as cal
 from claimwatch import halueval
 from evaluator_worker.errors import JudgeOutputError
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Judge, Verdict, Verification
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Judge, JudgeBase, Verdict, Verification
 
 
-class ScriptedJudge:
+class ScriptedJudge(JudgeBase):
     """Implements the Judge protocol; verdicts are scripted per claim text, claims = sentences."""
 
     name = "scripted"

@@ -4,13 +4,13 @@ from typing import Sequence
 
 from evaluator_worker.config import CascadeSettings
 from evaluator_worker.errors import JudgeUnavailable
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Usage, Verdict, Verification
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.cascade import CascadeJudge
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 
 
-class Scripted:
+class Scripted(JudgeBase):
     """Returns the verdict/confidence given per claim text: {'text': (Verdict, confidence)}."""
 
     def __init__(self, name, script, cost=0.0, fail=False):

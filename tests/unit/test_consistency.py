@@ -4,10 +4,10 @@ from typing import Sequence
 
 from evaluator_worker.consistency import ActiveProbe, ConsistencyTracker, question_tokens, similarity
 from evaluator_worker.errors import JudgeUnavailable
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, Verdict, Verification
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Verdict, Verification
 
 
-class CityJudge:
+class CityJudge(JudgeBase):
     """Contradicted when the claim names a different city than the context."""
 
     name = "city"

@@ -23,7 +23,7 @@ def test_verdicts_are_counted_per_verdict_and_slice():
     m = WorkerMetrics()
     ev = Evaluator(TagJudge(), m)
     r = ev.evaluate(_trace("Fine. Wrong [C]. Made up [U]. Also fine."))
-    ev.record(r)
+    ev.metrics.observe(r)
     base = dict(release="v1", model="unknown", route="faq", environment="unknown")
     assert _sample(m, "claimwatch_claims_total", verdict="supported", **base) == 2
     assert _sample(m, "claimwatch_claims_total", verdict="contradicted", **base) == 1
@@ -45,7 +45,7 @@ def test_malformed_judge_output_marks_claims_error_and_counts_it():
     m = WorkerMetrics()
     ev = Evaluator(TagJudge(), m)
     r = ev.evaluate(_trace("Fine. Broken [BOOM]."))
-    ev.record(r)
+    ev.metrics.observe(r)
     assert r.outcome == "failed" and r.counts["ERROR"] == 2 and r.counts["SUPPORTED"] == 0
     assert _sample(m, "claimwatch_judge_errors_total", judge="tag", reason="bad_output") == 1
 
@@ -73,7 +73,7 @@ def test_abstention_counts_as_abstained_not_nan():
     m = WorkerMetrics()
     ev = Evaluator(TagJudge(), m)
     r = ev.evaluate(_trace("I don't know."))
-    ev.record(r)
+    ev.metrics.observe(r)
     base = dict(release="v1", model="unknown", route="faq", environment="unknown")
     assert r.outcome == "abstained"
     assert _sample(m, "claimwatch_answers_total", outcome="abstained", **base) == 1
@@ -88,7 +88,7 @@ def test_slice_values_are_bounded():
     for i in range(100_000):
         m.guard.value("release", f"r{i}")
     r = ev.evaluate(_trace("Fine.", slices={"release": "r99999"}))
-    ev.record(r)
+    ev.metrics.observe(r)
     releases = {s.labels["release"] for s in m.claims.collect()[0].samples}
     assert releases <= {"r0", "r1", "r2", "r3", "r4", "other"}
     assert "other" in releases
@@ -98,7 +98,7 @@ def test_no_text_in_metrics():
     """Claim text, questions and trace ids never appear in the exposition."""
     m = WorkerMetrics()
     ev = Evaluator(TagJudge(), m)
-    ev.record(ev.evaluate(_trace("Secret claim about Zanzibar [C].")))
+    ev.metrics.observe(ev.evaluate(_trace("Secret claim about Zanzibar [C].")))
     body = generate_latest(m.registry).decode()
     assert "Zanzibar" not in body and "t" * 32 not in body
 
@@ -117,7 +117,7 @@ def test_tokens_and_cost_are_exported_per_model():
     m = WorkerMetrics()
     ev = Evaluator(TwoModels(), m)
     r = ev.evaluate(_trace("Fine."))
-    ev.record(r)
+    ev.metrics.observe(r)
     assert r.usage["calls"] == 2 and r.usage["input_tokens"] == 150
     assert _sample(m, "claimwatch_judge_tokens_total", judge="two", model="small", kind="input") == 50
     assert _sample(m, "claimwatch_judge_tokens_total", judge="two", model="tag-1", kind="input") == 100
@@ -142,11 +142,11 @@ def test_contradicted_and_unsupported_counters_carry_the_trace_as_an_exemplar():
     """The OpenMetrics exposition shows trace_id/span_id exemplars on contradicted and unsupported claims only."""
     from prometheus_client.openmetrics.exposition import generate_latest
 
-    from evaluator_worker.pipeline import trace_exemplar
+    from evaluator_worker.metrics import trace_exemplar
 
     m = WorkerMetrics()
     ev = Evaluator(TagJudge(), m)
-    ev.record(ev.evaluate(_trace("Fine. Wrong [C]. Made up [U].")), trace_exemplar("ab" * 16, "cd" * 8))
+    ev.metrics.observe(ev.evaluate(_trace("Fine. Wrong [C]. Made up [U].")), trace_exemplar("ab" * 16, "cd" * 8))
     text = generate_latest(m.registry).decode()
     lines = [line for line in text.splitlines() if line.startswith("claimwatch_claims_total")]
     with_ex = [line for line in lines if "# {" in line]
