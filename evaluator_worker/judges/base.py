@@ -175,8 +175,8 @@ def complete_verdicts(claims: Sequence[Claim], verdicts: Sequence[ClaimVerdict])
         by_id.setdefault(v.claim_id, v)
     out = []
     for c in claims:
-        v = by_id.get(c.id)
-        if v is None:
-            v = ClaimVerdict(claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0, reason="judge returned no verdict")
-        out.append(v)
+        found = by_id.get(c.id)
+        if found is None:
+            found = ClaimVerdict(claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0, reason="judge returned no verdict")
+        out.append(found)
     return out

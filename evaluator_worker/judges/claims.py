@@ -254,7 +254,7 @@ def split_clauses(sentence: str) -> list[str]:
             break
         parts.append(rest[: cut.start()])
         rest = rest[cut.end():]
-    out = []
+    out: list[str] = []
     for p in parts:
         p = p.strip().rstrip(",;")
         if not p:

@@ -1,19 +1,38 @@
-"""Text helpers for the heuristic judge: tokens, light stemming, synonyms, numbers, dates, quotes, cues.
+"""Text helpers for the heuristic judge: tokens, light stemming, synonym keys, numbers, dates, quotes, cues.
 
-Everything here is pure and deterministic; no data files, no models.
+Everything here is pure and deterministic; the word lists live in ``lexicon``.
 
-- ``terms(text)`` -> content ``Term`` s (stemmed + synonym-canonical key, entity flag)
+- ``tokenize(text)`` -> ``Tok`` s; ``key(word)`` -> comparison key (stem, then synonym group);
+  ``antonyms(key)`` -> opposite keys
 - ``quantities(text)`` -> ``Quantity`` s: numbers with units (converted to a base unit per
   dimension), spelled-out numbers ("two hours forty minutes"), ranges ("8 to 10 minutes",
-  "between 2010 and 2015"), approximations ("about three hours"), years and dates
-- ``compare_quantity(claim_q, evidence_q)`` -> match | within | approx | partial | conflict | other
-- ``negated`` / ``hedges`` / ``speakers`` / ``quotes`` cue detectors
+  "between 2010 and 2015"), approximations ("about three hours"), bounds ("more than 20"), years and dates
+- ``compare_quantity(claim_q, evidence_q)`` -> match | within | approx | conflict | other
+- ``negation_cues`` / ``hedge_cues`` / ``intensifier_cues`` / ``speakers`` / ``quotes`` cue detectors
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from dataclasses import dataclass, field
+
+from evaluator_worker.judges.lexicon import (
+    ANTONYM_PAIRS,
+    HEDGE_WORDS,
+    INTENSIFIER,
+    IRREGULAR,
+    LIGHT_WORDS,
+    NEGATION_WORDS,
+    STOPWORDS,
+    SYNONYM_GROUPS,
+)
+
+__all__ = [
+    "HEDGE_WORDS", "LIGHT_WORDS", "NEGATION_WORDS", "STOPWORDS", "NUM_WORDS", "UNITS", "TITLES",
+    "Tok", "Quantity", "Quote", "tokenize", "stem", "key", "antonyms", "quantities", "compare_quantity",
+    "close", "days_between", "negation_cues", "hedge_cues", "intensifier_cues", "quotes", "speakers", "name_keys",
+]
 
 # --------------------------------------------------------------------------- tokens
 
@@ -40,149 +59,6 @@ class Tok:
 def tokenize(text: str) -> list[Tok]:
     """Word, number and symbol tokens with their character offsets."""
     return [Tok(m.group(0), m.group(0).lower().replace("’", "'"), m.start(), m.end()) for m in _TOKEN.finditer(text or "")]
-
-
-STOPWORDS = frozenset(
-    """
-    a an the and or but if then else so as of at by for with in on to from into onto upon over under about
-    above below up down out off through during before after between among within without via per than
-    is are was were be been being am isn't aren't wasn't weren't 's
-    has have had having do does did done doing
-    will would shall should can could may might must
-    i me my mine we us our ours you your yours he him his she her hers it its they them their theirs
-    this that these those there here what which who whom whose when where why how
-    all any both each every few more most other some such only own same too very just also even
-    not no nor never none n't
-    s t d ll re ve m
-    again further once however therefore thus hence although though while whereas because since until
-    yes ok okay well really actually basically generally typically usually often sometimes always
-    one's etc e.g i.e
-    said says say stated states according
-    new
-    """.split()
-)
-
-#: irregular forms -> base
-IRREGULAR = {
-    "said": "say", "says": "say", "built": "build", "made": "make", "gave": "give", "given": "give",
-    "took": "take", "taken": "take", "found": "find", "went": "go", "gone": "go", "wrote": "write",
-    "written": "write", "began": "begin", "begun": "begin", "won": "win", "led": "lead", "held": "hold",
-    "ran": "run", "rose": "rise", "risen": "rise", "fell": "fall", "fallen": "fall", "grew": "grow",
-    "grown": "grow", "became": "become", "sold": "sell", "paid": "pay", "left": "leave", "brought": "bring",
-    "bought": "buy", "taught": "teach", "thought": "think", "told": "tell", "known": "know", "knew": "know",
-    "shown": "show", "chose": "choose", "chosen": "choose", "drove": "drive", "driven": "drive",
-    "spent": "spend", "sent": "send", "met": "meet", "kept": "keep", "lost": "lose", "saw": "see",
-    "seen": "see", "ate": "eat", "eaten": "eat", "children": "child", "men": "man", "women": "woman",
-    "people": "person", "mice": "mouse", "feet": "foot", "teeth": "tooth", "better": "good", "best": "good",
-    "worse": "bad", "worst": "bad", "larger": "large", "largest": "large", "bigger": "big", "biggest": "big",
-    "smaller": "small", "smallest": "small", "died": "die", "dies": "die", "lay": "lie", "slept": "sleep",
-    "struck": "strike", "spoke": "speak", "spoken": "speak", "stood": "stand", "understood": "understand",
-    "caught": "catch", "fought": "fight", "froze": "freeze", "frozen": "freeze", "hid": "hide",
-    "hidden": "hide", "rode": "ride", "shot": "shoot", "sang": "sing", "sung": "sing", "swam": "swim",
-    "threw": "throw", "thrown": "throw", "wore": "wear", "worn": "wear", "flew": "fly", "flown": "fly",
-    "forgot": "forget", "forgotten": "forget", "got": "get", "gotten": "get", "heard": "hear", "meant": "mean",
-    "data": "datum", "criteria": "criterion", "analyses": "analysis", "was": "be", "were": "be",
-}
-
-#: synonym groups (words of a group share one key); keep small and unambiguous
-SYNONYM_GROUPS: list[tuple[str, ...]] = [
-    ("reduce", "lower", "decrease", "cut", "lessen", "diminish", "drop", "decline", "fall", "shrink", "less", "fewer"),
-    ("increase", "raise", "boost", "rise", "grow", "elevate", "higher", "greater", "climb", "more"),
-    ("drug", "medication", "medicine", "medicament"),
-    ("begin", "start", "commence", "launch", "initiate"),
-    ("end", "finish", "conclude", "terminate", "complete"),
-    ("build", "construct", "erect"),
-    ("buy", "purchase", "acquire"),
-    ("big", "large", "huge", "enormous"),
-    ("small", "little", "tiny"),
-    ("car", "automobile"),
-    ("doctor", "physician"),
-    ("say", "state", "announce", "declare", "remark"),
-    ("show", "demonstrate", "indicate", "reveal"),
-    ("help", "aid", "assist"),
-    ("use", "utilize", "utilise", "employ"),
-    ("need", "require"),
-    ("found", "establish"),
-    ("create", "produce", "generate"),
-    ("allow", "permit", "enable", "let"),
-    ("fast", "quick", "rapid", "swift"),
-    ("error", "mistake"),
-    ("author", "writer"),
-    ("kid", "child"),
-    ("heat", "warm"),
-    ("shut", "close"),
-    ("ban", "prohibit", "forbid", "outlaw"),
-    ("approve", "authorize", "authorise", "sanction"),
-    ("hire", "recruit"),
-    ("fire", "dismiss", "sack"),
-    ("die", "perish"),
-    ("kill", "slay"),
-    ("home", "house", "residence"),
-    ("illness", "disease", "sickness"),
-    ("symptom", "sign"),
-    ("study", "research", "trial"),
-    ("company", "firm", "business", "corporation"),
-    ("city", "town"),
-    ("country", "nation"),
-    ("vehicle", "car"),
-    ("picture", "photo", "photograph", "image"),
-    ("receive", "get", "obtain"),
-    ("mostly", "mainly", "primarily", "largely"),
-    ("important", "significant", "key", "crucial"),
-    ("happen", "occur"),
-    ("cost", "price"),
-    ("award", "prize"),
-    ("film", "movie"),
-    ("method", "approach", "technique"),
-    ("goal", "aim", "objective"),
-    ("answer", "reply", "respond", "response"),
-    ("near", "close"),
-    ("speak", "talk"),
-    ("choose", "select", "pick"),
-    ("keep", "retain", "maintain"),
-    ("tell", "inform"),
-    ("harm", "damage", "injure", "hurt"),
-    ("attempt", "try"),
-    ("rule", "regulation"),
-    ("law", "statute", "act"),
-    ("weight", "mass"),
-    ("mix", "combine", "blend", "stir"),
-    ("consume", "eat", "ingest"),
-    ("stop", "halt", "cease"),
-    ("rate", "interest"),
-    ("roughly", "approximately", "about", "around"),
-    ("elevator", "lift"),
-    ("visitor", "tourist"),
-    ("location", "site"),
-    ("tall", "high"),
-]
-
-#: antonym pairs between synonym-group heads (or plain stems)
-ANTONYM_PAIRS: list[tuple[str, str]] = [
-    ("increase", "reduce"), ("open", "shut"), ("before", "after"), ("approve", "reject"), ("win", "lose"),
-    ("allow", "ban"), ("true", "false"), ("above", "below"), ("maximum", "minimum"), ("north", "south"),
-    ("east", "west"), ("first", "last"), ("earliest", "latest"), ("safe", "dangerous"), ("legal", "illegal"),
-    ("hot", "cold"), ("positive", "negative"), ("include", "exclude"), ("success", "failure"),
-    ("alive", "dead"), ("young", "old"), ("import", "export"), ("buy", "sell"), ("wet", "dry"),
-    ("inside", "outside"), ("begin", "end"), ("early", "late"), ("cheap", "expensive"), ("strong", "weak"),
-    ("same", "different"), ("long", "short"), ("big", "small"), ("fast", "slow"), ("easy", "difficult"),
-    ("majority", "minority"), ("gain", "lose"), ("profit", "loss"), ("accept", "reject"), ("public", "private"),
-    ("internal", "external"), ("male", "female"), ("left", "right"), ("success", "fail"), ("win", "loss"),
-    ("effective", "ineffective"), ("common", "rare"), ("high", "low"), ("rich", "poor"),
-]
-
-# words used inside hedge/negation cues: excluded from content overlap
-HEDGE_WORDS = frozenset(
-    "may might could possibly perhaps probably likely unlikely potentially reportedly allegedly presumably "
-    "apparently suggest suggests suggested seem seems seemed appear appears appeared thought believed "
-    "considered tend tends maybe arguably".split()
-)
-#: verbs that carry little content: weigh half in overlap
-LIGHT_WORDS = frozenset(
-    "stand locate situate take make get become remain call name know include feature place sit go come put give "
-    "located situated called named known including featuring".split()
-)
-NEGATION_WORDS = frozenset("not no never none nobody nothing neither nor without cannot n't".split())
 
 
 def _strip_suffix(w: str) -> str:
@@ -213,21 +89,27 @@ def stem(word: str) -> str:
     return _strip_suffix(w)
 
 
-from evaluator_worker.judges.lexicon import EXTRA_ANTONYMS, EXTRA_SYNONYMS  # noqa: E402
+def _synonym_keys() -> dict[str, str]:
+    """Stem -> key of its synonym group (the group's first word); one group per stem (tested)."""
+    out: dict[str, str] = {}
+    for group in SYNONYM_GROUPS:
+        head = _strip_suffix(group[0])
+        for w in group:
+            out.setdefault(stem(w), head)
+    return out
 
-SYNONYM_GROUPS = SYNONYM_GROUPS + EXTRA_SYNONYMS
-ANTONYM_PAIRS = ANTONYM_PAIRS + EXTRA_ANTONYMS
 
-_SYN: dict[str, str] = {}
-for _group in SYNONYM_GROUPS:
-    _head = _strip_suffix(_group[0])
-    for _w in _group:
-        _SYN.setdefault(stem(_w), _head)
-_ANT: dict[str, set[str]] = {}
-for _a, _b in ANTONYM_PAIRS:
-    ka, kb = _SYN.get(stem(_a), stem(_a)), _SYN.get(stem(_b), stem(_b))
-    _ANT.setdefault(ka, set()).add(kb)
-    _ANT.setdefault(kb, set()).add(ka)
+_SYN = _synonym_keys()
+
+
+def _antonym_keys() -> dict[str, frozenset[str]]:
+    """Key -> keys of its opposites (pairs resolved through the synonym groups, both directions)."""
+    out: dict[str, set[str]] = {}
+    for a, b in ANTONYM_PAIRS:
+        ka, kb = key(a), key(b)
+        out.setdefault(ka, set()).add(kb)
+        out.setdefault(kb, set()).add(ka)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def key(word: str) -> str:
@@ -236,9 +118,12 @@ def key(word: str) -> str:
     return _SYN.get(s, s)
 
 
-def antonyms(k: str) -> set[str]:
+_ANT = _antonym_keys()
+
+
+def antonyms(k: str) -> frozenset[str]:
     """Keys that mean the opposite of key ``k``."""
-    return _ANT.get(k, set())
+    return _ANT.get(k, frozenset())
 
 
 # --------------------------------------------------------------------------- numbers
@@ -343,6 +228,10 @@ class Quantity:
     bound: str | None = None
     date: tuple[int | None, int | None, int | None] | None = None  # (year, month, day)
     token_span: tuple[int, int] = (0, 0)
+    #: factor of the unit it was written in (the last one of a compound duration); None for bare numbers
+    unit: float | None = None
+    #: written with a rounding word ("about", "roughly"): a rough bound is not a claim about the precise figure
+    rough: bool = False
 
     @property
     def is_range(self) -> bool:
@@ -370,7 +259,7 @@ def _num_at(toks: list[Tok], i: int) -> tuple[float, int] | None:
             v += _FRACTIONS[toks[j].low]  # '59½'
             j += 1
         elif j + 2 < len(toks) and toks[j].low == "and" and toks[j + 1].low in ("a", "one") and toks[j + 2].low == "half":
-            v += 0.5  # '21 and a half hours'
+            v += 0.5  # 'N and a half'
             j += 3
         return v, j
     total, current, j, seen = 0.0, 0.0, i, False
@@ -380,7 +269,7 @@ def _num_at(toks: list[Tok], i: int) -> tuple[float, int] | None:
         if len(parts) == 2 and parts[0] in NUM_WORDS and parts[1] in UNITS and not seen:
             return None  # 'two-week': handled by quantities() as a number plus a unit
 
-        if all(p in NUM_WORDS for p in parts) and (w != "dozen" or seen or True):
+        if all(p in NUM_WORDS for p in parts):
             if w == "dozen":
                 current = (current or 1) * 12
             else:
@@ -557,7 +446,7 @@ def _time_merge(q: Quantity, toks: list[Tok], j: int, text: str) -> tuple[Quanti
         if toks[k].low in ("and", ","):
             k += 1
         if k + 1 < len(toks) and toks[k].low in ("a", "an") and toks[k + 1].low == "half":
-            unit_sec = q.lo and _last_unit_factor(q)
+            unit_sec = q.lo and q.unit
             if unit_sec:
                 q.lo += unit_sec * 0.5
                 q.hi += unit_sec * 0.5
@@ -575,13 +464,9 @@ def _time_merge(q: Quantity, toks: list[Tok], j: int, text: str) -> tuple[Quanti
         q.hi += n[0] * u[1]
         q.text = text[toks[q.token_span[0]].start: toks[nxt - 1].end]
         q.token_span = (q.token_span[0], nxt)
-        q._unit = u[1]  # type: ignore[attr-defined]
+        q.unit = u[1]
         j = nxt
     return q, j
-
-
-def _last_unit_factor(q: Quantity) -> float | None:
-    return getattr(q, "_unit", None)
 
 
 def quantities(text: str) -> list[Quantity]:
@@ -606,8 +491,7 @@ def quantities(text: str) -> list[Quantity]:
         # "an hour", "a minute": an implicit one before a time unit
         if t.low in ("a", "an") and i >= 1 and toks[i - 1].low in _DURATION_INTRO and i + 1 < len(toks) and UNITS.get(toks[i + 1].low, ("",))[0] == "time" and toks[i + 1].low not in ("s", "h", "m", "min"):
             u = UNITS[toks[i + 1].low]
-            q = Quantity(u[1], u[1], "time", text[t.start: toks[i + 1].end], token_span=(i, i + 2))
-            q._unit = u[1]  # type: ignore[attr-defined]
+            q = Quantity(u[1], u[1], "time", text[t.start: toks[i + 1].end], token_span=(i, i + 2), unit=u[1])
             q, j = _time_merge(q, toks, i + 2, text)
             q.approx = _approx_before(toks, i)
             q.bound = _bound_at(toks, i, j)
@@ -622,14 +506,13 @@ def quantities(text: str) -> list[Quantity]:
         hy = t.low.split("-")
         if len(hy) == 2 and hy[0] in NUM_WORDS and hy[1] in UNITS and UNITS[hy[1]][0] in ("time", "length", "mass", "volume"):
             dim, factor, _ = UNITS[hy[1]]  # 'a two-week appointment', 'a three-day pass'
-            q = Quantity(NUM_WORDS[hy[0]] * factor, NUM_WORDS[hy[0]] * factor, dim, t.text, token_span=(i, i + 1))
-            q._unit = factor  # type: ignore[attr-defined]
-            out.append(q)
+            out.append(Quantity(NUM_WORDS[hy[0]] * factor, NUM_WORDS[hy[0]] * factor, dim, t.text,
+                                token_span=(i, i + 1), unit=factor))
             i += 1
             continue
         if t.low in _ANNIVERSARY:
-            out.append(Quantity(_ANNIVERSARY[t.low], _ANNIVERSARY[t.low], "time", t.text, token_span=(i, i + 1)))
-            out[-1]._unit = UNITS["years"][1]  # type: ignore[attr-defined]
+            out.append(Quantity(_ANNIVERSARY[t.low], _ANNIVERSARY[t.low], "time", t.text, token_span=(i, i + 1),
+                                unit=UNITS["years"][1]))
             i += 1
             continue
         n = _num_at(toks, i)
@@ -665,7 +548,7 @@ def quantities(text: str) -> list[Quantity]:
         if not q.is_range:
             q.bound = _bound_at(toks, start_i, j)
             k = start_i - 1 - (1 if start_i >= 1 and toks[start_i - 1].low in CURRENCY_PREFIX else 0)
-            q.rough = k >= 0 and toks[k].low in _ROUGH  # type: ignore[attr-defined]
+            q.rough = k >= 0 and toks[k].low in _ROUGH
         out.append(q)
         i = max(j, i + 1)
     return out
@@ -703,10 +586,8 @@ def _merge_range(q: Quantity, q2: Quantity, text: str, toks: list[Tok], start_i:
         return None
     if q.dim == "num" and q2.dim == "year":
         return None
-    out = Quantity(min(lo, hi), max(lo, hi), q2.dim, text[toks[start_i].start: toks[q2.token_span[1] - 1].end],
-                   token_span=(start_i, q2.token_span[1]))
-    out._unit = _unit_of(q2)  # type: ignore[attr-defined]
-    return out
+    return Quantity(min(lo, hi), max(lo, hi), q2.dim, text[toks[start_i].start: toks[q2.token_span[1] - 1].end],
+                    token_span=(start_i, q2.token_span[1]), unit=_unit_of(q2))
 
 
 def _make_quantity(text: str, toks: list[Tok], start_i: int, i: int, j: int, value: float,
@@ -735,11 +616,10 @@ def _make_quantity(text: str, toks: list[Tok], start_i: int, i: int, j: int, val
             u = None
     if u:
         dim, factor, _ = u
-        q = Quantity(value * factor, value * factor, dim, text[span_start: toks[k - 1].end], token_span=(start_i, k))
+        span = text[span_start: toks[k - 1].end]
         if dim == "temp_c":
-            q = Quantity(value * 9 / 5 + 32, value * 9 / 5 + 32, "temp_f", q.text, token_span=q.token_span)
-        q._unit = factor  # type: ignore[attr-defined]
-        return q
+            return Quantity(value * 9 / 5 + 32, value * 9 / 5 + 32, "temp_f", span, token_span=(start_i, k), unit=factor)
+        return Quantity(value * factor, value * factor, dim, span, token_span=(start_i, k), unit=factor)
     if _isnum(raw) and len(raw) == 4 and 1000 <= value <= 2100 and j - i == 1:
         return Quantity(value, value, "year", text[span_start: toks[j - 1].end], token_span=(start_i, j))
     g = _generic_unit(toks, j)
@@ -758,7 +638,8 @@ def _age_after(toks: list[Tok], i: int) -> bool:
     return i >= 1 and toks[i - 1].low in ("aged", "age", "ages")
 
 
-def _close(a: float, b: float, rel: float = 1e-3) -> bool:
+def close(a: float, b: float, rel: float = 1e-3) -> bool:
+    """``a`` and ``b`` equal within relative tolerance ``rel``."""
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-9)
 
 
@@ -807,9 +688,9 @@ def compare_quantity(c: Quantity, e: Quantity) -> str:
             if a is not None and b is None:
                 return "approx"
         return "match"
-    if e.approx and not e.bound and not c.approx and not c.bound and not c.is_range and not e.is_range and _close(c.lo, e.lo, 0.1):
-        return "approx"  # false precision: 'around 1450' -> 'in 1450', 'roughly 0.5°C' -> '0.52°C'
-    if _close(c.lo, e.lo) and _close(c.hi, e.hi):
+    if e.approx and not e.bound and not c.approx and not c.bound and not c.is_range and not e.is_range and close(c.lo, e.lo, 0.1):
+        return "approx"  # false precision: an approximate context figure stated exactly
+    if close(c.lo, e.lo) and close(c.hi, e.hi):
         return "match"
     if not c.is_range and e.is_range and e.lo - 1e-9 <= c.lo <= e.hi + 1e-9:
         return "within"
@@ -818,32 +699,32 @@ def compare_quantity(c: Quantity, e: Quantity) -> str:
     if c.is_range and e.is_range and c.lo <= e.hi and e.lo <= c.hi:
         return "approx"
     if not c.is_range and not e.is_range:
-        if c.approx and _close(c.lo, e.lo, 0.2):
+        if c.approx and close(c.lo, e.lo, 0.2):
             return "approx"
         d = _decimals(c.text)
         if round(e.lo / _unit_of(c), d) == round(c.lo / _unit_of(c), d) and _decimals(e.text) > d:
             return "approx"
-    if c.approx and e.is_range and _close(c.lo, (e.lo + e.hi) / 2, 0.25):
+    if c.approx and e.is_range and close(c.lo, (e.lo + e.hi) / 2, 0.25):
         return "approx"
     return "conflict"
 
 
 def _compare_bounds(c: Quantity, e: Quantity) -> str | None:
     """Bounds: a claim bound the evidence satisfies is entailed ('22.5 points' -> 'more than 20 points');
-    an exact age inside an eligibility bound is entailed ('under 18' -> 'a 16-year-old'); an exact count
-    inside a bound is false precision ('more than 250 towns' -> '300 towns')."""
+    an exact age inside an eligibility bound is entailed ('under N' -> an age below N); an exact count
+    inside a bound is false precision ('more than N' -> a specific count above N)."""
     eps = 1e-9
-    if not c.approx and not c.is_range and not e.is_range and _close(c.lo, e.lo) and (not c.bound or c.bound == e.bound):
-        return "match"  # the stated figure itself: 'within 21 days' -> '21 days after'
+    if not c.approx and not c.is_range and not e.is_range and close(c.lo, e.lo) and (not c.bound or c.bound == e.bound):
+        return "match"  # the stated figure itself: 'within N days' -> 'N days after'
     if c.bound and not c.is_range:
-        if getattr(c, "rough", False) and not _close(c.lo, e.lo) and _close(c.lo, e.lo, 0.2):
-            return "approx"  # 'above about 38°C' vs 'above 38.3°C'
+        if c.rough and not close(c.lo, e.lo) and close(c.lo, e.lo, 0.2):
+            return "approx"  # a rough bound near the context's precise one: less specific, not different
         if e.bound and e.bound != c.bound:
             return "approx"
-        if e.bound == c.bound and not e.is_range and not _close(c.lo, e.lo):
+        if e.bound == c.bound and not e.is_range and not close(c.lo, e.lo):
             # two limits of the same kind with different values are different rules ('use within 6 days'
             # vs 'within 6 hours', 'under 12s travel free' vs 'under 16s'), not one entailing the other
-            return "approx" if getattr(c, "rough", False) and _close(c.lo, e.lo, 0.2) else "conflict"
+            return "approx" if c.rough and close(c.lo, e.lo, 0.2) else "conflict"
         if c.bound == "lower":
             if e.lo >= c.lo - eps:
                 return "within"
@@ -862,8 +743,6 @@ def _compare_bounds(c: Quantity, e: Quantity) -> str | None:
 def days_between(a: Quantity, b: Quantity) -> float | None:
     """Days from date/year ``a`` to date/year ``b`` (a missing year is taken from the other date;
     a year alone counts as its 1 July). None when either has no year at all."""
-    import datetime as _dt
-
     da = a.date if a.dim == "date" and a.date else (int(a.lo), None, None)
     db = b.date if b.dim == "date" and b.date else (int(b.lo), None, None)
     ya, yb = da[0] or db[0], db[0] or da[0]
@@ -878,7 +757,7 @@ def days_between(a: Quantity, b: Quantity) -> float | None:
 
 
 def _unit_of(q: Quantity) -> float:
-    return getattr(q, "_unit", 1.0) or 1.0
+    return q.unit or 1.0
 
 
 # --------------------------------------------------------------------------- cues
@@ -900,8 +779,12 @@ _HEDGE = re.compile(
 def negation_cues(text: str) -> list[str]:
     """Negation cue strings in ``text`` ("not", "never", "n't", ...), ignoring "not only", "no doubt"."""
     t = _NEG_IGNORE.sub(" ", text)
-    t = re.sub(r"\bMay\b", "May", t)
     return [m.group(0).lower() for m in _NEG.finditer(t)]
+
+
+def intensifier_cues(text: str) -> list[str]:
+    """Universal/exactness markers in ``text`` ('exactly', 'always', 'no exceptions'), lower-cased."""
+    return [m.group(0).lower() for m in INTENSIFIER.finditer(text or "")]
 
 
 def hedge_cues(text: str) -> list[str]:
@@ -930,7 +813,7 @@ _AFTER_SPEAKER = [
     re.compile(r"^[\s,.]*" + _SAY + r"\s+" + _NAME),
     re.compile(r"^[\s,.]*" + _NAME + r"\s+" + _SAY + r"\b"),
 ]
-#: between a name and its verb: a role noun ('Union leaders said') or an apposition ('Alcaraz, 21, said')
+#: between a name and its verb: a role noun ('<Org> officials said') or an apposition ('<Name>, <age>, said')
 _GAP = r"(?:\s+(?:leaders?|officials?|spokes(?:person|man|woman)|representatives?|executives?|researchers?|officers?))?(?:,\s*[^,\"“”]{1,60},)?"
 _BEFORE_SPEAKER = re.compile(_NAME + _GAP + r"\s+" + _SAY + r"(?:\s+[\w'’]+){0,4}\s*[:,]?\s*(?:that\s+)?$")
 _ATTRIB = [
