@@ -502,6 +502,11 @@ class AnswerReport:
         return [o for o in self.outcomes if o.score is not None]
 
     @property
+    def _scores(self) -> list[tuple[AnswerOutcome, float]]:
+        """The scored outcomes with their score (never ``None``)."""
+        return [(o, o.score) for o in self.outcomes if o.score is not None]
+
+    @property
     def n(self) -> int:
         return len(self.outcomes)
 
@@ -512,7 +517,7 @@ class AnswerReport:
 
     def predicted(self, threshold: float) -> list[bool]:
         """Hallucinated when faithfulness < threshold (threshold 1.0: any not-supported claim)."""
-        return [o.score < threshold for o in self.scored]  # type: ignore[operator]
+        return [score < threshold for _, score in self._scores]
 
     def balanced_accuracy_at(self, threshold: float) -> float | None:
         return balanced_accuracy(self.predicted(threshold), [o.hallucinated for o in self.scored])
@@ -537,7 +542,7 @@ class AnswerReport:
 
         Tuned on the same data it is measured on: optimistic, use it to pick a threshold on dev.
         """
-        candidates = sorted({o.score for o in self.scored} | {1.0})  # type: ignore[arg-type]
+        candidates = sorted({o.score for o in self.scored if o.score is not None} | {1.0})
         best_t, best_ba = None, None
         for t in candidates:
             ba = self.balanced_accuracy_at(t)
@@ -548,7 +553,7 @@ class AnswerReport:
     @property
     def auc(self) -> float | None:
         """ROC AUC of (1 - faithfulness) for the hallucinated class."""
-        return roc_auc([1.0 - o.score for o in self.scored], [o.hallucinated for o in self.scored])  # type: ignore[operator]
+        return roc_auc([1.0 - score for _, score in self._scores], [o.hallucinated for o, _ in self._scores])
 
     @property
     def length_baseline_auc(self) -> float | None:
@@ -557,7 +562,7 @@ class AnswerReport:
 
     @property
     def disagreements(self) -> list[dict[str, Any]]:
-        pred = {id(o): o.score < self.threshold for o in self.scored}  # type: ignore[operator]
+        pred = {id(o): score < self.threshold for o, score in self._scores}
         out = []
         for o in self.outcomes:
             if o.score is None or pred[id(o)] != o.hallucinated:

@@ -142,28 +142,28 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     judge = get_judge(settings.judge, settings)
-    if args.halueval:
-        from claimwatch import halueval
+    report: calibration.AnswerReport | calibration.ClaimReport
+    if args.halueval or args.answers:
+        if args.halueval:
+            from claimwatch import halueval
 
-        items = halueval.load_pairs(args.halueval, limit=args.limit)
-        with Progress(len(items), "calibrating") as bar:
-            report = calibration.calibrate_answers(judge, items, progress=lambda *_: bar.advance())
-    elif args.answers:
-        if not args.input:
+            answers = halueval.load_pairs(args.halueval, limit=args.limit)
+        elif not args.input:
             raise ConfigError("calibrate --answers needs a labeled answers file")
-        items = calibration.load_labeled_answers(args.input)
-        with Progress(len(items), "calibrating") as bar:
-            report = calibration.calibrate_answers(judge, items, progress=lambda *_: bar.advance())
+        else:
+            answers = calibration.load_labeled_answers(args.input)
+        with Progress(len(answers), "calibrating") as bar:
+            report = calibration.calibrate_answers(judge, answers, progress=lambda *_: bar.advance())
     else:
         if not args.input:
             raise ConfigError("calibrate needs a labeled claims file (or --answers FILE, or --halueval SPLIT)")
-        items = calibration.load_labeled_claims(args.input)
-        if not items:
+        claims = calibration.load_labeled_claims(args.input)
+        if not claims:
             raise ConfigError(f"{args.input}: no labeled claims in the file")
         if args.limit:
-            items = items[: args.limit]
-        with Progress(len(items), "calibrating") as bar:
-            report = calibration.calibrate_claims(judge, items, progress=lambda *_: bar.advance())
+            claims = claims[: args.limit]
+        with Progress(len(claims), "calibrating") as bar:
+            report = calibration.calibrate_claims(judge, claims, progress=lambda *_: bar.advance())
     if args.json:
         print(json.dumps(report.to_json(), indent=None if args.compact else 2, ensure_ascii=False))
     else:

@@ -618,7 +618,7 @@ class SpanExtractor:
         if not contexts:
             return BuildResult(None, "no_context", error, signals, missing, had_answer=has_answer,
                                had_retriever=bool(retrievers))
-        if not has_answer:
+        if answer_span is None or not answer_span.output_text:
             return BuildResult(None, "no_answer", error, signals, missing, had_retriever=True)
 
         model = next((f.model for f in reversed(llms) if f.model), None)

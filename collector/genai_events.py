@@ -101,10 +101,10 @@ class EventSpan:
 try:  # the SDK's logs API is still underscored; without it the processor is unavailable, nothing else breaks
     from opentelemetry.sdk._logs import LogRecordProcessor as _Base
 except ImportError:  # pragma: no cover - very old SDKs
-    _Base = object  # type: ignore[assignment,misc]
+    _Base = object  # type: ignore[assignment,misc]  # a stand-in base class when the SDK lacks the logs API
 
 
-class RagLogProcessor(_Base):  # type: ignore[misc,valid-type]
+class RagLogProcessor(_Base):
     """Feeds GenAI content log events to a :class:`~collector.processor.RagTraceProcessor`."""
 
     def __init__(self, span_processor: Any) -> None:

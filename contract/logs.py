@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 import structlog
+from structlog.typing import EventDict
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|password|passwd|secret|token|authorization|sasl_plain)", re.I)
 _SECRET_VALUE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}|sk-[A-Za-z0-9]{20,}")
@@ -30,7 +31,7 @@ _SECRET_PAIR = re.compile(
 MASK = "***"
 
 
-def add_otel_ids(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+def add_otel_ids(_logger: Any, _method: str, event: EventDict) -> EventDict:
     """Add the current OTel trace/span ids (when a span is recording)."""
     try:
         from opentelemetry import trace
@@ -54,7 +55,7 @@ def _mask(value: Any) -> Any:
     return value
 
 
-def redact_secrets(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+def redact_secrets(_logger: Any, _method: str, event: EventDict) -> EventDict:
     """Mask credential-looking keys and API-key-looking strings."""
     for key in list(event):
         if key != "event" and _SECRET_KEY.search(key) and "tokens" not in key:

@@ -72,7 +72,7 @@ def timeseries(title: str, tgts: list[dict[str, Any]], *, unit: str = "short", s
 
 def stat(title: str, expr: str, *, unit: str = "short", thresholds: list[tuple[float | None, str]] | None = None,
          description: str = "", decimals: int | None = None) -> dict[str, Any]:
-    panel = {
+    panel: dict[str, Any] = {
         "type": "stat",
         "title": title,
         "description": description,

@@ -113,10 +113,10 @@ def _serve_release(release: str, bootstrap: str, topic: str, n: int, fault_rate:
 def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, Any]:
     """Per-release/per-route counts, worst contradictions, recall and false positives."""
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
-    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    caught = defaultdict(lambda: [0, 0])  # kind -> [caught, injected]
+    totals: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
+    caught: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # kind -> [caught, injected]
     clean_flagged = clean_total = 0
-    worst = []
+    worst: list[dict[str, Any]] = []
     for s in sent:
         r = results.get(s.trace_id)
         if r is None:
@@ -155,7 +155,7 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
     injected = sum(v[1] for v in caught.values())
     for rel in totals.values():
         judged = rel["SUPPORTED"] + rel["UNSUPPORTED"] + rel["CONTRADICTED"]
-        rel["faithfulness"] = round(rel["SUPPORTED"] / judged, 4) if judged else None  # type: ignore[assignment]
+        rel["faithfulness"] = round(rel["SUPPORTED"] / judged, 4) if judged else None
     return {
         "releases": {rel: {"totals": dict(totals[rel]), "routes": {k: dict(v) for k, v in routes.items()}}
                      for rel, routes in table.items()},

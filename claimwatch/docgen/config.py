@@ -291,7 +291,7 @@ def render_default(info: FieldInfo, secret: bool) -> str:
     import json
 
     if info.default_factory is not None:
-        value = info.default_factory()
+        value = info.get_default(call_default_factory=True, validated_data={})
     elif info.default is PydanticUndefined:
         return "*required*"
     else:
@@ -355,7 +355,7 @@ def _table(rows: Sequence[SettingDoc]) -> list[str]:
 
 def env_prefix(model: type[BaseModel]) -> str:
     """The model's own ``env_prefix`` (``CLAIMWATCH_`` unless it says otherwise)."""
-    return model.model_config.get("env_prefix") or "CLAIMWATCH_"
+    return str(model.model_config.get("env_prefix") or "CLAIMWATCH_")
 
 
 def render_markdown(documented: Sequence[tuple[str, type[BaseModel]]] = DOCUMENTED) -> str:

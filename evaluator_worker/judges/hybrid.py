@@ -123,8 +123,8 @@ class MiniLMEncoder:
         self.batch_size = batch_size
         self.max_length = max_length
         self.threads = threads
-        self._tok = None
-        self._model = None
+        self._tok: Any = None  # transformers tokenizer and model, loaded on first use (torch is optional)
+        self._model: Any = None
         self._lock = threading.Lock()
 
     def load(self) -> "MiniLMEncoder":

@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from evaluator_worker.errors import ConfigError, JudgeError
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
+from evaluator_worker.judges.claims import extract_claims, sentence_spans
 
 __all__ = ["NLIJudge", "resolve_labels", "sentence_windows", "LABEL_NAMES"]
 
@@ -76,15 +77,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence: ``evaluator_worker.judges.claims.sentence_spans`` when present, else a regex."""
-    try:
-        from evaluator_worker.judges.claims import sentence_spans
-    except ImportError:
-        sentence_spans = None
-    if sentence_spans is not None:
-        spans = sentence_spans(text)
-        if spans:
-            return list(spans)
+    """(start, end) of each sentence: ``claims.sentence_spans``, else (text it finds no sentence in) a regex."""
+    found = sentence_spans(text)
+    if found:
+        return list(found)
     spans, start = [], 0
     for m in _SENTENCE_END.finditer(text):
         spans.append((start, m.start()))
@@ -353,7 +349,7 @@ class NLIJudge(JudgeBase):
                         out[k] = row
         except RuntimeError as exc:  # out of memory, device errors: the answer's claims become ERROR
             raise JudgeError(f"NLI model {self.model_name!r} failed: {exc}") from exc
-        return out  # type: ignore[return-value]
+        return [row if row is not None else [] for row in out]  # every index is filled by its batch
 
 
 def _unit(p: float) -> float:
@@ -362,13 +358,5 @@ def _unit(p: float) -> float:
 
 
 def _default_extractor() -> Callable[[str], Sequence[Claim | str]]:
-    """``evaluator_worker.judges.claims`` (``split_claims`` or ``extract_claims``) when present, else a sentence split."""
-    try:
-        from evaluator_worker.judges import claims as claims_module
-    except ImportError:
-        claims_module = None
-    for attr in ("split_claims", "extract_claims"):
-        fn = getattr(claims_module, attr, None)
-        if callable(fn):
-            return fn
-    return lambda answer: [answer[a:b] for a, b in _sentence_spans(answer)]
+    """The rule-based claim extraction every offline judge shares (``claims.extract_claims``)."""
+    return extract_claims
