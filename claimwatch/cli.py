@@ -86,12 +86,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     worker = Worker(settings, evaluator, exporter=exporter if exporter.enabled else None)
 
     def _stop(signum, _frame):
-        log.info("signal received, finishing in-flight record", signal=signum)
+        log.info("worker_signal", signal=signum)
         worker.stop()
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    log.info("worker starting", topic=settings.topic, group=settings.consumer.group_id, judge=judge.name,
+    log.info("worker_starting", topic=settings.topic, group=settings.consumer.group_id, judge=judge.name,
              bootstrap=settings.kafka.bootstrap_servers, metrics_port=settings.metrics_port,
              max_in_flight=settings.flow.max_in_flight, io_bound=evaluator.io_bound)
     try:
@@ -100,7 +100,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         if server is not None:
             server.shutdown()
         exporter.shutdown()
-    log.info("worker stopped", processed=n)
+    log.info("worker_stopped", processed=n)
     return 0
 
 

@@ -121,12 +121,6 @@ class TraceAssembler:
         self._ready.clear()
         return n
 
-    def next_deadline(self) -> float | None:
-        """Clock time when the oldest pending trace becomes complete (for the loop's wait)."""
-        if not self._ready:
-            return None
-        return next(iter(self._ready.values())) + self.late_span_wait_s
-
     def _remember(self, trace_id: int, now: float) -> None:
         self._emitted[trace_id] = now
         while len(self._emitted) > self._emitted_max:

@@ -48,7 +48,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from collector import otlp
 from collector.config import CollectorSettings
-from collector.pipeline import TracePipeline
+from collector.pipeline import OtlpIngest
 from collector.sink import ProducerFactory
 from contract.logs import get_logger
 
@@ -129,7 +129,7 @@ class OffsetTracker:
         return sum(len(q) for q in self._pending.values())
 
 
-class OtlpBridge:
+class OtlpBridge(OtlpIngest):
     """Consumes OTLP span batches from Kafka and produces ``RagTrace`` records."""
 
     def __init__(
@@ -144,14 +144,9 @@ class OtlpBridge:
         clock: Callable[[], float] = time.monotonic,
         redact: Callable[[str], str] | None = None,
     ) -> None:
+        super().__init__(collector_settings, sink=sink, registry=registry, producer_factory=producer_factory,
+                         clock=clock, redact=redact)
         self.settings = settings or BridgeSettings()
-        self.collector_settings = collector_settings or CollectorSettings()
-        self.pipeline = TracePipeline.to_kafka(
-            self.collector_settings, sink=sink, registry=registry, producer_factory=producer_factory, clock=clock, redact=redact
-        )
-        self.metrics = self.pipeline.metrics
-        self.otlp_metrics = otlp.get_otlp_metrics(registry)
-        self.sink: Any = self.pipeline.sink
         self.offsets = OffsetTracker(self.pipeline.is_buffered)
         self._consumer = consumer
         self._clock = clock

@@ -247,3 +247,28 @@ class TracePipeline:
         if len(self.assembler) >= self.settings.max_buffered_traces:
             return "buffer_full"
         return None
+
+
+class OtlpIngest:
+    """What an OTLP entry point (the receiver, the Kafka bridge) holds: a Kafka-bound pipeline and its metrics."""
+
+    def __init__(
+        self,
+        collector_settings: CollectorSettings | None = None,
+        *,
+        sink: Any = None,
+        registry: Any = None,
+        producer_factory: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
+        from collector.otlp import get_otlp_metrics
+
+        self.collector_settings = collector_settings or CollectorSettings()
+        self.pipeline = TracePipeline.to_kafka(
+            self.collector_settings, sink=sink, registry=registry, producer_factory=producer_factory, clock=clock,
+            redact=redact,
+        )
+        self.metrics = self.pipeline.metrics
+        self.otlp_metrics = get_otlp_metrics(registry)
+        self.sink: Any = self.pipeline.sink

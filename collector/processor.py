@@ -33,7 +33,7 @@ from typing import Any, Callable
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from prometheus_client import CollectorRegistry
 
-from collector.assembler import CompletedTrace, TraceAssembler
+from collector.assembler import TraceAssembler
 from collector.config import CollectorSettings
 from collector.metrics import CollectorMetrics, get_metrics
 from collector.pipeline import TracePipeline, warn_once
@@ -378,10 +378,6 @@ class RagTraceProcessor(SpanProcessor):
         if n:
             self.metrics.spans.inc(n)
         return n
-
-    def _emit(self, completed: CompletedTrace) -> None:
-        """Build, sample, redact, limit and submit one complete trace (see ``TracePipeline.emit``)."""
-        self.pipeline.emit(completed)
 
 
 def _after_fork(ref: "weakref.ReferenceType[RagTraceProcessor]") -> None:

@@ -48,7 +48,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from collector import otlp
 from collector.config import CollectorSettings
-from collector.pipeline import TracePipeline
+from collector.pipeline import OtlpIngest
 from collector.sink import ProducerFactory
 from contract.logs import get_logger
 
@@ -105,7 +105,7 @@ class _Reject(Exception):
         self.code, self.reason, self.message, self.retry, self.close = code, reason, message, retry, close
 
 
-class OtlpReceiver:
+class OtlpReceiver(OtlpIngest):
     """OTLP/HTTP receiver feeding the shared trace pipeline. ``start()``, then ``shutdown()``."""
 
     def __init__(
@@ -119,14 +119,9 @@ class OtlpReceiver:
         clock: Callable[[], float] = time.monotonic,
         redact: Callable[[str], str] | None = None,
     ) -> None:
+        super().__init__(collector_settings, sink=sink, registry=registry, producer_factory=producer_factory,
+                         clock=clock, redact=redact)
         self.settings = settings or ReceiverSettings()
-        self.collector_settings = collector_settings or CollectorSettings()
-        self.pipeline = TracePipeline.to_kafka(
-            self.collector_settings, sink=sink, registry=registry, producer_factory=producer_factory, clock=clock, redact=redact
-        )
-        self.metrics = self.pipeline.metrics
-        self.otlp_metrics = otlp.get_otlp_metrics(registry)
-        self.sink: Any = self.pipeline.sink
         self._server: _Server | None = None
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()

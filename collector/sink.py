@@ -106,7 +106,6 @@ class KafkaSink:
         self.topic = self.settings.topic
         self._factory = producer_factory or kafka_producer_factory
         self.metrics = metrics or get_metrics()
-        self._started = False
         self._init_state()
         if start:
             self.start()

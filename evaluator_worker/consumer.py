@@ -272,7 +272,7 @@ class _Rebalance(AsyncConsumerRebalanceListener):
         await self.worker._revoke(list(lost), lost=True)
 
     async def on_partitions_assigned(self, assigned):
-        log.info("partitions assigned", partitions=sorted(tp.partition for tp in assigned))
+        log.info("worker_partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
         await self.worker._assigned([tp.partition for tp in assigned])
 
 
@@ -379,9 +379,9 @@ class Worker:
                     self.settings, partitions, self.settings.dedupe_seed_records, source_partitions=len(source or ()) or None
                 )
             self.dedupe.update(keys)
-            log.info("dedupe window seeded from results topic", ids=len(keys))
+            log.info("worker_dedupe_seeded", ids=len(keys))
         except Exception as exc:  # never block the assignment on this
-            log.warning("could not seed dedupe window", error=str(exc)[:300])
+            log.warning("worker_dedupe_seed_failed", error=str(exc)[:300])
 
     def run(self, *, max_records: int | None = None, idle_timeout_s: float | None = None) -> int:
         """Consume until ``stop()`` (or ``max_records`` processed, or idle for ``idle_timeout_s``).
@@ -450,7 +450,7 @@ class Worker:
             self._pump(commit=False)
             self._commit()
         except Exception as exc:
-            log.warning("final commit failed", error=str(exc)[:300])
+            log.warning("worker_final_commit_failed", error=str(exc)[:300])
         with self._lock:
             for jobs in list(self._jobs.values()):
                 for job in list(jobs):
@@ -470,7 +470,7 @@ class Worker:
             except TypeError:  # test doubles without the keyword
                 self._consumer.close()
             except Exception as exc:
-                log.warning("consumer close failed", error=str(exc)[:300])
+                log.warning("worker_consumer_close_failed", error=str(exc)[:300])
             self._consumer = None
         if self._producer is not None:
             try:
@@ -510,7 +510,7 @@ class Worker:
                     self._consumer.resume(*paused)
             self._paused = full
         except Exception as exc:  # a consumer mid-rebalance: try again next round
-            log.debug("pause/resume failed", error=str(exc)[:200])
+            log.debug("worker_pause_resume_failed", error=str(exc)[:200])
 
     def _drain(self, timeout_s: float) -> None:
         """On stop: run the loop's steps until every job is done or time is up.
@@ -536,7 +536,7 @@ class Worker:
                         self._consumer.pause(*assigned)
                 self._consumer.poll(timeout_ms=20, max_records=1)
             except Exception as exc:
-                log.debug("poll while draining failed", error=str(exc)[:200])
+                log.debug("worker_drain_poll_failed", error=str(exc)[:200])
                 time.sleep(0.02)
 
     # -- records in ------------------------------------------------------------------
@@ -607,12 +607,12 @@ class Worker:
                 # misconfiguration (no key, bad key, no model): stop without committing past this record,
                 # don't dead-letter the backlog
                 if self._fatal is None:
-                    log.error("judge cannot work with these settings; stopping", error=str(exc)[:300])
+                    log.error("judge_fatal_stopping", error=str(exc)[:300])
                     self._fatal = exc
                 self._abandon(job)
                 return
             # a judge bug must not kill the worker or lose the record
-            log.error("evaluation crashed; record dead-lettered", trace_id=job.trace.trace_id if job.trace else None,
+            log.error("worker_evaluation_crashed", trace_id=job.trace.trace_id if job.trace else None,
                       error=repr(exc)[:300])
             self._dead_letter(job, "evaluation_error", repr(exc))
             return
@@ -622,7 +622,7 @@ class Worker:
             return
         key, value, headers, dropped = encode_result(job.result, self._budget)
         if dropped:
-            log.warning("result shrunk to fit the request limit", trace_id=job.result.trace_id[:64], dropped=dropped,
+            log.warning("worker_result_shrunk", trace_id=job.result.trace_id[:64], dropped=dropped,
                         limit=self.flow.producer_max_request_bytes)
             self.metrics.results_shrunk.inc()
         job.topic, job.key, job.value, job.headers = self.settings.results_topic, key, value, headers
@@ -631,12 +631,12 @@ class Worker:
     def _duplicate(self, job: _Job) -> None:
         job.kind = "duplicate"
         self.metrics.records.labels("duplicate").inc()
-        log.info("duplicate record skipped", trace_id=job.trace.trace_id if job.trace else None)
+        log.info("worker_duplicate_skipped", trace_id=job.trace.trace_id if job.trace else None)
         self._done(job)
 
     def _dead_letter(self, job: _Job, reason: str, error: str) -> None:
         msg = job.msg
-        log.warning("record dead-lettered", reason=reason, topic=msg.topic, partition=msg.partition, offset=msg.offset,
+        log.warning("worker_record_dead_lettered", reason=reason, topic=msg.topic, partition=msg.partition, offset=msg.offset,
                     error=error[:MAX_DLQ_ERROR_CHARS])
         key, key_headers = fit_key(msg.key)
         headers = [
@@ -710,7 +710,7 @@ class Worker:
                 f"the broker keeps refusing writes to {job.topic!r} ({name}: {str(exc)[:200]}) after {job.attempts} "
                 f"attempts; stopping without committing past {where} (fix the topic's ACLs/replicas, then restart)"
             )
-            log.error("result write failed for good; stopping", topic=job.topic, source=where, error=repr(exc)[:300],
+            log.error("worker_result_write_failed_stopping", topic=job.topic, source=where, error=repr(exc)[:300],
                       attempts=job.attempts)
             return
         delay = min(WRITE_BACKOFF_MAX_S, WRITE_BACKOFF_BASE_S * 2 ** (job.attempts - 1))
@@ -718,7 +718,7 @@ class Worker:
         self._retries.append(job)
         self._write_failures_unlogged += 1
         if now - self._write_warned_at >= WRITE_WARN_EVERY_S:  # one line per interval, not one per record
-            log.warning("result writes failing; retrying", topic=job.topic, source=where, error=repr(exc)[:200],
+            log.warning("worker_result_write_retrying", topic=job.topic, source=where, error=repr(exc)[:200],
                         attempt=job.attempts, retry_in_s=delay, retriable=retriable,
                         failures_since_last_warning=self._write_failures_unlogged)
             self._write_warned_at = now
@@ -756,7 +756,7 @@ class Worker:
                 try:
                     self.on_result(result)
                 except Exception as exc:
-                    log.warning("on_result callback failed", error=str(exc)[:200])
+                    log.warning("worker_on_result_failed", error=str(exc)[:200])
         elif job.kind == "dead_letter":
             self.metrics.records.labels("dead_lettered").inc()
         if job.abandoned:
@@ -826,7 +826,7 @@ class Worker:
         return True
 
     def _commit_failed(self, exc: BaseException) -> None:
-        log.warning("commit failed; will retry", error=repr(exc)[:300])
+        log.warning("worker_commit_failed", error=repr(exc)[:300])
         self.metrics.commit_failures.inc()
 
     async def _revoke(self, revoked: list[TopicPartition], *, lost: bool) -> None:
@@ -868,7 +868,7 @@ class Worker:
         took = self._clock() - started
         if busy:
             self.metrics.rebalance_drain.observe(took)
-        log.info("partitions lost" if lost else "partitions revoked", partitions=sorted(tp.partition for tp in parts),
+        log.info("worker_partitions_lost" if lost else "worker_partitions_revoked", partitions=sorted(tp.partition for tp in parts),
                  in_flight=busy, abandoned=left, drain_s=round(took, 3))
 
     async def _assigned(self, partitions: list[int]) -> None:
@@ -908,7 +908,7 @@ class Worker:
                 lag += self._ledger.unfinished()
             self.metrics.consumer_lag.labels(self.settings.topic).set(lag)
         except Exception as exc:
-            log.debug("lag update failed", error=str(exc)[:200])
+            log.debug("worker_lag_update_failed", error=str(exc)[:200])
 
     # -- one record, synchronously (tests, tools) ------------------------------------------
     def handle_now(self, msg: Any) -> None:

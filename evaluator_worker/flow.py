@@ -183,7 +183,7 @@ class AdaptiveLimiter:
                 if now - self._last_decrease >= self.decrease_cooldown_s:
                     self._limit = max(float(self.min_limit), self._limit * self.decrease_factor)
                     self._last_decrease = now
-                    log.warning("judge throttled: concurrency limit lowered", limit=int(self._limit),
+                    log.warning("judge_throttled_limit_lowered", limit=int(self._limit),
                                 retry_after_s=retry_after)
                 if retry_after:
                     self._not_before = max(self._not_before, now + retry_after)
@@ -264,10 +264,10 @@ class JudgeCaller:
                 delay = self.retry.delay(attempt, exc.retry_after)
                 out_of_attempts = self.retry.max_attempts is not None and attempt + 1 >= self.retry.max_attempts
                 if out_of_attempts or self._clock() - first + delay > self.retry.deadline_s:
-                    log.warning("judge retry deadline reached; claims marked ERROR", judge=self.judge_name,
+                    log.warning("judge_retry_deadline_reached", judge=self.judge_name,
                                 operation=operation, reason=exc.reason, attempts=attempt + 1)
                     raise
-                log.info("judge call failed, retrying", judge=self.judge_name, operation=operation,
+                log.info("judge_call_retrying", judge=self.judge_name, operation=operation,
                          reason=exc.reason, status=exc.status_code, attempt=attempt + 1, delay_s=round(delay, 2))
                 attempt += 1
                 self._wait(delay, cancelled)

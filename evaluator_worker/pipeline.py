@@ -138,7 +138,7 @@ class Evaluator:
         except JudgeError as exc:
             if exc.fatal:
                 raise
-            log.warning("judge failed; claims marked ERROR", judge=self.judge.name, reason=exc.reason,
+            log.warning("judge_failed_claims_error", judge=self.judge.name, reason=exc.reason,
                         status=exc.status_code, error=str(exc)[:300])
             if not claims:
                 # extraction itself failed: one placeholder claim so the failure is visible, never NaN
@@ -173,6 +173,6 @@ class Evaluator:
             try:
                 result.consistency = self.consistency.check(trace.trace_id, trace.question, trace.answer, claims)
             except Exception as exc:  # never let the side check lose the main result
-                log.warning("consistency check failed", error=str(exc)[:300])
+                log.warning("consistency_check_failed", error=str(exc)[:300])
                 result.consistency = ConsistencyResult(status="not_detected", confidence=0.0, error=str(exc)[:200])
         return result

@@ -136,7 +136,7 @@ class EvaluationExporter:
             self._export(result, trace)
         except Exception as exc:  # tracing must never break the worker
             self.skipped += 1
-            log.warning("evaluation export failed", error=type(exc).__name__, detail=str(exc)[:200])
+            log.warning("evaluation_export_failed", error=type(exc).__name__, detail=str(exc)[:200])
 
     def _export(self, result: AnswerResult, trace: RagTrace) -> None:
         from opentelemetry import trace as otel
@@ -149,7 +149,7 @@ class EvaluationExporter:
             trace_id = root_id = 0
         if not trace_id or not root_id or trace_id >> 128 or root_id >> 64:
             self.skipped += 1
-            log.info("evaluation export skipped: record has no valid trace/root span id", trace_id=trace.trace_id)
+            log.info("evaluation_export_skipped_no_span_id", trace_id=trace.trace_id)
             return
         root = SpanContext(trace_id, root_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
         parent = otel.set_span_in_context(otel.NonRecordingSpan(root))

@@ -127,7 +127,7 @@ class CascadeJudge(JudgeBase):
         except JudgeError as exc:
             if exc.throttled or exc.fatal:
                 raise
-            log.warning("cascade second judge failed; keeping first verdicts", reason=exc.reason)
+            log.warning("cascade_second_judge_failed", reason=exc.reason)
             self._observer.judge_error(self.second.name, exc.reason)
             self._count("first_fallback", len(uncertain))
             self._count("first", len(claims) - len(uncertain))

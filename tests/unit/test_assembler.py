@@ -96,11 +96,3 @@ def test_too_many_spans_dropped_but_root_still_completes():
     assert drops["too_many_spans"] == 2
     (done,) = asm.pop_complete()
     assert len(done.facts) == 3
-
-
-def test_next_deadline_tracks_oldest_pending_trace():
-    """next_deadline is the root end time plus the late-span wait (None when nothing is pending)."""
-    asm, clock, _ = make(late_span_wait_s=0.5)
-    assert asm.next_deadline() is None
-    asm.add(1, facts(1, None))
-    assert asm.next_deadline() == clock.now + 0.5
