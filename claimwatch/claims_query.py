@@ -5,7 +5,15 @@ at most ``--max-records`` records, up to the end offsets at start), keeps the cl
 whose verdict is asked for (CONTRADICTED and UNSUPPORTED by default) in the answers
 whose slices match the filters, and prints them worst first: CONTRADICTED before
 UNSUPPORTED, then by the judge's confidence. Each line names the answer's trace id,
-so it leads to the trace in your trace backend and to the exemplars in Grafana.
+so it leads to the trace in your trace backend and to the exemplars in Grafana; with
+``--trace-url-template`` (or ``CLAIMWATCH_TRACE_URL_TEMPLATE``) each claim also gets the
+trace's URL. Examples (``{trace_id}`` and ``{span_id}`` are substituted):
+
+- Jaeger UI:  ``http://jaeger:16686/trace/{trace_id}``
+- Grafana Tempo (Explore):  ``http://grafana:3000/explore?left={"queries":[{"datasource":"tempo","query":"{trace_id}"}]}``
+- Arize Phoenix:  ``http://phoenix:6006/projects/<project id>/traces/{trace_id}``
+- Langfuse:  ``https://cloud.langfuse.com/project/<project id>/traces/{trace_id}``
+
 ``--json`` prints one object per claim; ``--follow`` keeps reading new results.
 """
 
@@ -13,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -53,10 +62,14 @@ class FlaggedClaim:
         order = FLAGGED.index(verdict) if verdict in FLAGGED else len(FLAGGED)
         return order, -float(self.claim.get("confidence") or 0.0)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"trace_id": self.trace_id, "slices": self.slices, "timestamp_ms": self.timestamp_ms, **self.claim}
+    def to_json(self, trace_url_template: str | None = None) -> dict[str, Any]:
+        out = {"trace_id": self.trace_id, "slices": self.slices, "timestamp_ms": self.timestamp_ms, **self.claim}
+        url = trace_url(trace_url_template, self.trace_id)
+        if url:
+            out["trace_url"] = url
+        return out
 
-    def to_text(self) -> str:
+    def to_text(self, trace_url_template: str | None = None) -> str:
         c = self.claim
         where = "/".join(self.slices.get(k, "?") for k in ("release", "route"))
         lines = [f"[{c.get('verdict')} {float(c.get('confidence') or 0):.2f}] [{where}] {c.get('text') or '(claim text not kept)'}"]
@@ -65,8 +78,16 @@ class FlaggedClaim:
             lines.append(f"    evidence ({chunk}): {c['evidence']!r}")
         if c.get("reason"):
             lines.append(f"    why: {c['reason']}")
-        lines.append(f"    trace {self.trace_id}")
+        url = trace_url(trace_url_template, self.trace_id)
+        lines.append(f"    trace {self.trace_id}" + (f"  {url}" if url else ""))
         return "\n".join(lines)
+
+
+def trace_url(template: str | None, trace_id: str, span_id: str | None = None) -> str | None:
+    """``template`` with ``{trace_id}`` (and ``{span_id}``) filled in; None without a template."""
+    if not template:
+        return None
+    return template.replace("{trace_id}", trace_id).replace("{span_id}", span_id or "")
 
 
 def matches(result: dict[str, Any], filters: dict[str, str | None]) -> bool:
@@ -148,7 +169,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
             found = flagged_claims(result, verdicts, ts)
             if args.follow:  # streaming: print as they come
                 for f in found:
-                    print(json.dumps(f.to_json(), ensure_ascii=False) if args.json else f.to_text(), flush=True)
+                    print(_line(f, args), flush=True)
             else:
                 out.extend(found)
     except KeyboardInterrupt:
@@ -160,10 +181,15 @@ def cmd_claims(args: argparse.Namespace) -> int:
     out.sort(key=lambda f: f.rank)
     shown = out[: args.limit] if args.limit else out
     for f in shown:
-        print(json.dumps(f.to_json(), ensure_ascii=False) if args.json else f.to_text())
+        print(_line(f, args))
     if not args.json:
         print(f"{len(shown)} of {len(out)} flagged claims ({', '.join(verdicts)})", file=sys.stderr)
     return 0
+
+
+def _line(f: FlaggedClaim, args: argparse.Namespace) -> str:
+    t = args.trace_url_template
+    return json.dumps(f.to_json(t), ensure_ascii=False) if args.json else f.to_text(t)
 
 
 def add_cli(sub: Any) -> None:
@@ -181,4 +207,6 @@ def add_cli(sub: Any) -> None:
     c.add_argument("--max-records", type=int, default=200_000, help="results read at most")
     c.add_argument("--json", action="store_true", help="one JSON object per claim")
     c.add_argument("--follow", action="store_true", help="keep reading new results (Ctrl-C to stop)")
+    c.add_argument("--trace-url-template", default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE"),
+                   help="print each claim's trace URL, e.g. http://jaeger:16686/trace/{trace_id}")
     c.set_defaults(func=cmd_claims)

