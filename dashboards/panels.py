@@ -55,8 +55,10 @@ def _field_config(unit: str, *, stacked: bool = False, thresholds: list[tuple[fl
 
 
 def timeseries(title: str, tgts: list[dict[str, Any]], *, unit: str = "short", stacked: bool = False,
-               description: str = "", minimum: float | None = None, maximum: float | None = None) -> dict[str, Any]:
-    return {
+               description: str = "", minimum: float | None = None, maximum: float | None = None,
+               links: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A time-series panel; ``links``: data links on its points (``{"title", "url"}``, Grafana variables allowed)."""
+    panel: dict[str, Any] = {
         "type": "timeseries",
         "title": title,
         "description": description,
@@ -68,6 +70,14 @@ def timeseries(title: str, tgts: list[dict[str, Any]], *, unit: str = "short", s
             "tooltip": {"mode": "multi", "sort": "desc"},
         },
     }
+    if links:
+        panel["fieldConfig"]["defaults"]["links"] = links
+    return panel
+
+
+def text(title: str, markdown: str) -> dict[str, Any]:
+    """A markdown text panel (dashboard variables such as ``$release`` are interpolated by Grafana)."""
+    return {"type": "text", "title": title, "options": {"mode": "markdown", "content": markdown}}
 
 
 def stat(title: str, expr: str, *, unit: str = "short", thresholds: list[tuple[float | None, str]] | None = None,

@@ -25,7 +25,8 @@ def _load(name: str) -> dict:
 
 
 def _panels(dash: dict) -> list[dict]:
-    return [p for p in dash["panels"] if p["type"] != "row"]
+    """Panels that query Prometheus (rows and markdown text panels have no targets)."""
+    return [p for p in dash["panels"] if p["type"] not in ("row", "text")]
 
 
 def _recorded_names() -> set[str]:
@@ -165,3 +166,25 @@ def test_stale_files_detects_edits_and_missing_files(tmp_path):
     same.write_text("x\n")
     files = {edited: render_all()[GRAFANA_DIR / "claimwatch-overview.json"], same: "x\n", tmp_path / "missing.yml": "y"}
     assert stale_files(files) == [edited, tmp_path / "missing.yml"]
+
+
+def test_exemplar_panel_links_to_the_claims_howto_and_the_trace_template_is_configurable():
+    """The exemplar panel has exemplars on and a data link to a panel that shows the claims command for the selection."""
+    from dashboards.generate import datasources, grafana_trace_url
+
+    dash = _load("claimwatch-overview.json")
+    panels = {p["id"]: p for p in dash["panels"]}
+    (ex,) = [p for p in panels.values() if any(t.get("exemplar") for t in p.get("targets", []))]
+    (link,) = ex["fieldConfig"]["defaults"]["links"]
+    assert link["url"].startswith("/d/${__dashboard.uid}?viewPanel=")
+    assert "${__url_time_range}" in link["url"] and "${__all_variables}" in link["url"]
+    target = panels[int(link["url"].split("viewPanel=")[1].split("&")[0])]
+    assert target["type"] == "text"
+    assert 'claimwatch claims --release "$release"' in target["options"]["content"]
+    assert grafana_trace_url("http://phoenix:6006/projects/p1/traces/{trace_id}") == (
+        "http://phoenix:6006/projects/p1/traces/$${__value.raw}")
+    assert "https://cloud.langfuse.com/project/x/traces/$${__value.raw}" in datasources(
+        "https://cloud.langfuse.com/project/x/traces/{trace_id}")
+    with pytest.raises(ValueError):
+        grafana_trace_url("http://jaeger:16686/search")
+

@@ -272,6 +272,24 @@ def test_compose_workers_and_anthropic_profile():
         assert ":" in image and not image.endswith(":latest"), f"{name} image not pinned: {image}"
 
 
+def test_compose_trace_backend_receives_the_evaluations_and_grafana_links_to_it():
+    """Workers export evaluations over OTLP to the compose Jaeger; Grafana's exemplar link opens that Jaeger's traces."""
+    services = _compose()["services"]
+    jaeger = services["jaeger"]
+    assert ":" in jaeger["image"] and not jaeger["image"].endswith(":latest")
+    assert str(jaeger["environment"]["COLLECTOR_OTLP_ENABLED"]).lower() == "true"
+    published = {str(p).split(":")[-1] for p in jaeger["ports"]}
+    assert {"16686", "4318"} <= published
+    for name in ("evaluator-worker", "evaluator-worker-anthropic"):
+        svc = services[name]
+        assert _env(svc)["CLAIMWATCH_TRACE_EXPORT_ENDPOINT"] == "http://jaeger:4318/v1/traces"
+        assert "jaeger" in svc["depends_on"]
+    ds = yaml.safe_load((ROOT / "deploy" / "grafana" / "provisioning" / "datasources" / "prometheus.yml").read_text())
+    (dest,) = ds["datasources"][0]["jsonData"]["exemplarTraceIdDestinations"]
+    assert dest["name"] == "trace_id"
+    assert dest["url"] == "http://localhost:16686/trace/$${__value.raw}"  # the Jaeger UI published above
+
+
 def test_compose_file_validates_with_docker_compose_when_available():
     """`docker compose config` accepts the file (skipped when no compose binary is installed)."""
     binary = os.environ.get("COMPOSE_BIN") or shutil.which("docker-compose")
@@ -547,7 +565,11 @@ def test_k8s_deployment_is_hardened_and_shuts_down_gracefully():
 
 def test_k8s_configmap_keys_are_real_settings():
     """Every CLAIMWATCH_* key in the ConfigMap is a setting the worker reads (no typos silently ignored)."""
-    known = {d.env for d in ref.iter_settings(WorkerSettings)}
+    from evaluator_worker.trace_export import TraceExportSettings
+
+    known = {d.env for d in ref.iter_settings(WorkerSettings)} | {
+        d.env for d in ref.iter_settings(TraceExportSettings, ref.env_prefix(TraceExportSettings))
+    }
     cm = _one("ConfigMap")
     for key in cm["data"]:
         assert key in known, f"{key} is not a WorkerSettings variable"
