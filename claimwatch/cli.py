@@ -296,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--workers", type=int, default=1)
     d.add_argument("--seed", type=int, default=7)
     d.add_argument("--gate-min-claims", type=int, default=100, help="judged claims per release the gate needs")
+    d.add_argument("--report", default="claimwatch-demo-report.html",
+                   help="write the HTML release report here ('' to skip)")
     d.set_defaults(func=cmd_demo)
     return p
 

@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from claimwatch.claims_query import FLAGGED, FlaggedClaim, flagged_claims, trace_url
-from claimwatch.gate import Counts, GateDecision, decide, wilson_interval
+from claimwatch.gate import (
+    DEFAULT_ALPHA,
+    DEFAULT_MAX_INCREASE,
+    DEFAULT_MIN_CLAIMS,
+    Counts,
+    GateDecision,
+    decide,
+    wilson_interval,
+)
 from contract.errors import ConfigError
 
 #: the two rates the gate compares, in display order
@@ -295,7 +303,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             max_records=args.max_records)]
     finally:
         consumer.close()
-    report = build_report(results, args.baseline, args.candidate, label=args.label, slice_label=args.slice)
+    report = build_report(results, args.baseline, args.candidate, label=args.label, slice_label=args.slice,
+                          gate_options={"min_claims": args.min_claims, "alpha": args.alpha,
+                                        "max_increase": args.max_increase})
     Path(args.out).write_text(render_html(report, trace_url_template=args.trace_url_template), encoding="utf-8")
     print(f"claimwatch report: {report.decision.action.upper()} -> {args.out}")
     return report.decision.exit_code
@@ -314,6 +324,10 @@ def add_cli(sub: Any) -> None:
     p.add_argument("--bootstrap", help="Kafka bootstrap servers (default: CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
     p.add_argument("--topic", help="results topic (default: CLAIMWATCH_RESULTS_TOPIC)")
     p.add_argument("--max-records", type=int, default=200_000, help="read at most this many results")
+    p.add_argument("--min-claims", type=int, default=DEFAULT_MIN_CLAIMS, help="judged claims per release the gate needs")
+    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="one-sided significance level of the gate")
+    p.add_argument("--max-increase", type=float, default=DEFAULT_MAX_INCREASE,
+                   help="tolerated rate increase (0.02 = 2 points)")
     p.add_argument("--trace-url-template", default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE"),
                    help="link each claim to its trace, e.g. http://jaeger:16686/trace/{trace_id}")
     p.set_defaults(func=cmd_report)

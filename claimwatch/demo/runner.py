@@ -20,17 +20,20 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from prometheus_client import CollectorRegistry, start_http_server
 
+from claimwatch.claims_query import FlaggedClaim, flagged_claims, matches, read_results
 from claimwatch.demo.app import DemoRagApp, Sent, make_provider
 from claimwatch.demo.corpus import ABSTAIN_QUESTION
 from claimwatch.embedded import EmbeddedBroker, EmbeddedPrometheus, free_port
 from claimwatch.gate import Counts, decide
 from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
+from contract.errors import ConfigError
 from contract.logs import configure_logging
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.consumer import Worker
@@ -111,12 +114,11 @@ def _serve_release(release: str, bootstrap: str, topic: str, n: int, fault_rate:
 
 
 def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, Any]:
-    """Per-release/per-route counts, worst contradictions, recall and false positives."""
+    """Per-release/per-route counts, recall and false positives (the worst claims come from the results topic)."""
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     totals: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
     caught: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # kind -> [caught, injected]
     clean_flagged = clean_total = 0
-    worst: list[dict[str, Any]] = []
     for s in sent:
         r = results.get(s.trace_id)
         if r is None:
@@ -141,17 +143,6 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
         elif r.outcome != "abstained":
             clean_total += 1
             clean_flagged += int(flagged)
-        for c in r.claims:
-            if c.verdict.value == "CONTRADICTED":
-                worst.append({"release": s.release, "route": s.route, "claim": c.text, "evidence": c.evidence,
-                              "reason": c.reason, "confidence": c.confidence, "injected": s.fault})
-    worst.sort(key=lambda w: (-w["confidence"], w["claim"]))
-    unique, seen_claims = [], set()
-    for w in worst:
-        if w["claim"] not in seen_claims:
-            seen_claims.add(w["claim"])
-            unique.append(w)
-    worst = unique
     injected = sum(v[1] for v in caught.values())
     for rel in totals.values():
         judged = rel["SUPPORTED"] + rel["UNSUPPORTED"] + rel["CONTRADICTED"]
@@ -159,7 +150,7 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
     return {
         "releases": {rel: {"totals": dict(totals[rel]), "routes": {k: dict(v) for k, v in routes.items()}}
                      for rel, routes in table.items()},
-        "worst_contradicted": worst[:8],
+        "worst_contradicted": [],
         "accuracy": {
             "injected_failures": injected,
             "caught": sum(v[0] for v in caught.values()),
@@ -194,10 +185,9 @@ def render(summary: dict[str, Any]) -> str:
         out.append(f"  {rel:12} {'ALL':10} {t.get('answers', 0):7} {t.get('SUPPORTED', 0):5} {t.get('UNSUPPORTED', 0):5} "
                    f"{t.get('CONTRADICTED', 0):5} {t.get('ERROR', 0):4} {f:>8} {t.get('flagged_answers', 0):7}")
     out.append("")
-    out.append("Worst contradicted claims")
+    out.append(f"Worst contradicted claims (claimwatch claims --release {CANDIDATE} --verdict CONTRADICTED)")
     for w in summary["worst_contradicted"][:5]:
-        out.append(f"  [{w['release']}/{w['route']}] {w['claim']}")
-        out.append(f"      evidence: {w['evidence']!r}  ({w['reason']})")
+        out.extend("  " + line for line in w["text"].splitlines())
     if not summary["worst_contradicted"]:
         out.append("  none")
     a = summary["accuracy"]
@@ -215,7 +205,59 @@ def render(summary: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def run_demo(args: argparse.Namespace) -> int:
+@dataclass
+class DemoEnv:
+    """What is still running when the demo has judged everything (for ``on_finished`` checks)."""
+
+    bootstrap: str
+    results_topic: str
+    prometheus_url: str | None
+    summary: dict[str, Any]
+    sent: list[Sent]
+
+
+def read_topic_results(bootstrap: str, topic: str, max_records: int) -> list[dict[str, Any]]:
+    """Every result record on the results topic: what ``claimwatch claims`` and ``claimwatch report`` read."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
+    try:
+        return [value for value, _ in read_results(consumer, topic, since_s=None, from_offset=None,
+                                                   max_records=max_records)]
+    finally:
+        consumer.close()
+
+
+def worst_from_topic(results: list[dict[str, Any]], release: str, n: int = 5) -> list[FlaggedClaim]:
+    """The candidate's worst CONTRADICTED claims, as ``claimwatch claims --release R --verdict CONTRADICTED`` ranks them."""
+    flagged = [f for r in results if matches(r, {"release": release})
+               for f in flagged_claims(r, ["CONTRADICTED"], int(float(r.get("evaluated_at") or 0) * 1000))]
+    flagged.sort(key=lambda f: f.rank)
+    out: list[FlaggedClaim] = []
+    seen: set[str] = set()
+    for f in flagged:
+        text = str(f.claim.get("text"))
+        if text not in seen:
+            seen.add(text)
+            out.append(f)
+    return out[:n]
+
+
+def write_report(results: list[dict[str, Any]], path: str, min_claims: int) -> str | None:
+    """The HTML release report of the demo's two releases; None (and a note) when vl-convert is missing."""
+    from claimwatch.report import build_report, render_html
+
+    try:
+        page = render_html(build_report(results, BASELINE, CANDIDATE, gate_options={"min_claims": min_claims}))
+    except ConfigError as exc:
+        print(f"claimwatch demo: no HTML report ({exc})", file=sys.stderr)
+        return None
+    Path(path).write_text(page, encoding="utf-8")
+    return path
+
+
+def run_demo(args: argparse.Namespace, on_finished: Callable[[DemoEnv], None] | None = None) -> int:
+    """The demo; ``on_finished`` runs while broker and Prometheus are still up (tests cross-check them)."""
     configure_logging("WARNING")
     tty = sys.stderr.isatty()
     started = time.monotonic()
@@ -280,12 +322,26 @@ def run_demo(args: argparse.Namespace) -> int:
         summary["answers_sent"] = len(sent)
         summary["answers_judged"] = len(collected)
         summary["prometheus"] = prom.url if prom else None
+        results_topic = settings.results_topic or "claimwatch.results"
+        topic_results = read_topic_results(broker.bootstrap, results_topic, max_records=4 * len(sent) + 100)
+        summary["results_read"] = len(topic_results)
+        summary["worst_contradicted"] = [
+            {**f.to_json(), "injected": next((x.fault for x in sent if x.trace_id == f.trace_id), None),
+             "text": f.to_text()}
+            for f in worst_from_topic(topic_results, CANDIDATE, 8)
+        ]
+        report = getattr(args, "report", None)
+        summary["report"] = write_report(topic_results, report, args.gate_min_claims) if report else None
         summary["elapsed_s"] = round(time.monotonic() - started, 1)
         print(render(summary))
+        if summary["report"]:
+            print(f"\nRelease report (HTML, offline): {summary['report']}")
         print(f"\n{len(collected)}/{len(sent)} answers judged in {summary['elapsed_s']} s", file=sys.stderr)
         if args.summary_json:
             Path(args.summary_json).write_text(json.dumps(summary, indent=2, ensure_ascii=False))
         complete = len(collected) == len(sent)
+        if on_finished is not None:
+            on_finished(DemoEnv(broker.bootstrap, results_topic, prom.url if prom else None, summary, sent))
     return 0 if complete else 1
 
 
