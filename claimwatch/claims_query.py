@@ -149,17 +149,22 @@ def read_results(
                     yield value, ts
 
 
-def cmd_claims(args: argparse.Namespace) -> int:
+def open_results(bootstrap: str | None = None, topic: str | None = None) -> tuple[KafkaConsumer, str]:
+    """A group-less consumer for the results topic (``CLAIMWATCH_*`` settings unless given) and the topic."""
     settings = WorkerSettings()
-    if args.bootstrap:
-        settings.kafka.bootstrap_servers = args.bootstrap
-    topic = args.topic or settings.results_topic
+    if bootstrap:
+        settings.kafka.bootstrap_servers = bootstrap
+    topic = topic or settings.results_topic
     if not topic:
         raise ConfigError("no results topic: pass --topic or set CLAIMWATCH_RESULTS_TOPIC")
+    return KafkaConsumer(enable_auto_commit=False, group_id=None, **settings.kafka.client_kwargs()), topic
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
     verdicts = [v.upper() for v in (args.verdict or FLAGGED)]
     filters = {"release": args.release, "route": args.route, "model": args.model, "environment": args.environment}
     since_s = None if args.from_offset is not None else parse_since(args.since)
-    consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, **settings.kafka.client_kwargs())
+    consumer, topic = open_results(args.bootstrap, args.topic)
     out: list[FlaggedClaim] = []
     try:
         for result, ts in read_results(consumer, topic, since_s=since_s, from_offset=args.from_offset,

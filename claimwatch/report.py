@@ -285,21 +285,13 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from kafka import KafkaConsumer
+    from claimwatch.claims_query import open_results, parse_since, read_results
 
-    from claimwatch.claims_query import parse_since, read_results
-    from evaluator_worker.config import WorkerSettings
-
-    settings = WorkerSettings()
-    if args.bootstrap:
-        settings.kafka.bootstrap_servers = args.bootstrap
-    topic = args.topic or settings.results_topic
-    if not topic:
-        raise ConfigError("no results topic: set CLAIMWATCH_RESULTS_TOPIC or pass --topic")
-    consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, **settings.kafka.client_kwargs())
+    since_s = parse_since(args.since) if args.since else None
+    consumer, topic = open_results(args.bootstrap, args.topic)
     try:
         results = [value for value, _ in read_results(
-            consumer, topic, since_s=parse_since(args.since) if args.since else None, from_offset=None,
+            consumer, topic, since_s=since_s, from_offset=None,
             max_records=args.max_records)]
     finally:
         consumer.close()

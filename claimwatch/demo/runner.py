@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from prometheus_client import CollectorRegistry, start_http_server
 
-from claimwatch.claims_query import FlaggedClaim, flagged_claims, matches, read_results
+from claimwatch.claims_query import FlaggedClaim, flagged_claims, matches, open_results, read_results
 from claimwatch.demo.app import DemoRagApp, Sent, make_provider
 from claimwatch.demo.corpus import ABSTAIN_QUESTION
 from claimwatch.embedded import EmbeddedBroker, EmbeddedPrometheus, free_port
@@ -218,9 +218,7 @@ class DemoEnv:
 
 def read_topic_results(bootstrap: str, topic: str, max_records: int) -> list[dict[str, Any]]:
     """Every result record on the results topic: what ``claimwatch claims`` and ``claimwatch report`` read."""
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
+    consumer, _ = open_results(bootstrap, topic)
     try:
         return [value for value, _ in read_results(consumer, topic, since_s=None, from_offset=None,
                                                    max_records=max_records)]
