@@ -67,6 +67,7 @@ from evaluator_worker.judges.base import (
     Verification,
     complete_verdicts,
 )
+from evaluator_worker.judges.platforms import for_platform, make_client
 from evaluator_worker.judges.pricing import cost_usd
 from evaluator_worker.judges.settings import AnthropicSettings
 
@@ -260,15 +261,11 @@ class AnthropicJudge(JudgeBase):
     #: calls wait seconds on the network: the worker judges many answers at once
     io_bound = True
 
-    def __init__(self, settings: AnthropicSettings | None = None, client: anthropic.Anthropic | None = None) -> None:
-        self.settings = settings or AnthropicSettings()
+    def __init__(self, settings: AnthropicSettings | None = None, client: Any = None) -> None:
+        #: model ids in the platform's naming (first-party, Bedrock or Vertex; see ``platforms``)
+        self.settings = for_platform(settings or AnthropicSettings())
         if client is None:
-            client = anthropic.Anthropic(
-                api_key=self.settings.api_key.get_secret_value() if self.settings.api_key else None,
-                base_url=self.settings.base_url,
-                timeout=self.settings.timeout_s,
-                max_retries=self.settings.max_retries,
-            )
+            client = make_client(self.settings)
         self._counter = _AttemptCounter()
         if hasattr(client, "with_middleware"):  # SDKs with middleware: count retries per call
             try:

@@ -36,12 +36,30 @@ _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
+#: Bedrock cross-region inference profile prefixes (us.anthropic..., eu.anthropic..., global.anthropic...)
+_REGION_PREFIXES = ("us.", "eu.", "apac.", "global.", "jp.", "au.")
+
+
+def _family(model: str) -> str:
+    """A platform model id reduced to the first-party name it starts with (prefixes and provider removed)."""
+    for prefix in _REGION_PREFIXES:
+        if model.startswith(prefix + "anthropic."):
+            model = model[len(prefix):]
+            break
+    return model.removeprefix("anthropic.")
+
+
 def price_for(model: str, overrides: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, float] | None:
-    """The price entry for ``model`` (longest-prefix match; overrides merged over the built-in entry), or None."""
+    """The price entry for ``model`` (longest-prefix match; overrides merged over the built-in entry), or None.
+
+    Bedrock and Vertex ids find their family too (``us.anthropic.claude-sonnet-4-5-20250929-v1:0``,
+    ``claude-sonnet-4-5@20250929``); an override keyed by the exact platform id wins (per-platform prices).
+    """
     base: dict[str, float] | None = None
+    family = _family(model)
     for table in (PRICES, overrides or {}):
         for prefix in sorted(table, key=len, reverse=True):
-            if model == prefix or model.startswith(prefix + "-") or model.startswith(prefix + "@"):
+            if any(m == prefix or m.startswith(prefix + "-") or m.startswith(prefix + "@") for m in (model, family)):
                 base = {**(base or {}), **table[prefix]}
                 break
     if base is None:

@@ -1,5 +1,6 @@
 """Build a judge by name: ``heuristic`` (default), ``hybrid`` (heuristic + offline sentence
-embeddings), ``anthropic``, ``nli``, ``cascade``,
+embeddings), ``anthropic``, ``nli``, ``cascade``, ``verifier`` (the trained cross-encoder shipped with
+the package), ``offline`` (heuristic number/date verdicts, the verifier for the rest),
 or ``package.module:factory`` for a judge of your own (called with the settings)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from evaluator_worker.errors import ConfigError
 from evaluator_worker.judges.base import Judge
 from evaluator_worker.judges.settings import JudgeSettings
 
-JUDGES = ("heuristic", "hybrid", "anthropic", "nli", "cascade")
+JUDGES = ("heuristic", "hybrid", "anthropic", "nli", "cascade", "verifier", "offline")
 
 
 def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
@@ -29,7 +30,7 @@ def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
         from evaluator_worker.judges.anthropic import AnthropicJudge
 
         a = settings.anthropic
-        if a.api_key is None and not os.environ.get("ANTHROPIC_API_KEY") and not a.base_url:
+        if a.platform == "anthropic" and a.api_key is None and not os.environ.get("ANTHROPIC_API_KEY") and not a.base_url:
             raise ConfigError("the anthropic judge needs a key: set ANTHROPIC_API_KEY or CLAIMWATCH_ANTHROPIC__API_KEY")
         return AnthropicJudge(a)
     if name == "nli":
@@ -45,6 +46,19 @@ def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
 
         c = settings.cascade
         return CascadeJudge(get_judge(c.first, settings), get_judge(c.second, settings), c)
+    if name in ("verifier", "offline"):
+        import os
+
+        from evaluator_worker.judges.verifier import VerifierJudge
+
+        # CLAIMWATCH_VERIFIER_MODEL: another verifier directory (default: the model shipped in the package)
+        verifier = VerifierJudge(os.environ.get("CLAIMWATCH_VERIFIER_MODEL") or None)
+        verifier.load()  # fail at start-up (missing extra, bad directory), not on the first record
+        if name == "verifier":
+            return verifier
+        from evaluator_worker.judges.offline import OfflineJudge
+
+        return OfflineJudge(verifier)
     if ":" in name:
         module, _, attr = name.partition(":")
         try:

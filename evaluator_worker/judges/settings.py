@@ -7,14 +7,34 @@ variables configure a judge wherever it runs (worker, ``score``, ``calibrate``).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class AnthropicSettings(BaseModel):
+    """Claude as the judge (``CLAIMWATCH_ANTHROPIC__*``): first-party API, AWS Bedrock or Google Vertex AI."""
+
+    #: where Claude runs: anthropic (first-party API), bedrock (AWS), vertex (Google Cloud)
+    platform: Literal["anthropic", "bedrock", "vertex"] = "anthropic"
+    #: first-party API key (default: ANTHROPIC_API_KEY); on bedrock, a Bedrock API key (else AWS credentials)
     api_key: SecretStr | None = None
     base_url: str | None = None
-    #: verifier model; pick one from a different family than the generator when you can
+    #: bedrock: AWS region (default: AWS_REGION); vertex: Google Cloud region, e.g. us-east5 (required)
+    region: str | None = None
+    #: vertex: Google Cloud project id (required)
+    project_id: str | None = None
+    #: bedrock: AWS credentials; unset = the usual AWS chain (env, profile, instance role)
+    aws_access_key: SecretStr | None = None
+    aws_secret_key: SecretStr | None = None
+    aws_session_token: SecretStr | None = None
+    aws_profile: str | None = None
+    #: vertex: an OAuth access token; unset = Google application default credentials (pip install 'anthropic[vertex]')
+    access_token: SecretStr | None = None
+    #: verifier model; pick one from a different family than the generator when you can. First-party names
+    #: (claude-sonnet-4-5) are mapped to the platform's id (bedrock anthropic.claude-sonnet-4-5-20250929-v1:0,
+    #: vertex claude-sonnet-4-5@20250929); any other value is passed as given (e.g. a Bedrock inference profile)
     model: str = "claude-sonnet-4-5"
     #: claim extraction model (cheaper is fine)
     extract_model: str = "claude-haiku-4-5"

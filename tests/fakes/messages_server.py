@@ -28,6 +28,12 @@ is the most requests it held at once, so a test can see how many calls a worker
 really had in flight. The listen backlog is large (a worker opens dozens of
 connections at once).
 
+Platforms: the same Messages handling answers AWS Bedrock's ``POST /model/{model}/invoke``
+and Google Vertex AI's ``POST /projects/{p}/locations/{r}/publishers/anthropic/models/{model}:rawPredict``
+(the model comes from the path, ``anthropic_version`` is in the body), so
+``AnthropicBedrock``/``AnthropicVertex`` clients run against it; each ``Recorded`` says which
+``platform`` the request used, and its headers keep the SigV4 / Bearer authorization.
+
 Faults: ``retry-after`` is sent as given; note that the SDK treats
 ``retry-after: 0`` as "no hint" and falls back to its own backoff (0.5 s, 1 s,
 ...), so the default fault hint is a small positive value (0.01 s) to keep
@@ -241,7 +247,26 @@ class Recorded:
     body: dict
     at: float
     status: int = 0
+    #: anthropic (/v1/messages), bedrock (/model/.../invoke) or vertex (...:rawPredict)
+    platform: str = "anthropic"
     response: dict | None = field(default=None, repr=False)
+
+
+_BEDROCK = re.compile(r"^/model/(?P<model>[^/]+)/invoke$")
+_VERTEX = re.compile(r"^/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/(?P<model>[^/:]+):rawPredict$")
+
+
+def _platform_model(path: str) -> tuple[str, str | None] | None:
+    """(platform, model from the path) for a Messages request on any platform, else None."""
+    if path.startswith("/v1/messages"):
+        return "anthropic", None
+    from urllib.parse import unquote
+
+    for platform, pattern in (("bedrock", _BEDROCK), ("vertex", _VERTEX)):
+        m = pattern.match(path)
+        if m:
+            return platform, unquote(m.group("model"))
+    return None
 
 
 # --------------------------------------------------------------------------- latency
@@ -385,8 +410,8 @@ class MessagesServer:
 
     @property
     def requests(self) -> list[dict]:
-        """Bodies of the ``/v1/messages`` requests received so far."""
-        return [r.body for r in self.recorded if r.path.startswith("/v1/messages")]
+        """Bodies of the Messages requests received so far (any platform; the model filled in from the path)."""
+        return [r.body for r in self.recorded if _platform_model(r.path) is not None]
 
     # ------------------------------------------------------------------ handling
 
@@ -396,6 +421,10 @@ class MessagesServer:
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
         rec = Recorded(path=path.split("?")[0], headers={k.lower(): v for k, v in headers.items()}, body=body, at=time.monotonic())
+        routed = _platform_model(rec.path)
+        if routed is not None and routed[1] is not None and isinstance(body, dict):
+            rec.platform = routed[0]
+            body.setdefault("model", routed[1])
         with self._lock:
             self.recorded.append(rec)
             action = self._actions.popleft() if self._actions else None
@@ -410,7 +439,7 @@ class MessagesServer:
                 self.in_flight -= 1
 
     def _answer(self, rec: Recorded, path: str, body: dict, action: Any) -> tuple[int, dict[str, str], dict]:
-        if not rec.path.startswith("/v1/messages"):
+        if _platform_model(rec.path) is None:
             rec.status = 404
             return 404, {}, {"type": "error", "error": {"type": "not_found_error", "message": path}}
         if isinstance(action, Delay):
