@@ -219,26 +219,34 @@ def map_api_error(exc: Exception, *, model: str | None = None) -> JudgeError:
         return JudgeUnavailable(f"judge unreachable: {exc}")
     if not isinstance(exc, anthropic.APIStatusError):
         return JudgeUnavailable(f"judge call failed: {exc}")
-    status = exc.status_code
-    after = retry_after_s(getattr(exc.response, "headers", None))
-    detail = str(exc)[:300]
+    return status_error(exc.status_code, getattr(exc.response, "headers", None), str(exc)[:300], model=model)
+
+
+def status_error(
+    status: int,
+    headers: Any,
+    detail: str,
+    *,
+    model: str | None,
+    api: str = "the Anthropic API",
+    prefix: str = "CLAIMWATCH_ANTHROPIC__",
+    key_hint: str = "CLAIMWATCH_ANTHROPIC__API_KEY or ANTHROPIC_API_KEY",
+) -> JudgeError:
+    """An HTTP error status of a judge API as the :class:`JudgeError` the flow layer acts on."""
+    after = retry_after_s(headers)
     kw: dict[str, Any] = {"status_code": status, "retry_after": after}
     if status == 401:
-        return JudgeAuthError(
-            "the Anthropic API rejected the key (401): set a valid CLAIMWATCH_ANTHROPIC__API_KEY or ANTHROPIC_API_KEY",
-            setting="CLAIMWATCH_ANTHROPIC__API_KEY", **kw,
-        )
+        return JudgeAuthError(f"{api} rejected the key (401): set a valid {key_hint}", setting=f"{prefix}API_KEY", **kw)
     if status == 403:
         return JudgeAuthError(
-            "the Anthropic API refused this key (403 permission_error): give CLAIMWATCH_ANTHROPIC__API_KEY access to "
-            f"model {model!r} or choose another CLAIMWATCH_ANTHROPIC__MODEL",
-            setting="CLAIMWATCH_ANTHROPIC__API_KEY", **kw,
+            f"{api} refused this key (403 permission_error): give {prefix}API_KEY access to "
+            f"model {model!r} or choose another {prefix}MODEL",
+            setting=f"{prefix}API_KEY", **kw,
         )
     if status == 404:
         return JudgeAuthError(
-            f"the Anthropic API does not know model {model!r} (404): fix CLAIMWATCH_ANTHROPIC__MODEL / "
-            "CLAIMWATCH_ANTHROPIC__EXTRACT_MODEL (or CLAIMWATCH_ANTHROPIC__BASE_URL)",
-            setting="CLAIMWATCH_ANTHROPIC__MODEL", **kw,
+            f"{api} does not know model {model!r} (404): fix {prefix}MODEL / {prefix}EXTRACT_MODEL (or {prefix}BASE_URL)",
+            setting=f"{prefix}MODEL", **kw,
         )
     if status == 429:
         return JudgeRateLimited(f"judge rate limited (429): {detail}", **kw)

@@ -62,12 +62,39 @@ class CascadeSettings(BaseModel):
     agreement_sample: float = 0.02
 
 
+class OpenAISettings(BaseModel):
+    """Any OpenAI-compatible chat-completions endpoint as the judge (``CLAIMWATCH_OPENAI__*``): vLLM, Ollama,
+    llama.cpp server, OpenAI, other providers."""
+
+    #: the API root, e.g. http://vllm:8000/v1 or http://localhost:11434/v1 (Ollama)
+    base_url: str | None = None
+    #: bearer key (default: OPENAI_API_KEY; local servers usually accept any value)
+    api_key: SecretStr | None = None
+    #: verifier model as the server names it (required)
+    model: str | None = None
+    #: claim extraction model (default: model)
+    extract_model: str | None = None
+    #: how structured output is asked for: tools (function calling, forced) or json_schema (response_format)
+    output: Literal["tools", "json_schema"] = "tools"
+    max_tokens: int = 4096
+    timeout_s: float = 120.0
+    #: retries inside the SDK. Keep 0: the worker's flow layer is the one retry layer
+    max_retries: int = 0
+    max_claims_per_call: int = 40
+    #: one call per answer (extract and judge together), as for the anthropic judge
+    single_call: bool = False
+    #: USD per million tokens per model (self-hosted: your cost per token, or leave empty for 0)
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
 class JudgeSettings(BaseSettings):
-    """What building any judge by name needs (``CLAIMWATCH_ANTHROPIC__*``, ``CLAIMWATCH_CASCADE__*``, ``CLAIMWATCH_NLI_MODEL``)."""
+    """What building any judge by name needs (``CLAIMWATCH_ANTHROPIC__*``, ``CLAIMWATCH_OPENAI__*``,
+    ``CLAIMWATCH_CASCADE__*``, ``CLAIMWATCH_NLI_MODEL``)."""
 
     model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore")
 
     anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
     cascade: CascadeSettings = Field(default_factory=CascadeSettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
     #: the nli judge's model: a Hugging Face id or a local directory
     nli_model: str | None = None

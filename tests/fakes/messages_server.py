@@ -34,6 +34,13 @@ and Google Vertex AI's ``POST /projects/{p}/locations/{r}/publishers/anthropic/m
 ``AnthropicBedrock``/``AnthropicVertex`` clients run against it; each ``Recorded`` says which
 ``platform`` the request used, and its headers keep the SigV4 / Bearer authorization.
 
+OpenAI-compatible: ``POST /v1/chat/completions`` is translated to a Messages request (system
+message -> system block, function tools -> tools, forced function -> forced tool,
+``response_format`` json_schema -> a forced tool of that schema), answered by the same
+responder and action queue, and translated back (tool calls with JSON ``arguments``, or JSON
+``content`` for json_schema; ``finish_reason`` ``length`` for a cut output; ``usage`` with
+``prompt_tokens_details.cached_tokens``; errors as ``{"error": {...}}``).
+
 Faults: ``retry-after`` is sent as given; note that the SDK treats
 ``retry-after: 0`` as "no hint" and falls back to its own backoff (0.5 s, 1 s,
 ...), so the default fault hint is a small positive value (0.01 s) to keep
@@ -247,9 +254,69 @@ class Recorded:
     body: dict
     at: float
     status: int = 0
-    #: anthropic (/v1/messages), bedrock (/model/.../invoke) or vertex (...:rawPredict)
+    #: anthropic (/v1/messages), bedrock (/model/.../invoke), vertex (...:rawPredict), openai (/v1/chat/completions)
     platform: str = "anthropic"
+    #: openai requests: "tools" (function calling) or "json_schema" (response_format)
+    chat_format: str = "tools"
     response: dict | None = field(default=None, repr=False)
+
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+def chat_to_messages(req: dict) -> dict:
+    """An OpenAI chat-completions request as the Messages request the responders understand."""
+    system = [{"type": "text", "text": m.get("content") or ""} for m in req.get("messages", []) if m.get("role") == "system"]
+    messages = [{"role": m["role"], "content": m.get("content") or ""} for m in req.get("messages", [])
+                if m.get("role") in ("user", "assistant")]
+    out: dict = {"model": req.get("model"), "max_tokens": req.get("max_tokens") or req.get("max_completion_tokens"),
+                 "system": system, "messages": messages, "_chat_format": "tools"}
+    tools = [{"name": t["function"]["name"], "input_schema": t["function"].get("parameters") or {}}
+             for t in req.get("tools") or [] if t.get("type") == "function"]
+    fmt = req.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        js = fmt.get("json_schema") or {}
+        tools = [{"name": js.get("name", "output"), "input_schema": js.get("schema") or {}}]
+        out["_chat_format"] = "json_schema"
+    if tools:
+        out["tools"] = tools
+    choice = req.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        out["tool_choice"] = {"type": "tool", "name": choice["function"]["name"]}
+    elif out["_chat_format"] == "json_schema":
+        out["tool_choice"] = {"type": "tool", "name": tools[0]["name"]}
+    return out
+
+
+def messages_to_chat(out: dict, request: dict, chat_format: str) -> dict:
+    """A Messages response (or error body) as an OpenAI chat completion (or error body)."""
+    if out.get("type") == "error":
+        err = out.get("error") or {}
+        return {"error": {"message": err.get("message", ""), "type": err.get("type", "api_error"), "code": None}}
+    calls, text = [], ""
+    for block in out.get("content") or []:
+        if block.get("type") == "tool_use":
+            calls.append({"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                          "function": {"name": block["name"], "arguments": json.dumps(block.get("input"))}})
+        elif block.get("type") == "text":
+            text += block.get("text", "")
+    cut = out.get("stop_reason") == "max_tokens"
+    message: dict = {"role": "assistant", "content": text or None}
+    if request.get("_chat_format") == "json_schema":
+        message["content"] = json.dumps(json.loads(calls[0]["function"]["arguments"])) if calls else text
+    elif calls:
+        message["tool_calls"] = calls
+    finish = "length" if cut else ("tool_calls" if calls and request.get("_chat_format") != "json_schema" else "stop")
+    u = out.get("usage") or {}
+    prompt = int(u.get("input_tokens", 0)) + int(u.get("cache_read_input_tokens", 0) or 0)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:20]}", "object": "chat.completion", "created": int(time.time()),
+        "model": out.get("model") or request.get("model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": int(u.get("output_tokens", 0)),
+                  "total_tokens": prompt + int(u.get("output_tokens", 0)),
+                  "prompt_tokens_details": {"cached_tokens": int(u.get("cache_read_input_tokens", 0) or 0)}},
+    }
 
 
 _BEDROCK = re.compile(r"^/model/(?P<model>[^/]+)/invoke$")
@@ -258,7 +325,7 @@ _VERTEX = re.compile(r"^/projects/[^/]+/locations/[^/]+/publishers/anthropic/mod
 
 def _platform_model(path: str) -> tuple[str, str | None] | None:
     """(platform, model from the path) for a Messages request on any platform, else None."""
-    if path.startswith("/v1/messages"):
+    if path.startswith("/v1/messages") or path == CHAT_PATH:
         return "anthropic", None
     from urllib.parse import unquote
 
@@ -421,6 +488,10 @@ class MessagesServer:
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
         rec = Recorded(path=path.split("?")[0], headers={k.lower(): v for k, v in headers.items()}, body=body, at=time.monotonic())
+        chat = rec.path == CHAT_PATH and isinstance(body, dict)
+        if chat:
+            rec.platform, body = "openai", chat_to_messages(body)
+            rec.body, rec.chat_format = body, body["_chat_format"]
         routed = _platform_model(rec.path)
         if routed is not None and routed[1] is not None and isinstance(body, dict):
             rec.platform = routed[0]
@@ -433,7 +504,8 @@ class MessagesServer:
         try:
             if self.latency is not None and not isinstance(action, Fail):  # error replies come back fast
                 self._stop.wait(self.latency() if callable(self.latency) else self.latency)
-            return self._answer(rec, path, body, action)
+            status, hdrs, out = self._answer(rec, path, body, action)
+            return (status, hdrs, messages_to_chat(out, body, rec.chat_format)) if chat else (status, hdrs, out)
         finally:
             with self._lock:
                 self.in_flight -= 1
