@@ -11,7 +11,7 @@ from evaluator_worker.errors import ConfigError
 from evaluator_worker.judges.base import Judge
 from evaluator_worker.judges.settings import JudgeSettings
 
-JUDGES = ("heuristic", "hybrid", "anthropic", "nli", "cascade", "verifier", "offline")
+JUDGES = ("heuristic", "hybrid", "anthropic", "openai", "nli", "cascade", "verifier", "offline")
 
 
 def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
@@ -33,6 +33,10 @@ def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
         if a.platform == "anthropic" and a.api_key is None and not os.environ.get("ANTHROPIC_API_KEY") and not a.base_url:
             raise ConfigError("the anthropic judge needs a key: set ANTHROPIC_API_KEY or CLAIMWATCH_ANTHROPIC__API_KEY")
         return AnthropicJudge(a)
+    if name == "openai":
+        from evaluator_worker.judges.openai_compat import OpenAIJudge
+
+        return OpenAIJudge(settings.openai)
     if name == "nli":
         from evaluator_worker.judges.nli import NLIJudge
 
