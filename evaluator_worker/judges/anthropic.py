@@ -40,7 +40,7 @@ import json
 import re
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import anthropic
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -211,6 +211,15 @@ def retry_after_s(headers: Any) -> float | None:
         return None
 
 
+def tool_input(message: Any, tool_name: str) -> dict[str, Any] | None:
+    """The input of the message's ``tool_name`` tool_use block (JSON strings decoded), or None."""
+    for block in getattr(message, "content", None) or []:
+        if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == tool_name:
+            raw = block.input if isinstance(block.input, dict) else _maybe_json(block.input)
+            return raw if isinstance(raw, dict) else None
+    return None
+
+
 def map_api_error(exc: Exception, *, model: str | None = None) -> JudgeError:
     """An SDK exception as a :class:`JudgeError` carrying retryable/throttled/fatal, status and retry-after."""
     if isinstance(exc, anthropic.APITimeoutError):
@@ -318,13 +327,7 @@ class AnthropicJudge(JudgeBase):
         out: list[tuple[str, int | None]],
         depth: int,
     ) -> None:
-        kwargs = dict(
-            model=self.settings.extract_model,
-            system=prompts.system_blocks(prompts.EXTRACT_SYSTEM),
-            tools=[prompts.EXTRACT_TOOL],
-            tool_choice={"type": "tool", "name": prompts.EXTRACT_TOOL_NAME},
-            messages=[{"role": "user", "content": prompts.render_extract_user(answer, question)}],
-        )
+        kwargs = self.extract_request(answer, question)
         try:
             parsed = self._call_tool(kwargs, prompts.EXTRACT_TOOL_NAME, usage, self._parse_extract)
         except _Truncated:
@@ -335,12 +338,30 @@ class AnthropicJudge(JudgeBase):
             self._extract_part(" ".join(sentences[:mid]), question, sentence_offset, usage, out, depth + 1)
             self._extract_part(" ".join(sentences[mid:]), question, sentence_offset + mid, usage, out, depth + 1)
             return
+        out.extend(self.extracted_claims(parsed, sentence_offset))
+
+    def extract_request(self, answer: str, question: str | None) -> dict[str, Any]:
+        """The Messages request that extracts ``answer``'s claims (online, or one item of a Message Batch)."""
+        return dict(
+            model=self.settings.extract_model,
+            max_tokens=self.settings.max_tokens,
+            system=prompts.system_blocks(prompts.EXTRACT_SYSTEM),
+            tools=[prompts.EXTRACT_TOOL],
+            tool_choice={"type": "tool", "name": prompts.EXTRACT_TOOL_NAME},
+            messages=[{"role": "user", "content": prompts.render_extract_user(answer, question)}],
+        )
+
+    @staticmethod
+    def extracted_claims(parsed: _ExtractOutput, sentence_offset: int = 0) -> list[tuple[str, int | None]]:
+        """(claim text, answer sentence) from a parsed extraction; an abstention gives none."""
         if parsed.abstained and not parsed.claims:
-            return
+            return []
+        out: list[tuple[str, int | None]] = []
         for c in parsed.claims:
             text = prompts.unescape_data(c.text).strip()
             if text:
                 out.append((text, None if c.sentence is None else c.sentence + sentence_offset))
+        return out
 
     def _parse_extract(self, raw: dict[str, Any] | None) -> _ExtractOutput:
         if raw is None:
@@ -517,20 +538,7 @@ class AnthropicJudge(JudgeBase):
         *,
         repair: bool,
     ) -> None:
-        kwargs = dict(
-            model=self.settings.model,
-            system=prompts.system_blocks(prompts.VERIFY_SYSTEM),
-            tools=[prompts.VERIFY_TOOL],
-            tool_choice={"type": "tool", "name": prompts.VERIFY_TOOL_NAME},
-            messages=[
-                {
-                    "role": "user",
-                    "content": prompts.render_verify_user(
-                        [(pid[c.id], c.text) for c in batch], contexts, question, repair=repair
-                    ),
-                }
-            ],
-        )
+        kwargs = self.verify_request(batch, contexts, question, pid, repair=repair)
         try:
             raw = self._call_tool(kwargs, prompts.VERIFY_TOOL_NAME, usage, self._parse_verdicts)
         except _Truncated:
@@ -549,6 +557,19 @@ class AnthropicJudge(JudgeBase):
             if claim is None or claim.id in got:
                 continue  # unknown id or duplicate: ignored
             got[claim.id] = self._to_verdict(claim, w, contexts)
+
+    def verify_request(self, batch: Sequence[Claim], contexts: Sequence[str], question: str | None,
+                       pid: Mapping[str, str], *, repair: bool = False) -> dict[str, Any]:
+        """The Messages request that judges ``batch`` (claim ids in the prompt: ``pid``) against ``contexts``."""
+        return dict(
+            model=self.settings.model,
+            max_tokens=self.settings.max_tokens,
+            system=prompts.system_blocks(prompts.VERIFY_SYSTEM),
+            tools=[prompts.VERIFY_TOOL],
+            tool_choice={"type": "tool", "name": prompts.VERIFY_TOOL_NAME},
+            messages=[{"role": "user", "content": prompts.render_verify_user(
+                [(pid[c.id], c.text) for c in batch], list(contexts), question, repair=repair)}],
+        )
 
     def _parse_verdicts(self, raw: dict[str, Any] | None) -> list[_WireVerdict]:
         if raw is None:
@@ -606,13 +627,7 @@ class AnthropicJudge(JudgeBase):
             message = self._create(kwargs, usage)
             if message.stop_reason == "max_tokens":
                 raise _Truncated()
-            raw = None
-            for block in message.content or []:
-                if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == tool_name:
-                    raw = block.input if isinstance(block.input, dict) else _maybe_json(block.input)
-                    if not isinstance(raw, dict):
-                        raw = None
-                    break
+            raw = tool_input(message, tool_name)
             try:
                 return parse(raw)
             except _Malformed as exc:
@@ -624,7 +639,7 @@ class AnthropicJudge(JudgeBase):
         """One ``messages.create`` (no SDK retries by default: ``flow.JudgeCaller`` retries); maps errors, adds usage."""
         self._counter.reset()
         try:
-            message = self.client.messages.create(max_tokens=self.settings.max_tokens, **kwargs)
+            message = self.client.messages.create(**{"max_tokens": self.settings.max_tokens, **kwargs})
         except TypeError as exc:
             if "authentication" in str(exc).lower():  # the SDK resolves credentials lazily
                 raise ConfigError(
