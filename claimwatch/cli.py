@@ -275,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     judge_flag(pr)
     pr.set_defaults(func=cmd_probe)
 
+    from claimwatch.audit import add_cli as add_audit
     from claimwatch.claims_query import add_cli as add_claims
     from claimwatch.report import add_cli as add_report
     from claimwatch.soak import add_cli as add_soak
@@ -286,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_soak(sub)
     add_claims(sub)
     add_report(sub)
+    add_audit(sub)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
     judge_flag(d)

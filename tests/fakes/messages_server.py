@@ -41,6 +41,13 @@ responder and action queue, and translated back (tool calls with JSON ``argument
 ``content`` for json_schema; ``finish_reason`` ``length`` for a cut output; ``usage`` with
 ``prompt_tokens_details.cached_tokens``; errors as ``{"error": {...}}``).
 
+Message Batches: ``POST /v1/messages/batches`` (create), ``GET /v1/messages/batches/{id}``
+(retrieve), ``GET .../results`` (JSONL), ``POST .../cancel``. A batch ends ``batch_seconds``
+after creation (checked on retrieve); its requests are answered by the same responder;
+``batch_outcome(custom_id) -> "errored" | "expired" | None`` scripts partial failures,
+``expire_next_batch()`` makes the next batch expire whole. ``batch_creates`` counts creates,
+``batch_items`` every request submitted in a batch (a resumed audit must not re-submit).
+
 Faults: ``retry-after`` is sent as given; note that the SDK treats
 ``retry-after: 0`` as "no hint" and falls back to its own backoff (0.5 s, 1 s,
 ...), so the default fault hint is a small positive value (0.01 s) to keep
@@ -262,6 +269,7 @@ class Recorded:
 
 
 CHAT_PATH = "/v1/chat/completions"
+BATCHES_PATH = "/v1/messages/batches"
 
 
 def chat_to_messages(req: dict) -> dict:
@@ -376,6 +384,14 @@ class MessagesServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._cached_prefixes: set[str] = set()
+        #: Message Batches (see the module docstring)
+        self.batch_seconds = 0.0
+        self.batch_outcome: Callable[[str], str | None] | None = None
+        self.batch_creates = 0
+        self.batch_items = 0
+        self._batches: dict[str, dict] = {}
+        self._expire_next = False
+        self._batch_lock = threading.Lock()
         self._port = port
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -393,6 +409,10 @@ class MessagesServer:
 
             def do_GET(self) -> None:  # noqa: N802
                 """``GET /_stats``: requests seen and the most held at once (for a server in another process)."""
+                if self.path.startswith(BATCHES_PATH):
+                    status, ctype, data = server._batch_get(self.path.split("?")[0])
+                    self._raw_reply(status, ctype, data)
+                    return
                 body = json.dumps({"requests": len(server.requests), "max_concurrent": server.max_concurrent,
                                    "in_flight": server.in_flight}).encode()
                 self.send_response(200 if self.path == "/_stats" else 404)
@@ -401,9 +421,20 @@ class MessagesServer:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _raw_reply(self, status: int, ctype: str, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if self.path.startswith(BATCHES_PATH):
+                    status, data = server._batch_post(self.path.split("?")[0], raw)
+                    self._raw_reply(status, "application/json", data)
+                    return
                 if self.path == "/_control":  # {"fail": 429, "times": 40, "retry_after": "1"}: script another process's server
                     cmd = json.loads(raw or b"{}")
                     server.fail(int(cmd["fail"]), times=int(cmd.get("times", 1)), retry_after=cmd.get("retry_after", "0.01"))
@@ -457,6 +488,95 @@ class MessagesServer:
         assert self._httpd is not None, "server not started"
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
+
+    # ------------------------------------------------------------------ message batches
+
+    def expire_next_batch(self) -> None:
+        """The next batch created ends with every request ``expired`` (the 24 h limit passed)."""
+        with self._lock:
+            self._expire_next = True
+
+    def _batch_json(self, b: dict) -> bytes:
+        counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        if b["status"] == "ended":
+            for r in b["results"]:
+                counts[r["result"]["type"]] += 1
+        else:
+            counts["processing"] = len(b["requests"])
+        ended = b["status"] == "ended"
+        doc = {
+            "id": b["id"], "type": "message_batch", "processing_status": b["status"], "request_counts": counts,
+            "created_at": b["created_at"], "expires_at": b["created_at"], "archived_at": None,
+            "cancel_initiated_at": b["created_at"] if b["cancel"] else None,
+            "ended_at": b["created_at"] if ended else None,
+            "results_url": f"{self.base_url}{BATCHES_PATH}/{b['id']}/results" if ended else None,
+        }
+        return json.dumps(doc).encode()
+
+    def _batch_process(self, b: dict) -> None:
+        """End ``b`` once its time has come: answer, cancel or expire each request."""
+        if b["status"] == "ended" or (time.monotonic() - b["t0"] < self.batch_seconds and not b["cancel"]):
+            return
+        results = []
+        for item in b["requests"]:
+            cid, params = item["custom_id"], item["params"]
+            outcome = "canceled" if b["cancel"] else "expired" if b["expire"] else (
+                self.batch_outcome(cid) if self.batch_outcome else None)
+            if outcome == "errored":
+                result = {"type": "errored", "error": {"type": "error", "error": {
+                    "type": "api_error", "message": "internal error while processing the request"}}}
+            elif outcome in ("expired", "canceled"):
+                result = {"type": outcome}
+            else:
+                result = {"type": "succeeded", "message": self._finish(params, self.responder(params))}
+            results.append({"custom_id": cid, "result": result})
+        b["results"], b["status"] = results, "ended"
+
+    def _batch_post(self, path: str, raw: bytes) -> tuple[int, bytes]:
+        if path == BATCHES_PATH:
+            reqs = json.loads(raw or b"{}").get("requests") or []
+            ids = [r.get("custom_id") for r in reqs]
+            if not reqs or len(set(ids)) != len(ids):
+                return 400, json.dumps({"type": "error", "error": {"type": "invalid_request_error",
+                                                                   "message": "requests empty or custom_id repeated"}}).encode()
+            with self._lock:
+                bid = f"msgbatch_{uuid.uuid4().hex[:24]}"
+                b = {"id": bid, "requests": reqs, "t0": time.monotonic(), "status": "in_progress", "results": [],
+                     "cancel": False, "expire": self._expire_next,
+                     "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                self._expire_next = False
+                self._batches[bid] = b
+                self.batch_creates += 1
+                self.batch_items += len(reqs)
+            return 200, self._batch_json(b)
+        m = re.match(rf"^{BATCHES_PATH}/([^/]+)/cancel$", path)
+        if m and m.group(1) in self._batches:
+            with self._batch_lock:
+                b = self._batches[m.group(1)]
+                if b["status"] != "ended":
+                    b["cancel"], b["status"] = True, "canceling"
+            return 200, self._batch_json(b)
+        return 404, json.dumps({"type": "error", "error": {"type": "not_found_error", "message": path}}).encode()
+
+    def _batch_get(self, path: str) -> tuple[int, str, bytes]:
+        if path == BATCHES_PATH:  # list, newest first (one page)
+            with self._lock:
+                docs = [json.loads(self._batch_json(b)) for b in reversed(list(self._batches.values()))]
+            page = {"data": docs, "has_more": False, "first_id": docs[0]["id"] if docs else None,
+                    "last_id": docs[-1]["id"] if docs else None}
+            return 200, "application/json", json.dumps(page).encode()
+        m = re.match(rf"^{BATCHES_PATH}/([^/]+)(/results)?$", path)
+        b = self._batches.get(m.group(1)) if m else None
+        if b is None or m is None:
+            return 404, "application/json", json.dumps({"type": "error", "error": {"type": "not_found_error",
+                                                                                   "message": path}}).encode()
+        with self._batch_lock:  # not self._lock: answering takes it (prompt-cache simulation)
+            self._batch_process(b)
+        if m.group(2):
+            if b["status"] != "ended":
+                return 404, "application/json", b'{"type":"error","error":{"type":"not_found_error","message":"not ended"}}'
+            return 200, "application/binary", "".join(json.dumps(r) + "\n" for r in b["results"]).encode()
+        return 200, "application/json", self._batch_json(b)
 
     # ------------------------------------------------------------------ scripting
 
