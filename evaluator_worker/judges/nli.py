@@ -14,10 +14,23 @@ supported if *any* retrieved passage entails it):
 SUPPORTED, the contradiction probability for CONTRADICTED, and ``1 - best
 entailment`` for UNSUPPORTED (how sure the judge is that nothing entails it).
 
-The model is any Hugging Face sequence-classification NLI model (a hub id or a
-local directory, e.g. ``cross-encoder/nli-deberta-v3-small`` saved with
-``save_pretrained``). It loads lazily on first use; the label order is read
-from the model's ``id2label``. Needs the ``nli`` extra (torch + transformers).
+The model is a Hugging Face model (a hub id or a local directory saved with
+``save_pretrained``) behind one of four interfaces (``kind``; ``auto`` reads the config):
+
+- ``nli``: a 3-label NLI cross-encoder (``cross-encoder/nli-deberta-v3-small``); labels from ``id2label``;
+- ``binary``: a 2-label supported / unsupported classifier (MiniCheck-RoBERTa/DeBERTa style);
+  input ``premise + eos + claim`` as one sequence, class ``support_label`` is "supported"
+  (Liyan06/MiniCheck ``minicheck/inference.py``, ``batch_tokenize`` and ``inference``);
+- ``seq2seq``: a Flan-T5 scorer (MiniCheck-Flan-T5): input ``"predict: " + premise + eos + claim``,
+  one decoder step from token 0, softmax over the logits of the "unsupported" and "supported"
+  tokens (ids 3 and 209 in the T5 vocabulary; same file);
+- ``hhem``: Vectara HHEM-2.1-open, loaded with ``trust_remote_code``: its own
+  ``predict([(premise, hypothesis), ...])`` returns the consistency score.
+
+Two-way interfaces cannot see contradiction: they give SUPPORTED or UNSUPPORTED only.
+Long chunks are windowed by sentences to fit (MiniCheck chunks documents the same way:
+sentences packed up to a token budget, the claim checked against every chunk, max support
+kept). Loads lazily on first use. Needs the ``nli`` extra (torch + transformers).
 """
 
 from __future__ import annotations
@@ -133,6 +146,8 @@ class _Loaded:
     labels: dict[str, int]
     max_length: int
     special_tokens: int
+    #: nli | binary | seq2seq | hhem (two-way kinds score "supported" only: contradiction index -1)
+    kind: str = "nli"
 
 
 class NLIJudge(JudgeBase):
@@ -162,6 +177,9 @@ class NLIJudge(JudgeBase):
         labels: Mapping[str, int] | None = None,
         local_files_only: bool | None = None,
         window_overlap: int = 1,
+        kind: str = "auto",
+        support_label: int = 1,
+        seq2seq_token_ids: tuple[int, int] = (3, 209),
     ) -> None:
         if not model or not str(model).strip():
             raise ConfigError(f"the nli judge needs a model: {_MODEL_HINT}")
@@ -184,6 +202,12 @@ class NLIJudge(JudgeBase):
             local_files_only = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
         self.local_files_only = local_files_only
         self.window_overlap = window_overlap
+        if kind not in KINDS:
+            raise ConfigError(f"kind {kind!r}: choose one of {', '.join(KINDS)}")
+        self.kind = kind
+        self.support_label = support_label
+        #: (unsupported, supported) token ids a seq2seq scorer answers with
+        self.seq2seq_token_ids = seq2seq_token_ids
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
 
@@ -208,17 +232,45 @@ class NLIJudge(JudgeBase):
             raise ConfigError(f"NLI model directory {source!r} does not exist: {_MODEL_HINT}")
         try:
             import torch
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+            from transformers import (
+                AutoConfig,
+                AutoModelForSeq2SeqLM,
+                AutoModelForSequenceClassification,
+                AutoTokenizer,
+            )
         except ImportError as exc:
             raise ConfigError(
                 f"the nli judge needs torch and transformers ({exc}); install them with "
                 "`pip install 'claimwatch[nli]'` (CPU-only torch: see docs/nli-judge.md)"
             ) from exc
+        local = {"local_files_only": self.local_files_only}
+        tokenizer: Any
         try:
-            tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=self.local_files_only)
-            model = AutoModelForSequenceClassification.from_pretrained(source, local_files_only=self.local_files_only)
+            config = AutoConfig.from_pretrained(source, trust_remote_code=self.kind == "hhem", **local)
+            kind = self.kind if self.kind != "auto" else detect_kind(config)
+            if kind == "hhem":  # HHEM brings its own code and tokenization (predict); runs as shipped
+                model = AutoModelForSequenceClassification.from_pretrained(source, trust_remote_code=True, **local)
+                tokenizer = None
+            else:
+                tokenizer = AutoTokenizer.from_pretrained(source, **local)
+                auto = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForSequenceClassification
+                model = auto.from_pretrained(source, **local)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load NLI model {self.model_name!r} ({type(exc).__name__}: {exc}); {_MODEL_HINT}") from exc
+        if kind != "nli":
+            device = self._device(torch)
+            model.to(device)
+            model.eval()
+            two_way = {"entailment": 1, "contradiction": -1}
+            if kind == "binary" and not 0 <= self.support_label < model.config.num_labels:
+                raise ConfigError(f"support_label {self.support_label} is not a class of a {model.config.num_labels}-label model")
+            length = self.max_length
+            if tokenizer is not None:
+                limit = getattr(tokenizer, "model_max_length", None)
+                if isinstance(limit, int) and 0 < limit < 100_000:
+                    length = min(length, limit)
+            special = 2 if tokenizer is None else tokenizer.num_special_tokens_to_add(pair=False) + 1
+            return _Loaded(tokenizer, model, torch, device, two_way, length, special, kind)
         labels = dict(self.labels) if self.labels is not None else resolve_labels(model.config.id2label)
         if self.labels is not None:
             if not {"entailment", "contradiction"} <= set(labels) or any(
@@ -236,7 +288,7 @@ class NLIJudge(JudgeBase):
         if isinstance(positions, int) and positions > 0:
             max_length = min(max_length, positions)
         special = tokenizer.num_special_tokens_to_add(pair=True)
-        return _Loaded(tokenizer, model, torch, device, labels, max_length, special)
+        return _Loaded(tokenizer, model, torch, device, labels, max_length, special, "nli")
 
     def _device(self, torch: Any) -> Any:
         name = self.device
@@ -288,8 +340,8 @@ class NLIJudge(JudgeBase):
         for ci, claim in enumerate(claims):
             rows = probs[ci * n : (ci + 1) * n]
             best_e = max(range(n), key=lambda w: rows[w][ent])
-            best_c = max(range(n), key=lambda w: rows[w][con])
-            pe, pc = rows[best_e][ent], rows[best_c][con]
+            best_c = max(range(n), key=lambda w: rows[w][con]) if con >= 0 else best_e
+            pe, pc = rows[best_e][ent], (rows[best_c][con] if con >= 0 else 0.0)
             verdicts.append(self._decide(claim, windows, best_e, pe, best_c, pc))
         return Verification(verdicts=verdicts, usage=usage)
 
@@ -317,6 +369,8 @@ class NLIJudge(JudgeBase):
         tok = loaded.tokenizer
 
         def count(texts: list[str]) -> list[int]:
+            if tok is None:  # hhem tokenizes inside predict(): ~1.5 T5 tokens per word
+                return [int(len(t.split()) * 1.5) + 1 for t in texts]
             return [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]] if texts else []
 
         longest_claim = max(count([c.text for c in claims]) or [0])
@@ -329,7 +383,12 @@ class NLIJudge(JudgeBase):
         return out
 
     def _score(self, loaded: _Loaded, premises: list[str], hypotheses: list[str], usage: Usage) -> list[list[float]]:
-        """Class probabilities per (premise, hypothesis) pair, batched by similar length."""
+        """Class probabilities per (premise, hypothesis) pair, batched by similar length.
+
+        Two-way kinds return ``[p_unsupported, p_supported]`` rows (``labels["entailment"] == 1``).
+        """
+        if loaded.kind != "nli":
+            return self._score_two_way(loaded, premises, hypotheses, usage)
         torch, tok = loaded.torch, loaded.tokenizer
         order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
         out: list[list[float] | None] = [None] * len(premises)
@@ -350,6 +409,65 @@ class NLIJudge(JudgeBase):
         except RuntimeError as exc:  # out of memory, device errors: the answer's claims become ERROR
             raise JudgeError(f"NLI model {self.model_name!r} failed: {exc}") from exc
         return [row if row is not None else [] for row in out]  # every index is filled by its batch
+
+
+    def _score_two_way(self, loaded: _Loaded, premises: list[str], hypotheses: list[str],
+                       usage: Usage) -> list[list[float]]:
+        """``[1 - p_support, p_support]`` per pair for the binary, seq2seq and hhem interfaces."""
+        torch, tok, model = loaded.torch, loaded.tokenizer, loaded.model
+        order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
+        out: list[list[float]] = [[] for _ in premises]
+        try:
+            with torch.inference_mode():
+                for start in range(0, len(order), self.batch_size):
+                    idx = order[start : start + self.batch_size]
+                    if loaded.kind == "hhem":
+                        scores = model.predict([(premises[k], hypotheses[k]) for k in idx])
+                        support = [float(x) for x in (scores.tolist() if hasattr(scores, "tolist") else scores)]
+                    else:
+                        texts = [minicheck_input(premises[k], hypotheses[k], _eos(tok), seq2seq=loaded.kind == "seq2seq")
+                                 for k in idx]
+                        enc = tok(texts, padding=True, truncation=True, max_length=loaded.max_length,
+                                  return_tensors="pt").to(loaded.device)
+                        usage.input_tokens += int(enc["attention_mask"].sum())
+                        if loaded.kind == "seq2seq":
+                            start_ids = torch.zeros((enc["input_ids"].size(0), 1), dtype=torch.long, device=loaded.device)
+                            logits = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                                           decoder_input_ids=start_ids).logits[:, 0, list(self.seq2seq_token_ids)]
+                            support = torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
+                        else:
+                            probs = torch.softmax(model(**enc).logits.float(), dim=-1)
+                            support = probs[:, self.support_label].cpu().tolist()
+                    usage.calls += 1
+                    for k, p in zip(idx, support):
+                        out[k] = [1.0 - _unit(p), _unit(p)]
+        except RuntimeError as exc:  # out of memory, device errors: the answer's claims become ERROR
+            raise JudgeError(f"NLI model {self.model_name!r} failed: {exc}") from exc
+        return out
+
+
+#: the model interfaces the judge drives (see the module docstring)
+KINDS = ("auto", "nli", "binary", "seq2seq", "hhem")
+
+
+def detect_kind(config: Any) -> str:
+    """The interface a model config implies: HHEM remote code, an encoder-decoder, 2 labels, else 3-label NLI."""
+    if "hhem" in str(getattr(config, "model_type", "")).lower() or "hhem" in str(getattr(config, "auto_map", "")).lower():
+        return "hhem"
+    if getattr(config, "is_encoder_decoder", False):
+        return "seq2seq"
+    return "binary" if getattr(config, "num_labels", 3) == 2 else "nli"
+
+
+def minicheck_input(premise: str, claim: str, eos: str, *, seq2seq: bool = False) -> str:
+    """MiniCheck's model input: the document and the claim joined by the tokenizer's eos token
+    (``"predict: "`` first for Flan-T5); Liyan06/MiniCheck ``minicheck/inference.py`` ``batch_tokenize``."""
+    text = eos.join([premise, claim])
+    return "predict: " + text if seq2seq else text
+
+
+def _eos(tokenizer: Any) -> str:
+    return str(getattr(tokenizer, "eos_token", None) or getattr(tokenizer, "sep_token", None) or " ")
 
 
 def _unit(p: float) -> float:

@@ -42,7 +42,7 @@ def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
 
         if not settings.nli_model:
             raise ConfigError("the nli judge needs a model: set CLAIMWATCH_NLI_MODEL to a Hugging Face id or a local directory")
-        judge = NLIJudge(settings.nli_model)
+        judge = NLIJudge(settings.nli_model, kind=settings.nli_kind, support_label=settings.nli_support_label)
         judge.load()  # fail at start-up, not on the first record
         return judge
     if name == "cascade":

@@ -98,3 +98,8 @@ class JudgeSettings(BaseSettings):
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     #: the nli judge's model: a Hugging Face id or a local directory
     nli_model: str | None = None
+    #: its interface: auto (from the config), nli (3-label NLI), binary (2-label supported/unsupported, MiniCheck
+    #: RoBERTa/DeBERTa), seq2seq (MiniCheck Flan-T5), hhem (Vectara HHEM-2.1-open: runs the model's own code)
+    nli_kind: Literal["auto", "nli", "binary", "seq2seq", "hhem"] = "auto"
+    #: binary models: the class index that means "supported"
+    nli_support_label: int = 1
