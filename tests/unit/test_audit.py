@@ -166,3 +166,23 @@ def test_answers_already_in_the_output_are_not_written_twice(tmp_path):
         _audit(srv, tmp_path).run()
     ids = [r["trace_id"] for r in _out(tmp_path)]
     assert sorted(ids) == sorted(EXPECTED)
+
+
+def test_a_batch_canceled_from_outside_is_resubmitted(tmp_path):
+    """Someone cancels the running batch (console, another tool): its canceled items go again next round."""
+    state = {"canceled": False}
+
+    with MessagesServer() as srv:
+        srv.batch_seconds = 0.2
+        judge = _judge(srv)
+
+        def cancel_once(_s: float) -> None:
+            if not state["canceled"]:
+                batch_id = next(b.id for b in AuditState.load(tmp_path / "state.json").batches if b.id)
+                judge.client.messages.batches.cancel(batch_id)
+                state["canceled"] = True
+
+        report = Audit(_traces(), judge, judge.client, tmp_path / "state.json", tmp_path / "out.jsonl",
+                       poll_s=0.01, sleep=cancel_once).run()
+    assert state["canceled"] and report.written == 6 and report.failed == 0
+    assert _verdicts(_out(tmp_path)) == EXPECTED
