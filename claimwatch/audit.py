@@ -135,12 +135,16 @@ class Audit:
         max_attempts: int = 3,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
+        publish: Callable[[AnswerResult], None] | None = None,
     ) -> None:
         self.traces = {_key(i): t for i, t in enumerate(traces)}
         self.judge, self.client = judge, client
         self.state_path, self.out_path = state_path, out_path
         self.poll_s, self.max_attempts = poll_s, max_attempts
         self._sleep, self._clock = sleep, clock
+        #: also send every written result on (e.g. to the results topic, where `report`/`claims` read it);
+        #: it must return only once the result is durable there
+        self._publish = publish
         self.state = AuditState.load(state_path)
         self.rounds = 0
 
@@ -304,12 +308,16 @@ class Audit:
         if not ready:
             return
         already = _trace_ids(self.out_path)
+        results = {key: self._result(key) for key in ready}
         with open(self.out_path, "a", encoding="utf-8") as fh:
-            for key in ready:
+            for key, result in results.items():
                 if self.traces[key].trace_id not in already:
-                    fh.write(self._result(key).model_dump_json() + "\n")
+                    fh.write(result.model_dump_json() + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+        if self._publish is not None:  # at least once: a crash before the state save publishes again
+            for result in results.values():
+                self._publish(result)
         self.state.written.extend(ready)
         self.state.save(self.state_path)
 
@@ -355,6 +363,42 @@ def _trace_ids(path: Path) -> set[str]:
     return ids
 
 
+def traces_from_topic(bootstrap: str | None, topic: str, since: str, max_records: int) -> list[RagTrace]:
+    """The RagTrace records of ``topic`` newer than ``since`` (e.g. a window of ``claimwatch.traces``)."""
+    from claimwatch.claims_query import open_results, parse_since, read_results
+
+    since_s = parse_since(since)
+    consumer, _ = open_results(bootstrap, topic)
+    out: dict[str, RagTrace] = {}
+    try:
+        for value, _ts in read_results(consumer, topic, since_s=since_s, from_offset=None, max_records=max_records):
+            try:
+                trace = RagTrace.model_validate(value)
+            except ValueError:
+                continue  # not a RagTrace (the worker dead-letters these; an audit skips them)
+            out[trace.trace_id] = trace  # at-least-once topic: one audit per trace id
+    finally:
+        consumer.close()
+    return list(out.values())
+
+
+def kafka_publisher(bootstrap: str | None, topic: str) -> tuple[Callable[[AnswerResult], None], Callable[[], None]]:
+    """(publish, close): each result sent to ``topic`` keyed by trace id, returning once the broker acknowledged it."""
+    from kafka import KafkaProducer
+
+    from evaluator_worker.config import WorkerSettings
+
+    settings = WorkerSettings()
+    if bootstrap:
+        settings.kafka.bootstrap_servers = bootstrap
+    producer = KafkaProducer(acks="all", enable_idempotence=False, **settings.kafka.client_kwargs())
+
+    def publish(result: AnswerResult) -> None:
+        producer.send(topic, key=result.trace_id.encode(), value=result.model_dump_json().encode()).get(timeout=60)
+
+    return publish, lambda: producer.close(timeout=10)
+
+
 def load_traces(path: str | Path) -> list[RagTrace]:
     """The input file's answers (``score``'s format); a bad line is a ConfigError naming it (an audit is all or nothing)."""
     out = []
@@ -374,10 +418,20 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if settings.anthropic.platform != "anthropic":
         raise ConfigError("claimwatch audit uses Anthropic's Message Batches API: CLAIMWATCH_ANTHROPIC__PLATFORM=anthropic")
     judge = AnthropicJudge(settings.anthropic)
-    traces = load_traces(args.input)
+    if args.from_topic:
+        traces = traces_from_topic(args.bootstrap, args.from_topic, args.since, args.max_records)
+    elif args.input:
+        traces = load_traces(args.input)
+    else:
+        raise ConfigError("claimwatch audit needs an input file or --from-topic TOPIC")
     out = Path(args.out)
     state = Path(args.state or f"{args.out}.state.json")
-    report = Audit(traces, judge, judge.client, state, out, poll_s=args.poll_s, max_attempts=args.max_attempts).run()
+    publish, close = kafka_publisher(args.bootstrap, args.to_topic) if args.to_topic else (None, lambda: None)
+    try:
+        report = Audit(traces, judge, judge.client, state, out, poll_s=args.poll_s, max_attempts=args.max_attempts,
+                       publish=publish).run()
+    finally:
+        close()
     print(f"claimwatch audit: {report.written}/{report.answers} answers written to {out} in {report.rounds} rounds "
           f"({report.batches} batches), ${report.cost_usd:.4f} at batch prices, {report.failed} with ERROR claims",
           file=sys.stderr)
@@ -386,7 +440,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def add_cli(sub: Any) -> None:
     p = sub.add_parser("audit", help="judge a file of answers with Claude via Message Batches (half price, resumable)")
-    p.add_argument("input", help="RagTrace JSONL (the format `claimwatch score` reads)")
+    p.add_argument("input", nargs="?", help="RagTrace JSONL (the format `claimwatch score` reads)")
+    p.add_argument("--from-topic", help="audit a window of this topic instead (e.g. claimwatch.traces)")
+    p.add_argument("--since", default="24h", help="with --from-topic: records newer than this (30m, 2h, 1d)")
+    p.add_argument("--max-records", type=int, default=200_000, help="with --from-topic: read at most this many")
+    p.add_argument("--to-topic", help="also publish each result to this topic (e.g. claimwatch.results), acknowledged")
+    p.add_argument("--bootstrap", help="Kafka bootstrap servers (default: CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
     p.add_argument("--out", required=True, help="results JSONL (appended; answers already in it are not rewritten)")
     p.add_argument("--state", help="resume state (default: OUT.state.json); keep it until the audit finishes")
     p.add_argument("--poll-s", type=float, default=60.0, help="seconds between batch status checks")

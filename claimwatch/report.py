@@ -87,7 +87,10 @@ def build_report(
     answers: dict[str, int] = defaultdict(int)
     stamped: list[tuple[float, str, str]] = []
     worst: list[FlaggedClaim] = []
-    for r in results:
+    latest: dict[str, Mapping[str, Any]] = {}
+    for r in results:  # the results topic is at-least-once: one record per trace id (the last one)
+        latest[str(r.get("trace_id"))] = r
+    for r in latest.values():
         slices = r.get("slices") or {}
         release = slices.get(label)
         if release not in releases:
