@@ -107,3 +107,25 @@ def test_unknown_model_names_pass_through_unchanged():
     assert model_id("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0") == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     assert model_id("vertex", "claude-future@20270101") == "claude-future@20270101"
     assert model_id("anthropic", "claude-sonnet-4-5") == "claude-sonnet-4-5"
+
+
+@pytest.mark.parametrize("platform", ["anthropic", "bedrock", "vertex"])
+def test_calibrate_runs_the_anthropic_judge_on_each_platform(platform, monkeypatch, capsys):
+    """`claimwatch calibrate --judge anthropic` on the shipped dev set, against the fake of each platform."""
+    import json
+
+    from claimwatch.cli import main
+
+    env = {"anthropic": {"ANTHROPIC_API_KEY": "test"},
+           "bedrock": {"CLAIMWATCH_ANTHROPIC__PLATFORM": "bedrock", "CLAIMWATCH_ANTHROPIC__REGION": "us-east-1",
+                       "CLAIMWATCH_ANTHROPIC__AWS_ACCESS_KEY": "AKIAFAKEKEY", "CLAIMWATCH_ANTHROPIC__AWS_SECRET_KEY": "s"},
+           "vertex": {"CLAIMWATCH_ANTHROPIC__PLATFORM": "vertex", "CLAIMWATCH_ANTHROPIC__REGION": "us-east5",
+                      "CLAIMWATCH_ANTHROPIC__PROJECT_ID": "p", "CLAIMWATCH_ANTHROPIC__ACCESS_TOKEN": "t"}}[platform]
+    with MessagesServer() as srv:
+        monkeypatch.setenv("CLAIMWATCH_ANTHROPIC__BASE_URL", srv.base_url)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        assert main(["calibrate", "claimwatch/data/claims_dev.jsonl", "--judge", "anthropic", "--limit", "8",
+                     "--json"]) == 0
+        assert {r.platform for r in srv.recorded if r.status == 200} == {platform}
+    assert json.loads(capsys.readouterr().out)["n"] == 8
