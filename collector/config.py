@@ -81,6 +81,10 @@ class CollectorSettings(BaseSettings):
     # redaction (applied before anything leaves the process)
     redact_emails: bool = False
     redact_phones: bool = False
+    #: regions whose national phone formats are recognised (ISO 3166 codes); +international numbers always are
+    redact_phone_regions: list[str] = Field(default_factory=lambda: ["US"])
+    #: how sure libphonenumber must be: possible, valid (a number that can exist), strict_grouping, exact_grouping
+    redact_phone_leniency: str = "valid"
     redact_cards: bool = False
     redact_patterns: list[str] = Field(default_factory=list)
 

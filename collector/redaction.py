@@ -1,16 +1,23 @@
-"""Redaction applied to every record before it leaves the process.
+"""Redaction applied to every record before it leaves the process, keeping the facts checkable.
 
-Built from settings: e-mail addresses, phone numbers, payment card numbers
-(13-19 digits that pass the Luhn check, so order numbers are left alone),
-custom regular expressions, and optionally a callable ``str -> str`` for
-anything else. Applied to the question, the answer, every context chunk
-(content, id, source) and string attributes.
+Built from settings: e-mail addresses, phone numbers (Google's libphonenumber via the
+``phonenumbers`` package: region-aware, only numbers that are valid phone numbers, so
+amounts, dates, versions, coordinates and addresses stay), payment card numbers (13-19
+digits that pass the Luhn check, so order numbers are left alone), custom regular
+expressions, and optionally a callable ``str -> str`` for anything else. Applied to the
+question, the answer, every context chunk (content, id, source) and string attributes.
+
+Masks keep verification possible: within one record the same value always gets the same
+numbered placeholder (``[PHONE_1]``, ``[EMAIL_2]``...), in the question, the answer and the
+contexts alike. So an answer that gives a different phone number than the context still
+differs after masking (``[PHONE_2]`` vs ``[PHONE_1]``), and the judge can still call it
+CONTRADICTED instead of seeing two identical ``[PHONE]`` masks.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from collector.config import CollectorSettings
 from contract.errors import ConfigError
@@ -18,12 +25,22 @@ from contract.record import RagTrace
 
 EMAIL_RE = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
 CARD_RE = re.compile(r"(?<!\d)(?:\d[ \-]?){12,18}\d(?!\d)")
-PHONE_RE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?)?\d{2,4}(?:[ .\-]?\d{2,4}){2,4}(?!\w)")
 
-EMAIL_MASK = "[EMAIL]"
-PHONE_MASK = "[PHONE]"
-CARD_MASK = "[CARD]"
 CUSTOM_MASK = "[REDACTED]"
+
+#: shapes libphonenumber can accept as a phone number in some region that are facts, not phones. A match that
+#: overlaps one of them is kept (failure type: a masked date, time, version, address or coordinate hides a
+#: changed fact from the judge)
+NOT_PHONE_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("iso_date", re.compile(r"(?<!\d)\d{4}-\d{1,2}-\d{1,2}(?!\d)")),
+    ("day_month_year", re.compile(r"(?<!\d)\d{1,2}[./-]\d{1,2}[./-]\d{2,4}(?!\d)")),
+    ("year_range", re.compile(r"(?<!\d)\d{4}(?:\s*[-/–]\s*\d{4})+(?!\d)")),
+    ("clock_time", re.compile(r"(?<!\d)\d{1,2}:\d{2}(?::\d{2})?(?!\d)")),
+    ("dotted_quad", re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])")),  # IPv4, four-part versions
+    ("decimal_fraction", re.compile(r"(?<![\d.])-?\d{1,3}\.\d{3,}(?![\d.])")),  # coordinates, measurements
+)
+#: phonenumbers leniency names (settings) -> how strict a match must be
+LENIENCIES = ("possible", "valid", "strict_grouping", "exact_grouping")
 
 
 def luhn_ok(digits: str) -> bool:
@@ -39,16 +56,20 @@ def luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _card_sub(match: re.Match[str]) -> str:
-    digits = re.sub(r"\D", "", match.group(0))
-    if 13 <= len(digits) <= 19 and luhn_ok(digits):
-        return CARD_MASK
-    return match.group(0)
+class Masker:
+    """Numbered placeholders for one record: the same (normalised) value -> the same placeholder."""
 
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], str] = {}
+        self._count: dict[str, int] = {}
 
-def _phone_sub(match: re.Match[str]) -> str:
-    digits = sum(ch.isdigit() for ch in match.group(0))
-    return PHONE_MASK if 9 <= digits <= 15 else match.group(0)
+    def mask(self, kind: str, key: str) -> str:
+        """``[KIND_n]`` for ``key`` (a new n for a value not seen in this record)."""
+        found = self._seen.get((kind, key))
+        if found is None:
+            n = self._count[kind] = self._count.get(kind, 0) + 1
+            found = self._seen[(kind, key)] = f"[{kind}_{n}]"
+        return found
 
 
 class Redactor:
@@ -62,6 +83,8 @@ class Redactor:
         cards: bool = False,
         patterns: Iterable[str] = (),
         func: Callable[[str], str] | None = None,
+        phone_regions: Iterable[str] = ("US",),
+        phone_leniency: str = "valid",
     ) -> None:
         self.emails, self.phones, self.cards = emails, phones, cards
         self.func = func
@@ -69,6 +92,20 @@ class Redactor:
             self.patterns = [re.compile(p) for p in patterns]
         except re.error as exc:
             raise ConfigError(f"invalid redaction pattern: {exc}") from exc
+        if phone_leniency not in LENIENCIES:
+            raise ConfigError(f"redact_phone_leniency {phone_leniency!r}: choose one of {', '.join(LENIENCIES)}")
+        self.phone_regions = [r.upper() for r in phone_regions] or ["US"]
+        self._phonenumbers: Any = None
+        if phones:
+            try:
+                import phonenumbers
+            except ImportError as exc:  # pragma: no cover - a core dependency
+                raise ConfigError("redact_phones needs the phonenumbers package") from exc
+            unknown = [r for r in self.phone_regions if r not in phonenumbers.SUPPORTED_REGIONS]
+            if unknown:
+                raise ConfigError(f"redact_phone_regions: unknown region code(s) {unknown}; use ISO 3166 codes like US, GB")
+            self._phonenumbers = phonenumbers
+            self._leniency = getattr(phonenumbers.Leniency, phone_leniency.upper())
 
     @classmethod
     def from_settings(cls, settings: CollectorSettings, func: Callable[[str], str] | None = None) -> "Redactor":
@@ -79,6 +116,8 @@ class Redactor:
             cards=settings.redact_cards,
             patterns=settings.redact_patterns,
             func=func,
+            phone_regions=settings.redact_phone_regions,
+            phone_leniency=settings.redact_phone_leniency,
         )
 
     @property
@@ -86,35 +125,60 @@ class Redactor:
         """Whether any rule is active."""
         return bool(self.emails or self.phones or self.cards or self.patterns or self.func)
 
-    def text(self, value: str) -> str:
-        """Redact one string (cards before phones so a card number is not half-masked)."""
+    def text(self, value: str, masker: Masker | None = None) -> str:
+        """Redact one string; ``masker`` shares placeholders across the strings of one record."""
         if not value:
             return value
+        m = masker or Masker()
         if self.emails:
-            value = EMAIL_RE.sub(EMAIL_MASK, value)
+            value = EMAIL_RE.sub(lambda x: m.mask("EMAIL", x.group(0).lower()), value)
         if self.cards:
-            value = CARD_RE.sub(_card_sub, value)
+            value = CARD_RE.sub(lambda x: self._card(x, m), value)
         if self.phones:
-            value = PHONE_RE.sub(_phone_sub, value)
+            value = self._phones(value, m)
         for pattern in self.patterns:
             value = pattern.sub(CUSTOM_MASK, value)
         if self.func is not None:
             value = self.func(value)
         return value
 
+    @staticmethod
+    def _card(match: re.Match[str], m: Masker) -> str:
+        digits = re.sub(r"\D", "", match.group(0))
+        if 13 <= len(digits) <= 19 and luhn_ok(digits):
+            return m.mask("CARD", digits)
+        return match.group(0)
+
+    def _phones(self, value: str, m: Masker) -> str:
+        """Every phone number libphonenumber finds (any configured region), replaced right to left."""
+        pn = self._phonenumbers
+        spans: dict[tuple[int, int], str] = {}
+        facts = [m.span() for _, shape in NOT_PHONE_SHAPES for m in shape.finditer(value)]
+        for region in self.phone_regions:
+            for match in pn.PhoneNumberMatcher(value, region, leniency=self._leniency):
+                if any(a < match.end and match.start < b for a, b in facts):
+                    continue
+                if not any(a < match.end and match.start < b for a, b in spans):
+                    spans[(match.start, match.end)] = pn.format_number(match.number, pn.PhoneNumberFormat.E164)
+        masks = {span: m.mask("PHONE", e164) for span, e164 in sorted(spans.items())}  # numbered in text order
+        for (start, end), mask in sorted(masks.items(), reverse=True):
+            value = value[:start] + mask + value[end:]
+        return value
+
     def record(self, record: RagTrace) -> RagTrace:
-        """A redacted copy of ``record`` (the input is not changed)."""
+        """A redacted copy of ``record`` (the input is not changed); one placeholder per value across its fields."""
         if not self.enabled:
             return record
+        m = Masker()
         rec = record.model_copy(deep=True)
         if rec.question is not None:
-            rec.question = self.text(rec.question)
-        rec.answer = self.text(rec.answer)
+            rec.question = self.text(rec.question, m)
+        rec.answer = self.text(rec.answer, m)
         for ctx in rec.contexts:
-            ctx.content = self.text(ctx.content)
+            ctx.content = self.text(ctx.content, m)
             if ctx.id is not None:
-                ctx.id = self.text(ctx.id)
+                ctx.id = self.text(ctx.id, m)
             if ctx.source is not None:
-                ctx.source = self.text(ctx.source)
-        rec.attributes = {k: (self.text(v) if isinstance(v, str) else v) for k, v in rec.attributes.items()}
+                ctx.source = self.text(ctx.source, m)
+        rec.attributes = {k: (self.text(v, m) if isinstance(v, str) else v) for k, v in rec.attributes.items()}
         return rec

@@ -344,5 +344,5 @@ def test_redacted_text_never_reaches_the_kafka_topic(kafka_bootstrap, topic_name
     raw = msg.value.decode()
     for s in secrets:
         assert s not in raw
-    for mask in ("[EMAIL]", "[PHONE]", "[CARD]", "[REDACTED]", "[NAME]"):
+    for mask in ("[EMAIL_1]", "[PHONE_1]", "[CARD_1]", "[REDACTED]", "[NAME]"):
         assert mask in RagTrace.from_json_bytes(msg.value).answer
