@@ -183,7 +183,30 @@ def main(argv: list[str] | None = None) -> dict:
           f"{out['kafka_down_dropped'] or 'none yet'})")
     print(f"on_end ratio claimwatch/bsp (median span end): {ratio:.2f} (target <= 1.0); "
           f"kafka-down p99 growth x{out['kafka_down_vs_up_request_p99']:.2f} (target ~1.0)")
+    out["redaction_us_per_record"] = redaction_cost()
+    print("redaction per record on the collector's background thread (dev claims as records, ~450 chars): "
+          + ", ".join(f"{k} {v:.0f} us" for k, v in out["redaction_us_per_record"].items()))
     sys.stdout.flush()
+    return out
+
+
+def redaction_cost(repeat: int = 3) -> dict[str, float]:
+    """Microseconds per record of each redaction configuration (the builtin backend)."""
+    from claimwatch.calibration import DATA_DIR, load_labeled_claims
+    from collector.redaction import Redactor
+    from contract.record import Context, RagTrace
+
+    records = [RagTrace(trace_id="t", question="q?", answer=c.claim, contexts=[Context(content=x) for x in c.context])
+               for c in load_labeled_claims(DATA_DIR / "claims_dev.jsonl")]
+    configs = {"emails+cards": Redactor(emails=True, cards=True),
+               "emails+cards+phones(US,GB)": Redactor(emails=True, cards=True, phones=True, phone_regions=["US", "GB"])}
+    out = {}
+    for name, redactor in configs.items():
+        start = time.perf_counter()
+        for _ in range(repeat):
+            for rec in records:
+                redactor.record(rec)
+        out[name] = (time.perf_counter() - start) / (repeat * len(records)) * 1e6
     return out
 
 
