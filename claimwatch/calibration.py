@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from claimwatch.confidence import Scored
+from claimwatch.confidence import summary as confidence_summary
 from evaluator_worker.errors import JudgeError
 from evaluator_worker.judges.base import Claim, Judge, Verdict, complete_verdicts
 
@@ -373,6 +375,11 @@ class ClaimReport:
         return out
 
     @property
+    def scored(self) -> list[Scored]:
+        """(confidence, correct) per claim, for the confidence analysis (ERROR has no confidence)."""
+        return [Scored(o.confidence if o.got in LABELS else None, o.correct) for o in self.outcomes]
+
+    @property
     def disagreements(self) -> list[dict[str, Any]]:
         return [
             {
@@ -410,6 +417,7 @@ class ClaimReport:
             "confusion": self.confusion,
             "errors_by_label": self.errors_by_label,
             "breakdown": rnd(self.breakdown),
+            "confidence": rnd(confidence_summary(self.scored)),
             "disagreements": self.disagreements,
         }
 
@@ -428,6 +436,10 @@ class ClaimReport:
         conf, errs = self.confusion, self.errors_by_label
         for e in LABELS:
             lines.append(f"{e:<14}" + "".join(f"{conf[e][g]:>9}" for g in LABELS) + f"{errs[e]:>9}")
+        c = confidence_summary(self.scored)
+        caught = ", ".join(f"{k} {_fmt(v)}" for k, v in c["errors_caught_at_escalated"].items())
+        lines += ["", f"confidence: ECE {_fmt(c['ece'])}  AURC {_fmt(c['aurc'])}  "
+                      f"errors caught when escalating the least confident {caught}"]
         for key, groups in self.breakdown.items():
             width = max([len(key)] + [len(v) for v in groups]) + 2
             lines += ["", f"{key:<{width}}{'n':>5}{'acc':>8}{'TPR':>8}{'TNR':>8}"]

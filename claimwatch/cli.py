@@ -15,6 +15,7 @@ import argparse
 import json
 import signal
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from contract.errors import ClaimwatchError, ConfigError
@@ -164,6 +165,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             claims = claims[: args.limit]
         with Progress(len(claims), "calibrating") as bar:
             report = calibration.calibrate_claims(judge, claims, progress=lambda *_: bar.advance())
+        if args.plot:
+            from claimwatch.confidence import write_reliability_png
+
+            write_reliability_png(report.scored, args.plot, f"{judge.name}: {Path(args.input).name}")
     if args.json:
         print(json.dumps(report.to_json(), indent=None if args.compact else 2, ensure_ascii=False))
     else:
@@ -252,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--answers", action="store_true", help="input is labeled answers (faithful/hallucinated)")
     c.add_argument("--halueval", choices=["dialogue", "summarization", "qa"], help="HaluEval split (length-matched pairs)")
     c.add_argument("--limit", type=int, default=None)
+    c.add_argument("--plot", default=None, help="write the reliability diagram (confidence vs accuracy) as a PNG")
     c.set_defaults(func=cmd_calibrate)
 
     g = sub.add_parser("gate", help="release gate: promote (0) / rollback (1) / hold (2) from Prometheus")
