@@ -65,6 +65,8 @@ class CascadeJudge(JudgeBase):
         self._spend: deque[tuple[float, float]] = deque()
         self._lock = threading.Lock()
         self._observer: JudgeObserver = NullObserver()
+        #: recent first-judge confidences (escalate_share: the threshold is their escalate_share quantile)
+        self._recent: deque[float] = deque(maxlen=self.settings.share_window)
         self.stats = {"first": 0, "second": 0, "first_over_budget": 0, "first_fallback": 0, "agree": 0, "disagree": 0}
 
     def bind_metrics(self, observer: JudgeObserver) -> None:
@@ -97,6 +99,19 @@ class CascadeJudge(JudgeBase):
         self.stats["agree" if agree else "disagree"] += 1
         self._observer.cascade_agreed(agree)
 
+    def threshold(self, confidences: Sequence[float]) -> float:
+        """The confidence below which claims escalate: ``escalate_below``, or the ``escalate_share`` quantile
+        of the recent first-judge confidences (``escalate_below`` until 50 have been seen)."""
+        share = self.settings.escalate_share
+        with self._lock:
+            self._recent.extend(confidences)
+            if share is None or len(self._recent) < 50:
+                return self.settings.escalate_below
+            ordered = sorted(self._recent)
+        if share <= 0:
+            return float("-inf")
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
     # -- judge protocol ------------------------------------------------------------
     def extract_claims(
         self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
@@ -107,9 +122,12 @@ class CascadeJudge(JudgeBase):
         first = self.first.verify(claims, contexts, question)
         usage = first.usage
         by_id = {v.claim_id: v for v in first.verdicts}
+        threshold = self.threshold([v.confidence for v in first.verdicts if v.verdict != Verdict.ERROR])
+        always = {v.upper() for v in self.settings.always_escalate}
         uncertain = [
             c for c in claims
-            if c.id not in by_id or by_id[c.id].verdict == Verdict.ERROR or by_id[c.id].confidence < self.settings.escalate_below
+            if c.id not in by_id or by_id[c.id].verdict == Verdict.ERROR or by_id[c.id].confidence < threshold
+            or by_id[c.id].verdict.value in always
         ]
         uncertain_ids = {c.id for c in uncertain}
         sampled = [c for c in claims if c.id not in uncertain_ids and _in_sample(c.text, self.settings.agreement_sample)]

@@ -54,8 +54,15 @@ class AnthropicSettings(BaseModel):
 class CascadeSettings(BaseModel):
     first: str = "heuristic"
     second: str = "anthropic"
-    #: claims whose first-judge confidence is below this go to the second judge
+    #: claims whose first-judge confidence is below this go to the second judge (unless escalate_share is set)
     escalate_below: float = 0.8
+    #: escalate this share of claims instead: the ones least confident among the last share_window claims the
+    #: first judge saw (a target you choose from `claimwatch calibrate`'s errors_caught_at_escalated)
+    escalate_share: float | None = Field(None, ge=0.0, le=1.0)
+    share_window: int = Field(2_000, ge=50)
+    #: first-judge verdicts always sent to the second judge (e.g. ["SUPPORTED"] for a first judge that is
+    #: blind to paraphrased hallucinations), whatever their confidence
+    always_escalate: list[str] = Field(default_factory=list)
     #: USD per hour the second judge may spend; past it claims keep the first verdict
     budget_usd_per_hour: float = 5.0
     #: share of confident claims also sent to the second judge to measure agreement

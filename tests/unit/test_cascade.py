@@ -77,3 +77,26 @@ def test_agreement_is_sampled_and_exported():
     assert m.registry.get_sample_value("claimwatch_cascade_agreement_total", {"agree": "true"}) == 1
     assert m.registry.get_sample_value("claimwatch_cascade_agreement_total", {"agree": "false"}) == 1
     assert m.registry.get_sample_value("claimwatch_cascade_claims_total", {"decided_by": "first"}) == 2
+
+
+def test_escalate_share_sends_that_share_of_the_least_confident_claims():
+    """With escalate_share=0.3 over a stream of confidences, about 30% of claims go to the second judge."""
+    texts = [f"t{i}" for i in range(400)]
+    first = Scripted("h", {t: (Verdict.SUPPORTED, (i % 100) / 100) for i, t in enumerate(texts)})
+    second = Scripted("c", {t: (Verdict.SUPPORTED, 0.9) for t in texts})
+    j = CascadeJudge(first, second, CascadeSettings(escalate_share=0.3, agreement_sample=0.0, budget_usd_per_hour=1e9))
+    for k in range(0, 400, 4):
+        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(texts[k:k + 4])], ["ctx"])
+    late = [t for t in second.seen if int(t[1:]) >= 300]  # escalations among the last 100 claims
+    assert 0.25 <= len(second.seen) / 400 <= 0.4  # the first 50 use escalate_below (0.8) until the window fills
+    assert 20 <= len(late) <= 35 and all(int(t[1:]) % 100 < 35 for t in late)  # then (about) the least confident 30%
+
+
+def test_always_escalate_routes_a_verdict_kind_whatever_its_confidence():
+    """always_escalate=['SUPPORTED'] sends a confident SUPPORTED to the second judge; a confident UNSUPPORTED stays."""
+    first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.99), "unsure": (Verdict.UNSUPPORTED, 0.99)})
+    second = Scripted("c", {"sure": (Verdict.CONTRADICTED, 0.9), "unsure": (Verdict.SUPPORTED, 0.9)})
+    j = CascadeJudge(first, second, CascadeSettings(always_escalate=["supported"], agreement_sample=0.0))
+    out = j.verify(CLAIMS, ["ctx"])
+    assert second.seen == ["sure"]
+    assert [v.verdict for v in out.verdicts] == [Verdict.CONTRADICTED, Verdict.UNSUPPORTED]
