@@ -49,6 +49,8 @@ FLAG_HAS_IS_REMOTE = 0x100
 FLAG_IS_REMOTE = 0x200
 
 _STATUS_NAMES = {0: "UNSET", 1: "OK", 2: "ERROR"}
+#: rejection reason of the spans past ``max_spans`` in :func:`spans_from_request`
+TOO_MANY = "too_many_spans"
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 
 
@@ -232,17 +234,33 @@ def count_spans(request: ExportTraceServiceRequest) -> int:
     return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
 
 
-def spans_from_request(request: ExportTraceServiceRequest) -> Decoded:
-    """Every span of a request as :class:`OtlpSpan`; spans with invalid ids are rejected, not raised."""
+def spans_from_request(request: ExportTraceServiceRequest, max_spans: int | None = None) -> Decoded:
+    """The spans of a request as :class:`OtlpSpan`; spans with invalid ids are rejected, not raised.
+
+    With ``max_spans``, conversion stops once that many spans are accepted: the rest are counted as
+    ``too_many_spans`` without being converted (no :class:`OtlpSpan`, no attribute values built), so the
+    work and memory of one request stay bounded whatever its size.
+    """
     out = Decoded()
+    rejected = out.rejected
     for rs in request.resource_spans:
-        resource = SpanResource(attributes(rs.resource.attributes))
+        resource: SpanResource | None = None
         for ss in rs.scope_spans:
+            spans = ss.spans
+            if max_spans is not None and len(out.spans) >= max_spans:
+                if spans:
+                    rejected[TOO_MANY] = rejected.get(TOO_MANY, 0) + len(spans)
+                continue
+            if resource is None:
+                resource = SpanResource(attributes(rs.resource.attributes))
             scope = ss.scope.name
-            for span in ss.spans:
+            for i, span in enumerate(spans):
+                if max_spans is not None and len(out.spans) >= max_spans:
+                    rejected[TOO_MANY] = rejected.get(TOO_MANY, 0) + len(spans) - i
+                    break
                 problem = span_problem(span)
                 if problem is not None:
-                    out.rejected[problem] = out.rejected.get(problem, 0) + 1
+                    rejected[problem] = rejected.get(problem, 0) + 1
                     continue
                 out.spans.append(to_span(span, resource, scope))
     return out
@@ -251,12 +269,12 @@ def spans_from_request(request: ExportTraceServiceRequest) -> Decoded:
 # -- wire formats -------------------------------------------------------------
 
 
-def decode_protobuf(body: bytes) -> ExportTraceServiceRequest:
-    """Parse a binary ``ExportTraceServiceRequest``; raises :class:`OtlpDecodeError`."""
+def decode_protobuf(body: bytes | bytearray) -> ExportTraceServiceRequest:
+    """Parse a binary ``ExportTraceServiceRequest``; raises :class:`OtlpDecodeError` (also for too deep nesting)."""
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
-    except (DecodeError, ValueError, TypeError) as exc:
+    except (DecodeError, ValueError, TypeError, RecursionError) as exc:
         raise OtlpDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from exc
     return request
 
@@ -298,19 +316,23 @@ def _list(doc: Any, *keys: str) -> list[Any]:
     return []
 
 
-def decode_json(body: bytes | str) -> ExportTraceServiceRequest:
-    """Parse an OTLP/JSON ``ExportTraceServiceRequest`` (hex ids); raises :class:`OtlpDecodeError`."""
+def decode_json(body: bytes | bytearray | str) -> ExportTraceServiceRequest:
+    """Parse an OTLP/JSON ``ExportTraceServiceRequest`` (hex ids); raises :class:`OtlpDecodeError`.
+
+    Any malformed document is an :class:`OtlpDecodeError`, including nesting too deep for the
+    parsers (``RecursionError`` from ``json`` or ``json_format``) and wrong value types anywhere.
+    """
     try:
         doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise OtlpDecodeError(f"not JSON: {exc}") from exc
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise OtlpDecodeError(f"not JSON: {str(exc)[:300]}") from exc
     if not isinstance(doc, dict):
         raise OtlpDecodeError("OTLP/JSON body must be an object")
     _fix_ids(doc)
     request = ExportTraceServiceRequest()
     try:
         json_format.ParseDict(doc, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError) as exc:
+    except (json_format.ParseError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
         raise OtlpDecodeError(f"not an OTLP/JSON ExportTraceServiceRequest: {str(exc)[:300]}") from exc
     return request
 

@@ -25,10 +25,13 @@ class AnthropicSettings(BaseModel):
     region: str | None = None
     #: vertex: Google Cloud project id (required)
     project_id: str | None = None
-    #: bedrock: AWS credentials; unset = the usual AWS chain (env, profile, instance role)
+    #: bedrock: AWS access key id; unset = the usual AWS chain (env, profile, instance role)
     aws_access_key: SecretStr | None = None
+    #: bedrock: AWS secret access key (with aws_access_key)
     aws_secret_key: SecretStr | None = None
+    #: bedrock: AWS session token, for temporary credentials
     aws_session_token: SecretStr | None = None
+    #: bedrock: a named profile of the AWS config files instead of keys
     aws_profile: str | None = None
     #: vertex: an OAuth access token; unset = Google application default credentials (pip install 'anthropic[vertex]')
     access_token: SecretStr | None = None
@@ -59,7 +62,8 @@ class CascadeSettings(BaseModel):
     #: escalate this share of claims instead: the ones least confident among the last share_window claims the
     #: first judge saw (a target you choose from `claimwatch calibrate`'s errors_caught_at_escalated)
     escalate_share: float | None = Field(None, ge=0.0, le=1.0)
-    share_window: int = Field(2_000, ge=50)
+    #: how many recent first-judge confidences the share is taken over (escalate_below applies until 50 were seen)
+    share_window: int = Field(2_000, ge=1)
     #: first-judge verdicts always sent to the second judge (e.g. ["SUPPORTED"] for a first judge that is
     #: blind to paraphrased hallucinations), whatever their confidence
     always_escalate: list[str] = Field(default_factory=list)
@@ -83,10 +87,13 @@ class OpenAISettings(BaseModel):
     extract_model: str | None = None
     #: how structured output is asked for: tools (function calling, forced) or json_schema (response_format)
     output: Literal["tools", "json_schema"] = "tools"
+    #: output token limit per call (a cut output is split in halves and asked again)
     max_tokens: int = 4096
+    #: seconds per call (self-hosted models can be slow under load)
     timeout_s: float = 120.0
     #: retries inside the SDK. Keep 0: the worker's flow layer is the one retry layer
     max_retries: int = 0
+    #: claims per verify call; larger answers are split
     max_claims_per_call: int = 40
     #: one call per answer (extract and judge together), as for the anthropic judge
     single_call: bool = False

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import _common, app_overhead, freshness, judge_economy, llm_latency, memory, worker_throughput
+from benchmarks import (
+    _common,
+    app_overhead,
+    freshness,
+    judge_economy,
+    llm_latency,
+    memory,
+    receiver_load,
+    worker_throughput,
+)
 
 
 def _last_line(capsys) -> str:
@@ -83,3 +92,11 @@ def test_llm_latency_tiny(capsys):
     assert [r["in_flight"] for r in rows] == [1, 4] and all(r["answers"] == 12 and r["rate"] > 0 for r in rows)
     assert all(1.0 <= r["requests_per_answer"] <= 2.0 for r in rows) and rows[0]["rss_mb"] > 0
     assert _last_line(capsys).startswith("default max_in_flight=")
+
+
+def test_receiver_load_tiny(capsys):
+    """receiver_load runs a receiver child, loads it briefly and sends the deep JSON: spans accepted, no reset, 400."""
+    receiver_load.main(["--phases", "load,deep", "--seconds", "1", "--clients", "2"])
+    out = capsys.readouterr().out
+    assert "resets 0" in out and "400: 1" in out
+    assert out.strip().splitlines()[-1].startswith("receiver:")
