@@ -51,12 +51,9 @@ def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
         c = settings.cascade
         return CascadeJudge(get_judge(c.first, settings), get_judge(c.second, settings), c)
     if name in ("verifier", "offline"):
-        import os
-
         from evaluator_worker.judges.verifier import VerifierJudge
 
-        # CLAIMWATCH_VERIFIER_MODEL: another verifier directory (default: the model shipped in the package)
-        verifier = VerifierJudge(os.environ.get("CLAIMWATCH_VERIFIER_MODEL") or None)
+        verifier = VerifierJudge(settings.verifier_model)
         verifier.load()  # fail at start-up (missing extra, bad directory), not on the first record
         if name == "verifier":
             return verifier

@@ -117,3 +117,5 @@ class JudgeSettings(BaseSettings):
     nli_kind: Literal["auto", "nli", "binary", "seq2seq", "hhem"] = "auto"
     #: binary models: the class index that means "supported"
     nli_support_label: int = 1
+    #: the verifier / offline judges' model directory (default: the model shipped in the package)
+    verifier_model: str | None = None
