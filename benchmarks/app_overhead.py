@@ -181,11 +181,11 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"Kafka unreachable vs reachable: request p99 x{out['kafka_down_vs_up_request_p99']:.2f}, "
           f"span end p99 x{out['kafka_down_vs_up_span_end_p99']:.2f} (collector drops while down: "
           f"{out['kafka_down_dropped'] or 'none yet'})")
-    print(f"on_end ratio claimwatch/bsp (median span end): {ratio:.2f} (target <= 1.0); "
-          f"kafka-down p99 growth x{out['kafka_down_vs_up_request_p99']:.2f} (target ~1.0)")
     out["redaction_us_per_record"] = redaction_cost()
     print("redaction per record on the collector's background thread (dev claims as records, ~450 chars): "
           + ", ".join(f"{k} {v:.0f} us" for k, v in out["redaction_us_per_record"].items()))
+    print(f"on_end ratio claimwatch/bsp (median span end): {ratio:.2f} (target <= 1.0); "
+          f"kafka-down p99 growth x{out['kafka_down_vs_up_request_p99']:.2f} (target ~1.0)")
     sys.stdout.flush()
     return out
 

@@ -10,6 +10,7 @@ inference profiles (``us.anthropic...``) and newer ids work without a release.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from typing import Any
 
@@ -61,6 +62,8 @@ def make_client(settings: AnthropicSettings) -> anthropic.Anthropic | anthropic.
         region = settings.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         if not region:
             raise ConfigError("the bedrock platform needs a region: set CLAIMWATCH_ANTHROPIC__REGION or AWS_REGION")
+        if importlib.util.find_spec("botocore") is None:  # AnthropicBedrock signs lazily: fail at start-up instead
+            raise ConfigError("the bedrock platform needs botocore: pip install 'claimwatch[bedrock]'")
         return anthropic.AnthropicBedrock(
             aws_region=region, aws_access_key=_secret(settings.aws_access_key),
             aws_secret_key=_secret(settings.aws_secret_key), aws_session_token=_secret(settings.aws_session_token),
