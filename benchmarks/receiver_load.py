@@ -289,6 +289,17 @@ def post_once(port: int, body: bytes, headers: dict[str, str], tally: Tally, spa
 # --------------------------------------------------------------------------- phases
 
 
+def concurrently(n: int, client: Any) -> float:
+    """Run ``client`` on ``n`` threads at once (they meet at their own barrier); seconds until all finished."""
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=client) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.monotonic() - t0
+
+
 def phase_load(src: Path, clients: int, seconds: float, traces: int) -> dict:
     bodies = variants(rag_batches(64, traces))
     rec = Receiver(src)
@@ -341,13 +352,7 @@ def phase_big(src: Path, n: int = 8) -> dict:
         barrier.wait()
         post_once(rec.port, body, {"Content-Type": PROTOBUF}, tally, 380_000, timeout=300.0)
 
-    t0 = time.monotonic()
-    threads = [threading.Thread(target=client) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.monotonic() - t0
+    elapsed = concurrently(n, client)
     time.sleep(0.2)
     hwm = rec.hwm_mb()
     rec.close()
@@ -382,13 +387,7 @@ def phase_big_json(src: Path, n: int = 8) -> dict:
         barrier.wait()
         post_once(rec.port, body, {"Content-Type": JSON, "Content-Encoding": "gzip"}, tally, 0, timeout=300.0)
 
-    t0 = time.monotonic()
-    threads = [threading.Thread(target=client) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.monotonic() - t0
+    elapsed = concurrently(n, client)
     time.sleep(0.2)
     hwm = rec.hwm_mb()
     rec.close()
@@ -408,13 +407,7 @@ def phase_burst(src: Path, n: int = 300) -> dict:
         barrier.wait()
         post_once(rec.port, body, headers, tally, spans, timeout=60.0)
 
-    t0 = time.monotonic()
-    threads = [threading.Thread(target=client) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.monotonic() - t0
+    elapsed = concurrently(n, client)
     rec.close()
     return {"n": n, "seconds": elapsed, "codes": tally.codes_text(), "resets": tally.resets,
             "retry_refusals": tally.retry_refusals, "p99_ms": percentile(tally.latencies, 99) * 1000,
