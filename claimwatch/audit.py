@@ -32,7 +32,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from claimwatch.batch import parse_trace_line
 from contract.errors import ConfigError
@@ -451,12 +451,3 @@ def add_cli(sub: Any) -> None:
     p.add_argument("--poll-s", type=float, default=60.0, help="seconds between batch status checks")
     p.add_argument("--max-attempts", type=int, default=3, help="submissions per item before its claims are ERROR")
     p.set_defaults(func=cmd_audit)
-
-
-def summarise(results: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """Verdict counts over result records (for a quick look at an audit's output)."""
-    counts: dict[str, int] = {}
-    for r in results:
-        for v, n in (r.get("counts") or {}).items():
-            counts[v] = counts.get(v, 0) + int(n)
-    return counts
