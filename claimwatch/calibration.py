@@ -265,6 +265,23 @@ def _round(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(x, nd)
 
 
+def _rounded(d: Any) -> Any:
+    """``d`` with every float (in nested dicts and lists) rounded to 4 places."""
+    if isinstance(d, dict):
+        return {k: _rounded(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_rounded(v) for v in d]
+    if isinstance(d, float):
+        return round(d, 4)
+    return d
+
+
+def _confidence_line(c: dict[str, Any], what: str) -> str:
+    caught = ", ".join(f"{k} {_fmt(v)}" for k, v in c["errors_caught_at_escalated"].items())
+    return (f"confidence: ECE {_fmt(c['ece'])}  AURC {_fmt(c['aurc'])}  errors caught when escalating the least "
+            f"confident {what} {caught}")
+
+
 def _fmt(x: float | None) -> str:
     return "  n/a" if x is None else f"{x:.3f}"
 
@@ -398,14 +415,7 @@ class ClaimReport:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: headline metrics, per-label, confusion, breakdown, disagreements."""
-
-        def rnd(d: Any) -> Any:
-            if isinstance(d, dict):
-                return {k: rnd(v) for k, v in d.items()}
-            if isinstance(d, float):
-                return round(d, 4)
-            return d
-
+        rnd = _rounded
         return {
             "judge": self.judge,
             "n": self.n,
@@ -436,10 +446,7 @@ class ClaimReport:
         conf, errs = self.confusion, self.errors_by_label
         for e in LABELS:
             lines.append(f"{e:<14}" + "".join(f"{conf[e][g]:>9}" for g in LABELS) + f"{errs[e]:>9}")
-        c = confidence_summary(self.scored)
-        caught = ", ".join(f"{k} {_fmt(v)}" for k, v in c["errors_caught_at_escalated"].items())
-        lines += ["", f"confidence: ECE {_fmt(c['ece'])}  AURC {_fmt(c['aurc'])}  "
-                      f"errors caught when escalating the least confident {caught}"]
+        lines += ["", _confidence_line(confidence_summary(self.scored), "claims")]
         for key, groups in self.breakdown.items():
             width = max([len(key)] + [len(v) for v in groups]) + 2
             lines += ["", f"{key:<{width}}{'n':>5}{'acc':>8}{'TPR':>8}{'TNR':>8}"]
@@ -495,6 +502,8 @@ class AnswerOutcome:
     error: str | None = None
     #: claims judged not supported, with verdict and reason (for reading disagreements)
     flagged: list[dict[str, Any]] = field(default_factory=list)
+    #: the lowest confidence among its judged claims (what escalating whole answers ranks by); 1.0 with no claims
+    min_confidence: float | None = None
 
     @property
     def hallucinated(self) -> bool:
@@ -573,6 +582,13 @@ class AnswerReport:
         return roc_auc([float(len(o.item.answer)) for o in self.outcomes], [o.hallucinated for o in self.outcomes])
 
     @property
+    def confidence_scored(self) -> list[Scored]:
+        """(lowest claim confidence, answer-level verdict right) per answer: escalating whole answers, least
+        confident first (an answer the judge failed on has no confidence: escalated first, counted wrong)."""
+        return [Scored(o.min_confidence if o.score is not None else None,
+                       o.score is not None and (o.score < self.threshold) == o.hallucinated) for o in self.outcomes]
+
+    @property
     def disagreements(self) -> list[dict[str, Any]]:
         pred = {id(o): score < self.threshold for o, score in self._scores}
         out = []
@@ -610,6 +626,7 @@ class AnswerReport:
             "best_balanced_accuracy": _round(best_ba),
             "auc": _round(self.auc),
             "length_baseline_auc": _round(self.length_baseline_auc),
+            "confidence": _rounded(confidence_summary(self.confidence_scored)),
             "scores": [{"id": o.item.id, "label": o.item.label, "score": _round(o.score)} for o in self.outcomes],
             "disagreements": self.disagreements,
         }
@@ -626,6 +643,7 @@ class AnswerReport:
                 f"best threshold={'n/a' if best_t is None else f'{best_t:.3f}'}: balanced accuracy={_fmt(best_ba)} "
                 "(tuned on this set: optimistic)",
                 f"AUC(judge)={_fmt(self.auc)}   AUC(length only)={_fmt(self.length_baseline_auc)}",
+                _confidence_line(confidence_summary(self.confidence_scored), "answers"),
             ]
         )
 
@@ -647,7 +665,7 @@ def calibrate_answers(
         try:
             claims = judge.extract_claims(item.answer, item.question).claims
             if not claims:
-                outcomes.append(AnswerOutcome(item=item, score=1.0, n_claims=0))
+                outcomes.append(AnswerOutcome(item=item, score=1.0, n_claims=0, min_confidence=1.0))
             else:
                 verification = judge.verify(claims, list(item.context), item.question)
                 verdicts = complete_verdicts(claims, verification.verdicts)
@@ -668,6 +686,7 @@ def calibrate_answers(
                         counts=counts,
                         error=None if judged else "every claim ERROR",
                         flagged=flagged,
+                        min_confidence=min((v.confidence for v in verdicts if v.verdict != Verdict.ERROR), default=None),
                     )
                 )
         except JudgeError as exc:

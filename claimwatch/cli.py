@@ -142,6 +142,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from evaluator_worker.judges.registry import get_judge
 
     settings = _settings(args)
+    if args.fit_confidence:
+        if args.halueval or args.answers or not args.input:
+            raise ConfigError("calibrate --fit-confidence fits on labeled claims: give a claims file, not --answers/--halueval")
+        settings = settings.model_copy(update={"confidence_calibration": "none"})  # fit on the raw confidences
     judge = get_judge(settings.judge, settings)
     report: calibration.AnswerReport | calibration.ClaimReport
     if args.halueval or args.answers:
@@ -169,6 +173,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             from claimwatch.confidence import write_reliability_png
 
             write_reliability_png(report.scored, args.plot, f"{judge.name}: {Path(args.input).name}")
+        if args.fit_confidence:
+            from claimwatch.confidence import fit_map
+
+            cmap = fit_map(report.scored, judge.name, fitted_on=Path(args.input).name)
+            Path(args.fit_confidence).write_text(json.dumps(cmap) + "\n", encoding="utf-8")
+            print(f"confidence map for {judge.name} written to {args.fit_confidence}: ECE {cmap['ece_raw']:.3f} raw -> "
+                  f"{cmap['ece_fitted']:.3f} fitted (in sample), {cmap['ece_cross_validated']} cross-validated",
+                  file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_json(), indent=None if args.compact else 2, ensure_ascii=False))
     else:
@@ -258,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--halueval", choices=["dialogue", "summarization", "qa"], help="HaluEval split (length-matched pairs)")
     c.add_argument("--limit", type=int, default=None)
     c.add_argument("--plot", default=None, help="write the reliability diagram (confidence vs accuracy) as a PNG")
+    c.add_argument("--fit-confidence", default=None, metavar="PATH",
+                   help="fit a confidence map (isotonic) on the judge's raw confidences and write it to PATH "
+                        "(use it with CLAIMWATCH_CONFIDENCE_CALIBRATION=PATH)")
     c.set_defaults(func=cmd_calibrate)
 
     g = sub.add_parser("gate", help="release gate: promote (0) / rollback (1) / hold (2) from Prometheus")

@@ -136,3 +136,104 @@ def write_reliability_png(items: Sequence[Scored], path: str, title: str) -> Non
         raise ConfigError("calibrate --plot needs vl-convert: pip install 'claimwatch[report]'") from exc
     with open(path, "wb") as fh:
         fh.write(vl_convert.vegalite_to_png(reliability_spec(items, title)))
+
+
+# --------------------------------------------------------------------------- fitting a calibration map
+
+#: pseudo-claims pulling each fitted block's accuracy towards the overall accuracy, so a block of two claims
+#: does not map a confidence to exactly 0 or 1 (failure type: a small dev set's extremes)
+PRIOR_WEIGHT = 2.0
+CV_FOLDS = 5
+RANK_TILT = 0.005
+
+
+def fit_isotonic(items: Sequence[Scored], prior_weight: float = PRIOR_WEIGHT) -> tuple[list[float], list[float]]:
+    """Knots ``(x, y)`` of a monotone map raw confidence -> P(right): isotonic regression (scipy) of
+    right/wrong on the distinct confidence levels (weighted by their counts), each fitted block then shrunk
+    towards the overall accuracy by ``prior_weight`` pseudo-claims and made monotone again. Items without a
+    confidence are ignored."""
+    try:
+        from scipy.optimize import isotonic_regression
+    except ImportError as exc:
+        from contract.errors import ConfigError
+
+        raise ConfigError("fitting a confidence map needs scipy: pip install 'claimwatch[calibration]'") from exc
+    rated = [s for s in items if s.confidence is not None]
+    if not rated:
+        from contract.errors import ConfigError
+
+        raise ConfigError("no verdicts with a confidence to fit a map on")
+    overall = sum(s.correct for s in rated) / len(rated)
+    levels: dict[float, list[int]] = {}
+    for s in rated:
+        c = levels.setdefault(round(float(s.confidence or 0.0), 3), [0, 0])
+        c[0] += 1
+        c[1] += s.correct
+    xs = sorted(levels)
+    ws = [float(levels[x][0]) for x in xs]
+    fitted = list(isotonic_regression([levels[x][1] / levels[x][0] for x in xs], weights=ws, increasing=True).x)
+    # shrink each block (a run of levels with one fitted value) by its total count
+    shrunk, i = [0.0] * len(xs), 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and abs(fitted[j + 1] - fitted[i]) < 1e-12:
+            j += 1
+        n = sum(ws[i:j + 1])
+        value = (fitted[i] * n + prior_weight * overall) / (n + prior_weight)
+        shrunk[i:j + 1] = [value] * (j + 1 - i)
+        i = j + 1
+    final = [round(float(min(max(v, 0.0), 1.0)), 4) for v in isotonic_regression(shrunk, weights=ws, increasing=True).x]
+    # the first and last level of each flat run are enough knots (the map is linear in between); each run is
+    # tilted by +-RANK_TILT so the map stays strictly increasing inside it: a cascade escalating the least
+    # confident claims keeps the raw ranking instead of a tie (failure type: calibration erasing the order)
+    keep = [i for i in range(len(xs)) if i in (0, len(xs) - 1) or final[i - 1] != final[i] or final[i + 1] != final[i]]
+    kx, ky = [xs[i] for i in keep], [final[i] for i in keep]
+    for i in range(len(kx) - 1):
+        if ky[i] == ky[i + 1] and (i == 0 or ky[i - 1] != ky[i]):
+            ky[i], ky[i + 1] = max(ky[i] - RANK_TILT, 0.0), min(ky[i + 1] + RANK_TILT, 1.0)
+    for i in range(1, len(ky)):
+        ky[i] = max(ky[i], ky[i - 1])
+    return kx, [round(v, 4) for v in ky]
+
+
+def apply_knots(x: Sequence[float], y: Sequence[float], raw: float) -> float:
+    """The fitted map at ``raw`` (the same interpolation the worker uses)."""
+    from evaluator_worker.judges.calibrated import ConfidenceMap
+
+    return ConfidenceMap(tuple(x), tuple(y))(raw)
+
+
+def remapped(items: Sequence[Scored], x: Sequence[float], y: Sequence[float]) -> list[Scored]:
+    """``items`` with each confidence passed through the map."""
+    from evaluator_worker.judges.calibrated import ConfidenceMap
+
+    cmap = ConfidenceMap(tuple(x), tuple(y))
+    return [Scored(None if s.confidence is None else cmap(s.confidence), s.correct) for s in items]
+
+
+def cross_validated_ece(items: Sequence[Scored], folds: int = CV_FOLDS) -> float | None:
+    """ECE of maps fitted on ``folds - 1`` folds and applied to the held-back one (items dealt round-robin in
+    their given order): an honest estimate of the fitted map's ECE on claims it did not see."""
+    if len(items) < folds * 2:
+        return None
+    out: list[Scored] = []
+    for k in range(folds):
+        train = [s for i, s in enumerate(items) if i % folds != k]
+        test = [s for i, s in enumerate(items) if i % folds == k]
+        x, y = fit_isotonic(train)
+        out += remapped(test, x, y)
+    return ece(out)
+
+
+def fit_map(items: Sequence[Scored], judge: str, fitted_on: str) -> dict[str, Any]:
+    """The JSON of a confidence map (``evaluator_worker.judges.calibrated.ConfidenceMap``) fitted on ``items``,
+    with what it was fitted on and its ECE raw, fitted (in sample) and cross-validated."""
+    x, y = fit_isotonic(items)
+    cv = cross_validated_ece(items)
+    return {
+        "judge": judge, "method": "isotonic", "x": x, "y": y,
+        "fitted_on": fitted_on, "n": len(items), "prior_weight": PRIOR_WEIGHT,
+        "ece_raw": round(ece(items) or 0.0, 4),
+        "ece_fitted": round(ece(remapped(items, x, y)) or 0.0, 4),
+        "ece_cross_validated": None if cv is None else round(cv, 4),
+    }

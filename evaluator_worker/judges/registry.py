@@ -15,7 +15,18 @@ JUDGES = ("heuristic", "hybrid", "anthropic", "openai", "nli", "cascade", "verif
 
 
 def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
+    """The judge ``name``, its confidences calibrated per ``settings.confidence_calibration`` (a cascade's
+    stages are calibrated, not the cascade: its confidences are its stages')."""
     settings = settings or JudgeSettings()
+    judge = _build(name, settings)
+    if name == "cascade":
+        return judge
+    from evaluator_worker.judges.calibrated import calibrated
+
+    return calibrated(judge, settings.confidence_calibration)
+
+
+def _build(name: str, settings: JudgeSettings) -> Judge:
     if name == "heuristic":
         from evaluator_worker.judges.heuristic import HeuristicJudge
 

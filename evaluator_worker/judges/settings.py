@@ -57,12 +57,14 @@ class AnthropicSettings(BaseModel):
 class CascadeSettings(BaseModel):
     first: str = "heuristic"
     second: str = "anthropic"
-    #: claims whose first-judge confidence is below this go to the second judge (unless escalate_share is set)
-    escalate_below: float = 0.8
-    #: escalate this share of claims instead: the ones least confident among the last share_window claims the
-    #: first judge saw (a target you choose from `claimwatch calibrate`'s errors_caught_at_escalated)
-    escalate_share: float | None = Field(None, ge=0.0, le=1.0)
-    #: how many recent first-judge confidences the share is taken over (escalate_below applies until 50 were seen)
+    #: escalate this share of claims: the least confident among the last share_window claims the first judge saw
+    #: (a cost you choose from `claimwatch calibrate`'s errors_caught_at_escalated; claims tied at the cut are
+    #: filled deterministically so the share holds); None: use escalate_below only
+    escalate_share: float | None = Field(0.3, ge=0.0, le=1.0)
+    #: override: escalate every claim whose first-judge confidence is below this instead of a share. With the
+    #: shipped calibrated confidences it reads as "verdicts less likely right than this"
+    escalate_below: float | None = Field(None, ge=0.0, le=1.0)
+    #: how many recent first-judge confidences the share is taken over
     share_window: int = Field(2_000, ge=1)
     #: first-judge verdicts always sent to the second judge (e.g. ["SUPPORTED"] for a first judge that is
     #: blind to paraphrased hallucinations), whatever their confidence
@@ -119,3 +121,7 @@ class JudgeSettings(BaseSettings):
     nli_support_label: int = 1
     #: the verifier / offline judges' model directory (default: the model shipped in the package)
     verifier_model: str | None = None
+    #: map each verdict's confidence to P(verdict right): shipped (the map fitted on dev that ships for the judge,
+    #: when there is one: heuristic, hybrid, verifier, offline), none (the judge's raw confidence), or the path of a
+    #: map written by `claimwatch calibrate FILE --fit-confidence PATH` (for a cascade: applied to its stages)
+    confidence_calibration: str = "shipped"

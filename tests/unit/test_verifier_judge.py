@@ -156,11 +156,14 @@ def test_shipped_model_gives_the_documented_verdicts(shipped):
 
 
 def test_registry_builds_verifier_and_offline(shipped):
-    """get_judge('verifier') and get_judge('offline') build the new judges from the shipped model."""
+    """get_judge('verifier') and get_judge('offline') build the new judges from the shipped model (the verifier
+    with its shipped confidence map)."""
+    from evaluator_worker.judges.calibrated import CalibratedJudge
     from evaluator_worker.judges.offline import OfflineJudge
     from evaluator_worker.judges.registry import get_judge
 
-    assert isinstance(get_judge("verifier"), VerifierJudge)
+    verifier = get_judge("verifier")
+    assert isinstance(verifier, CalibratedJudge) and isinstance(verifier.inner, VerifierJudge)
     assert isinstance(get_judge("offline"), OfflineJudge)
 
 
