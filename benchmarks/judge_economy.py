@@ -63,6 +63,7 @@ from tests.fakes.messages_server import (
     MessagesServer,
     oracle_responder,
     request_answer,
+    request_claims,
     request_contexts,
     text_response,
     tool_name,
@@ -231,10 +232,71 @@ def run_batch_audit(traces: list) -> dict:
             "cost_usd": report.cost_usd / len(rows)}
 
 
+CASCADE_POLICIES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("raw confidence, escalate_below 0.8", "none", {"escalate_below": 0.8}),
+    ("calibrated, escalate_below 0.8", "shipped", {"escalate_below": 0.8}),
+    ("calibrated, escalate_share 0.1", "shipped", {"escalate_share": 0.1}),
+    ("calibrated, escalate_share 0.2", "shipped", {"escalate_share": 0.2}),
+    ("calibrated, escalate_share 0.3", "shipped", {"escalate_share": 0.3}),
+    ("calibrated, escalate_share 0.5", "shipped", {"escalate_share": 0.5}),
+)
+
+
+def gold_responder(gold: dict[str, str]) -> Any:
+    """A second judge that answers each claim's labelled verdict: the cascade's upper bound (Claude assumed
+    right on every escalated claim), so what is measured is the first stage's routing, not Claude."""
+
+    def respond(request: dict) -> dict:
+        if tool_name(request) != prompts.VERIFY_TOOL_NAME:
+            return oracle_responder(request)
+        contexts = request_contexts(request)
+        verdicts = [{"claim_id": cid, "verdict": gold.get(text.strip(), "UNSUPPORTED"),
+                     "evidence": contexts[0][:60] if contexts else None, "context_index": 0 if contexts else None,
+                     "confidence": 0.9, "reason": "labelled verdict"} for cid, text in request_claims(request)]
+        return tool_response(prompts.VERIFY_TOOL_NAME, {"verdicts": verdicts}, model=request.get("model", "fake-model"))
+
+    return respond
+
+
+def cascade_frontier(split: str = "dev") -> list[dict[str, Any]]:
+    """Per escalation policy, on labelled claims: the share escalated, the share of the first stage's wrong
+    verdicts that were escalated (what Claude gets a chance to fix), and Claude's cost per 1,000 claims."""
+    from claimwatch import calibration as cal
+    from evaluator_worker.judges.calibrated import calibrated
+
+    items = cal.load_labeled_claims(cal.data_path(split))
+    gold = {it.claim.strip(): it.label for it in items}
+    rows = []
+    with MessagesServer(gold_responder(gold)) as srv:
+        settings = AnthropicSettings(api_key="bench", base_url=srv.base_url, max_retries=0)
+        for name, mode, knobs in CASCADE_POLICIES:
+            first = calibrated(HeuristicJudge(), mode)
+            cascade = CascadeJudge(first, AnthropicJudge(settings),
+                                   CascadeSettings(budget_usd_per_hour=1e9, agreement_sample=0.0, **knobs))
+            wrong = caught = escalated = 0
+            cost = 0.0
+            for it in items:
+                claim = Claim(id="c1", text=it.claim)
+                first_verdict = first.verify([claim], list(it.context)).verdicts[0].verdict.value
+                before = cascade.stats["second"]
+                out = cascade.verify([claim], list(it.context))
+                went = cascade.stats["second"] > before
+                escalated += went
+                cost += out.usage.cost_usd
+                if first_verdict != it.label:
+                    wrong += 1
+                    caught += went
+            rows.append({"policy": name, "claims": len(items), "escalated": escalated / len(items),
+                         "first_errors": wrong, "errors_caught": caught / wrong if wrong else None,
+                         "usd_per_1k_claims": cost / len(items) * 1000})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--answers", type=int, default=40)
     ap.add_argument("--fault-rate", type=float, default=0.3)
+    ap.add_argument("--labelled", default="dev", help="labelled claims for the cascade frontier (dev; heldout once per version)")
     args = ap.parse_args(argv)
     configure_logging("ERROR")
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # model deprecation notices from the SDK
@@ -290,6 +352,13 @@ def main(argv: list[str] | None = None) -> dict:
           f"prompt tokens x{sc['prompt'] / pc['prompt']:.2f}")
     print(f"cascade: {out['cascade_escalated_share']:.0%} of claims escalated to Claude ({out['cascade_stats']}); "
           f"tokens saved vs claimwatch alone {out['cascade_tokens_saved']:.0%}, cost x{cs['cost_usd'] / cw['cost_usd']:.2f}")
+    out["cascade_frontier"] = cascade_frontier(args.labelled)
+    print(f"cascade routing on labelled claims ({args.labelled}; second judge = the labels, an upper bound): "
+          "escalated / first-stage errors caught / USD per 1k claims")
+    for row in out["cascade_frontier"]:
+        caught = "n/a" if row["errors_caught"] is None else f"{row['errors_caught']:.0%}"
+        print(f"  {row['policy']:38} {row['escalated']:6.0%} {caught:>6} of {row['first_errors']} "
+              f"{row['usd_per_1k_claims']:8.2f}")
     ba = out["batch-audit"]
     print(f"batch audit (Message Batches, {ba['rounds']} rounds): calls/answer {ba['calls']:.2f}, "
           f"USD/1k answers {ba['cost_usd'] * 1000:.2f}: cost per answer x{out['batch_cost_ratio']:.2f} of online "

@@ -1,7 +1,8 @@
 """Cascade judge: a cheap first judge decides the confident claims, a stronger one the rest.
 
-- Claims the first judge is unsure of (confidence below ``escalate_below``, or
-  ERROR) go to the second judge (e.g. Claude) in one batched call per answer.
+- Claims the first judge is least sure of (the ``escalate_share`` least confident, 30% by
+  default, or those below ``escalate_below`` when set; and ERROR) go to the second judge
+  (e.g. Claude) in one batched call per answer.
 - A deterministic sample (``agreement_sample``) of the confident claims also goes
   to the second judge; their agreement is counted, so drift in the cheap judge
   shows in Grafana (``claimwatch_cascade_agreement_total{agree}``).
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from bisect import bisect_left, bisect_right
 from collections import deque
 from typing import Callable, Sequence
 
@@ -39,6 +41,10 @@ from evaluator_worker.judges.base import (
 from evaluator_worker.judges.settings import CascadeSettings
 
 log = get_logger(__name__)
+
+#: until this many first-judge confidences were seen, a share has no quantile yet: escalate below WARMUP_BELOW
+WARMUP_CLAIMS = 50
+WARMUP_BELOW = 0.8
 
 
 def _in_sample(text: str, rate: float) -> bool:
@@ -99,18 +105,27 @@ class CascadeJudge(JudgeBase):
         self.stats["agree" if agree else "disagree"] += 1
         self._observer.cascade_agreed(agree)
 
-    def threshold(self, confidences: Sequence[float]) -> float:
-        """The confidence below which claims escalate: ``escalate_below``, or the ``escalate_share`` quantile
-        of the recent first-judge confidences (``escalate_below`` until 50 have been seen)."""
-        share = self.settings.escalate_share
+    def threshold(self, confidences: Sequence[float]) -> tuple[float, float]:
+        """``(t, fill)``: claims below confidence ``t`` escalate, and a ``fill`` share of those exactly at ``t``
+        (picked deterministically by claim text). ``escalate_below`` when set (fill 0); else the
+        ``escalate_share`` quantile of the recent first-judge confidences (``WARMUP_BELOW`` until
+        ``WARMUP_CLAIMS`` have been seen); ``fill`` keeps the share when many claims tie at one confidence,
+        as a rule-based judge's do."""
+        below, share = self.settings.escalate_below, self.settings.escalate_share
         with self._lock:
             self._recent.extend(confidences)
-            if share is None or len(self._recent) < 50:
-                return self.settings.escalate_below
+            if below is not None or share is None:
+                return (WARMUP_BELOW if below is None else below), 0.0
+            if len(self._recent) < WARMUP_CLAIMS:
+                return WARMUP_BELOW, 0.0
             ordered = sorted(self._recent)
         if share <= 0:
-            return float("-inf")
-        return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+            return float("-inf"), 0.0
+        want = share * len(ordered)
+        t = ordered[min(len(ordered) - 1, int(want))]
+        below = bisect_left(ordered, t)
+        at = bisect_right(ordered, t) - below
+        return t, min(max((want - below) / at, 0.0), 1.0)
 
     # -- judge protocol ------------------------------------------------------------
     def extract_claims(
@@ -122,11 +137,12 @@ class CascadeJudge(JudgeBase):
         first = self.first.verify(claims, contexts, question)
         usage = first.usage
         by_id = {v.claim_id: v for v in first.verdicts}
-        threshold = self.threshold([v.confidence for v in first.verdicts if v.verdict != Verdict.ERROR])
+        threshold, fill = self.threshold([v.confidence for v in first.verdicts if v.verdict != Verdict.ERROR])
         always = {v.upper() for v in self.settings.always_escalate}
         uncertain = [
             c for c in claims
             if c.id not in by_id or by_id[c.id].verdict == Verdict.ERROR or by_id[c.id].confidence < threshold
+            or (by_id[c.id].confidence == threshold and _in_sample("fill:" + c.text, fill))
             or by_id[c.id].verdict.value in always
         ]
         uncertain_ids = {c.id for c in uncertain}

@@ -32,9 +32,10 @@ from evaluator_worker.judges.claims import sentence_spans
 class Thresholds:
     """Every number the heuristic judge uses, with the failure it guards against.
 
-    Confidences are how explicit the evidence is: a cascade escalates verdicts below its
-    ``escalate_below`` (0.8 by default), so weak signals (an entity swap, low coverage, a claim
-    stitched from several chunks) are meant to sit below it.
+    Confidences are how explicit the evidence is (raw scores: the registry maps them to P(right)
+    with the map shipped in ``judges/calibration/heuristic.json``); a cascade escalates the least
+    confident, so weak signals (an entity swap, low coverage, a claim stitched from several
+    chunks) are meant to sit below the explicit ones.
     """
 
     # -- alignment and coverage (paraphrase vs unsupported content)

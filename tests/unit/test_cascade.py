@@ -88,8 +88,23 @@ def test_escalate_share_sends_that_share_of_the_least_confident_claims():
     for k in range(0, 400, 4):
         j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(texts[k:k + 4])], ["ctx"])
     late = [t for t in second.seen if int(t[1:]) >= 300]  # escalations among the last 100 claims
-    assert 0.25 <= len(second.seen) / 400 <= 0.4  # the first 50 use escalate_below (0.8) until the window fills
+    assert 0.25 <= len(second.seen) / 400 <= 0.4  # the first 50 escalate below 0.8 until the window fills
     assert 20 <= len(late) <= 35 and all(int(t[1:]) % 100 < 35 for t in late)  # then (about) the least confident 30%
+
+
+def test_escalate_share_holds_when_confidences_tie():
+    """A first judge with three confidence levels (a rule-based judge's ties): escalate_share=0.3 still sends
+    about 30% of claims, filling the share from the tied level instead of escalating only those below it."""
+    texts = [f"claim number {i}" for i in range(600)]
+    levels = [0.6] * 2 + [0.8] * 5 + [0.95] * 3  # 20% at 0.6, 50% at 0.8, 30% at 0.95
+    first = Scripted("h", {t: (Verdict.SUPPORTED, levels[i % 10]) for i, t in enumerate(texts)})
+    second = Scripted("c", {t: (Verdict.SUPPORTED, 0.9) for t in texts})
+    j = CascadeJudge(first, second, CascadeSettings(escalate_share=0.3, agreement_sample=0.0, budget_usd_per_hour=1e9))
+    for k in range(0, 600, 3):
+        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(texts[k:k + 3])], ["ctx"])
+    late = [t for t in second.seen if int(t.split()[-1]) >= 300]
+    assert 0.25 <= len(late) / 300 <= 0.35
+    assert all(levels[int(t.split()[-1]) % 10] < 0.95 for t in late)  # never a claim above the quantile
 
 
 def test_always_escalate_routes_a_verdict_kind_whatever_its_confidence():
