@@ -23,6 +23,9 @@ closed port) vs reachable, same interleaving; target: no growth.
 
     python -m benchmarks.app_overhead [--rounds 60] [--requests 200]
 
+Third figure: redaction cost per record on the collector's background thread (the builtin rules, and the
+Presidio backend with its one-time load when the ``pii`` extra is installed).
+
 Last line: ``on_end ratio claimwatch/bsp (median span end): X``.
 """
 
@@ -184,6 +187,15 @@ def main(argv: list[str] | None = None) -> dict:
     out["redaction_us_per_record"] = redaction_cost()
     print("redaction per record on the collector's background thread (dev claims as records, ~450 chars): "
           + ", ".join(f"{k} {v:.0f} us" for k, v in out["redaction_us_per_record"].items()))
+    presidio = presidio_cost()
+    if presidio is not None:
+        out["redaction_us_per_record"]["presidio(default entities)"] = presidio["us_per_record"]
+        out["presidio"] = presidio
+        print(f"presidio backend (redaction_backend=presidio, default entities): {presidio['us_per_record']:.0f} us "
+              f"per record ({presidio['us_per_1k_chars']:.0f} us per 1,000 chars), one-time load "
+              f"{presidio['load_s']:.2f} s (import Presidio + spaCy, load {presidio['model']}, build the analyzer)")
+    else:
+        print("presidio backend: not installed (pip install 'claimwatch[pii]'), not measured")
     print(f"on_end ratio claimwatch/bsp (median span end): {ratio:.2f} (target <= 1.0); "
           f"kafka-down p99 growth x{out['kafka_down_vs_up_request_p99']:.2f} (target ~1.0)")
     sys.stdout.flush()
@@ -192,12 +204,9 @@ def main(argv: list[str] | None = None) -> dict:
 
 def redaction_cost(repeat: int = 3) -> dict[str, float]:
     """Microseconds per record of each redaction configuration (the builtin backend)."""
-    from claimwatch.calibration import DATA_DIR, load_labeled_claims
     from collector.redaction import Redactor
-    from contract.record import Context, RagTrace
 
-    records = [RagTrace(trace_id="t", question="q?", answer=c.claim, contexts=[Context(content=x) for x in c.context])
-               for c in load_labeled_claims(DATA_DIR / "claims_dev.jsonl")]
+    records = _dev_records()
     configs = {"emails+cards": Redactor(emails=True, cards=True),
                "emails+cards+phones(US,GB)": Redactor(emails=True, cards=True, phones=True, phone_regions=["US", "GB"])}
     out = {}
@@ -208,6 +217,47 @@ def redaction_cost(repeat: int = 3) -> dict[str, float]:
                 redactor.record(rec)
         out[name] = (time.perf_counter() - start) / (repeat * len(records)) * 1e6
     return out
+
+
+def _dev_records() -> list:
+    from claimwatch.calibration import DATA_DIR, load_labeled_claims
+    from contract.record import Context, RagTrace
+
+    return [RagTrace(trace_id="t", question="q?", answer=c.claim, contexts=[Context(content=x) for x in c.context])
+            for c in load_labeled_claims(DATA_DIR / "claims_dev.jsonl")]
+
+
+def presidio_cost(repeat: int = 1) -> dict | None:
+    """The Presidio backend (default entities) on the same records: us per record and the one-time load; None if absent.
+
+    The load is the first build in this process (imports, spaCy model, analyzer); a process that built it before
+    reports that first build's time (the analyzer is cached per process).
+    """
+    from collector.redaction import Redactor
+    from contract.errors import ConfigError
+
+    try:
+        from collector.redaction_presidio import MODEL_PACKAGE, PresidioDetector
+
+        detector = PresidioDetector()
+    except ConfigError:
+        return None
+    redactor = Redactor(detector=detector)
+    records = _dev_records()
+    for rec in records[:5]:  # warm-up: first calls allocate spaCy's buffers
+        redactor.record(rec)
+    chars = sum(len(r.question or "") + len(r.answer) + sum(len(c.content) for c in r.contexts) for r in records)
+    start = time.perf_counter()
+    for _ in range(repeat):
+        for rec in records:
+            redactor.record(rec)
+    elapsed = time.perf_counter() - start
+    return {
+        "us_per_record": elapsed / (repeat * len(records)) * 1e6,
+        "us_per_1k_chars": elapsed / (repeat * chars) * 1e9,
+        "load_s": detector.load_seconds,
+        "model": MODEL_PACKAGE,
+    }
 
 
 def _dropped(proc: RagTraceProcessor) -> dict:

@@ -12,12 +12,16 @@ numbered placeholder (``[PHONE_1]``, ``[EMAIL_2]``...), in the question, the ans
 contexts alike. So an answer that gives a different phone number than the context still
 differs after masking (``[PHONE_2]`` vs ``[PHONE_1]``), and the judge can still call it
 CONTRADICTED instead of seeing two identical ``[PHONE]`` masks.
+
+``redaction_backend=presidio`` adds a detector (:mod:`collector.redaction_presidio`: names, places and other
+Presidio entities, offline) that runs over all the strings of a record first, sharing the record's
+:class:`Masker`; the builtin rules that are on, the patterns and the callable then run as usual.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from collector.config import CollectorSettings
 from contract.errors import ConfigError
@@ -38,6 +42,9 @@ NOT_PHONE_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("clock_time", re.compile(r"(?<!\d)\d{1,2}:\d{2}(?::\d{2})?(?!\d)")),
     ("dotted_quad", re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])")),  # IPv4, four-part versions
     ("decimal_fraction", re.compile(r"(?<![\d.])-?\d{1,3}\.\d{3,}(?![\d.])")),  # coordinates, measurements
+    # amounts grouped in thousands, "2 392 000 000" (a valid US number, 239-200-0000); a phone's last group has
+    # 4 digits, so "+1 650 253 0000" is no match (nor is any part of it: no digit group may touch the match)
+    ("grouped_thousands", re.compile(r"(?<!\d)(?<!\d[ ,.])\d{1,3}(?:[ ,\u00a0\u202f]\d{3}){2,}(?!\d)(?![ ,.]\d)")),
 )
 #: phonenumbers leniency names (settings) -> how strict a match must be
 LENIENCIES = ("possible", "valid", "strict_grouping", "exact_grouping")
@@ -72,6 +79,14 @@ class Masker:
         return found
 
 
+class RecordDetector(Protocol):
+    """A redaction backend that masks the strings of one record together (see :mod:`collector.redaction_presidio`)."""
+
+    def mask(self, texts: Sequence[str], masker: Masker) -> list[str]:
+        """``texts`` with what it finds replaced by ``masker``'s placeholders."""
+        ...
+
+
 class Redactor:
     """Masks personal data in text and in :class:`RagTrace` records."""
 
@@ -85,9 +100,11 @@ class Redactor:
         func: Callable[[str], str] | None = None,
         phone_regions: Iterable[str] = ("US",),
         phone_leniency: str = "valid",
+        detector: RecordDetector | None = None,
     ) -> None:
         self.emails, self.phones, self.cards = emails, phones, cards
         self.func = func
+        self.detector = detector
         try:
             self.patterns = [re.compile(p) for p in patterns]
         except re.error as exc:
@@ -109,7 +126,12 @@ class Redactor:
 
     @classmethod
     def from_settings(cls, settings: CollectorSettings, func: Callable[[str], str] | None = None) -> "Redactor":
-        """Build from ``redact_*`` settings (plus an optional callable)."""
+        """Build from ``redact_*`` settings (plus an optional callable); loads the Presidio backend if chosen."""
+        detector: RecordDetector | None = None
+        if settings.redaction_backend == "presidio":
+            from collector.redaction_presidio import PresidioDetector
+
+            detector = PresidioDetector.from_settings(settings)
         return cls(
             emails=settings.redact_emails,
             phones=settings.redact_phones,
@@ -118,18 +140,29 @@ class Redactor:
             func=func,
             phone_regions=settings.redact_phone_regions,
             phone_leniency=settings.redact_phone_leniency,
+            detector=detector,
         )
 
     @property
     def enabled(self) -> bool:
         """Whether any rule is active."""
-        return bool(self.emails or self.phones or self.cards or self.patterns or self.func)
+        return bool(self.emails or self.phones or self.cards or self.patterns or self.func or self.detector)
 
     def text(self, value: str, masker: Masker | None = None) -> str:
         """Redact one string; ``masker`` shares placeholders across the strings of one record."""
+        return self.texts([value], masker)[0]
+
+    def texts(self, values: Sequence[str], masker: Masker | None = None) -> list[str]:
+        """Redact the strings of one record (in order); one ``masker`` numbers the placeholders across them."""
+        m = masker or Masker()
+        if self.detector is not None and any(values):
+            values = self.detector.mask(values, m)
+        return [self._rules(v, m) for v in values]
+
+    def _rules(self, value: str, m: Masker) -> str:
+        """The builtin rules, the patterns and the callable on one string."""
         if not value:
             return value
-        m = masker or Masker()
         if self.emails:
             value = EMAIL_RE.sub(lambda x: m.mask("EMAIL", x.group(0).lower()), value)
         if self.cards:
@@ -169,16 +202,21 @@ class Redactor:
         """A redacted copy of ``record`` (the input is not changed); one placeholder per value across its fields."""
         if not self.enabled:
             return record
-        m = Masker()
         rec = record.model_copy(deep=True)
-        if rec.question is not None:
-            rec.question = self.text(rec.question, m)
-        rec.answer = self.text(rec.answer, m)
+        values: list[str] = [] if rec.question is None else [rec.question]
+        values.append(rec.answer)
         for ctx in rec.contexts:
-            ctx.content = self.text(ctx.content, m)
+            values += [v for v in (ctx.content, ctx.id, ctx.source) if v is not None]
+        values += [v for v in rec.attributes.values() if isinstance(v, str)]
+        out = iter(self.texts(values, Masker()))  # same order as collected: placeholders numbered in this order
+        if rec.question is not None:
+            rec.question = next(out)
+        rec.answer = next(out)
+        for ctx in rec.contexts:
+            ctx.content = next(out)
             if ctx.id is not None:
-                ctx.id = self.text(ctx.id, m)
+                ctx.id = next(out)
             if ctx.source is not None:
-                ctx.source = self.text(ctx.source, m)
-        rec.attributes = {k: (self.text(v, m) if isinstance(v, str) else v) for k, v in rec.attributes.items()}
+                ctx.source = next(out)
+        rec.attributes = {k: (next(out) if isinstance(v, str) else v) for k, v in rec.attributes.items()}
         return rec

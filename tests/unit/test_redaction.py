@@ -104,7 +104,8 @@ def test_dates_amounts_versions_coordinates_and_ips_are_never_masked_as_phones(v
 def test_the_issue_examples_are_no_longer_masked():
     """The figures the regex used to mask as phones stay, so a changed figure is still visible to the judge."""
     r = Redactor(phones=True)
-    for text in ("Revenue was 4 200 000 000 dollars", "The model has 1 760 000 000 000 parameters",
+    for text in ("Revenue was 4 200 000 000 dollars", "Revenue was 2 392 000 000 dollars",
+                 "The model has 1 760 000 000 000 parameters",
                  "Between 2019-2020-2021 it grew", "Coordinates 40.7128 74.0060 12"):
         assert r.text(text) == text
 
@@ -127,29 +128,35 @@ def test_unknown_region_or_leniency_is_a_config_error():
         Redactor(phones=True, phone_leniency="loose")
 
 
-def _verdicts_with_and_without_redaction(items):
-    """(claim, changed?) for every (claim, contexts) item judged by the heuristic before and after full redaction."""
+def _verdicts_with_and_without_redaction(items, redactor=None):
+    """(claim, redacted claim, changed?) for every (claim, contexts) item judged by the heuristic before and after."""
     from evaluator_worker.judges.base import Claim
     from evaluator_worker.judges.heuristic import HeuristicJudge
 
     judge = HeuristicJudge()
-    redactor = Redactor(emails=True, phones=True, cards=True, phone_regions=["US", "GB"])
+    redactor = redactor or Redactor(emails=True, phones=True, cards=True, phone_regions=["US", "GB"])
     out = []
     for claim, contexts in items:
         rec = redactor.record(RagTrace(trace_id="t", answer=claim, contexts=[Context(content=c) for c in contexts]))
         before = judge.verify([Claim(id="c1", text=claim)], contexts).verdicts[0].verdict
         after = judge.verify([Claim(id="c1", text=rec.answer)], [c.content for c in rec.contexts]).verdicts[0].verdict
-        out.append((claim, rec.answer != claim, before != after))
+        out.append((claim, rec.answer, before != after))
     return out
+
+
+def _dev_and_demo_items():
+    """(dev claims, demo traffic): (claim, contexts) items; demo = every answer sentence against its retrieved chunks."""
+    from claimwatch.calibration import DATA_DIR, load_labeled_claims
+    from claimwatch.demo.corpus import QUESTIONS, answer, retrieve
+
+    dev = [(c.claim, list(c.context)) for c in load_labeled_claims(DATA_DIR / "claims_dev.jsonl")]
+    demo = [(sentence, [d.text for d in retrieve(q)]) for q in QUESTIONS for sentence in answer(q)]
+    return dev, demo
 
 
 def test_full_redaction_changes_no_verdict_on_the_dev_claims_or_the_demo_traffic():
     """Every redaction on: a verdict changes only where the claim itself held a masked value (none in this data)."""
-    from claimwatch.calibration import DATA_DIR, load_labeled_claims
-    from claimwatch.demo.corpus import QUESTIONS, answer, retrieve
-
-    items = [(c.claim, list(c.context)) for c in load_labeled_claims(DATA_DIR / "claims_dev.jsonl")]
-    items += [(sentence, [d.text for d in retrieve(q)]) for q in QUESTIONS for sentence in answer(q)]
-    results = _verdicts_with_and_without_redaction(items)
-    changed = [claim for claim, masked, flipped in results if flipped and not masked]
+    dev, demo = _dev_and_demo_items()
+    results = _verdicts_with_and_without_redaction(dev + demo)
+    changed = [claim for claim, masked, flipped in results if flipped and masked == claim]
     assert len(results) > 250 and changed == []
