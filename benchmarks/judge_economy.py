@@ -258,11 +258,13 @@ def gold_responder(gold: dict[str, str]) -> Any:
     return respond
 
 
-def cascade_frontier(split: str = "dev") -> list[dict[str, Any]]:
+def cascade_frontier(split: str = "dev", first_name: str = "heuristic") -> list[dict[str, Any]]:
     """Per escalation policy, on labelled claims: the share escalated, the share of the first stage's wrong
-    verdicts that were escalated (what Claude gets a chance to fix), and Claude's cost per 1,000 claims."""
+    verdicts that were escalated (what Claude gets a chance to fix), the first stage's accuracy on the claims
+    it kept, and Claude's cost per 1,000 claims."""
     from claimwatch import calibration as cal
-    from evaluator_worker.judges.calibrated import calibrated
+    from evaluator_worker.judges.registry import get_judge
+    from evaluator_worker.judges.settings import JudgeSettings
 
     items = cal.load_labeled_claims(cal.data_path(split))
     gold = {it.claim.strip(): it.label for it in items}
@@ -270,10 +272,10 @@ def cascade_frontier(split: str = "dev") -> list[dict[str, Any]]:
     with MessagesServer(gold_responder(gold)) as srv:
         settings = AnthropicSettings(api_key="bench", base_url=srv.base_url, max_retries=0)
         for name, mode, knobs in CASCADE_POLICIES:
-            first = calibrated(HeuristicJudge(), mode)
+            first = get_judge(first_name, JudgeSettings(confidence_calibration=mode))
             cascade = CascadeJudge(first, AnthropicJudge(settings),
                                    CascadeSettings(budget_usd_per_hour=1e9, agreement_sample=0.0, **knobs))
-            wrong = caught = escalated = 0
+            wrong = caught = escalated = kept_right = 0
             cost = 0.0
             for it in items:
                 claim = Claim(id="c1", text=it.claim)
@@ -283,11 +285,14 @@ def cascade_frontier(split: str = "dev") -> list[dict[str, Any]]:
                 went = cascade.stats["second"] > before
                 escalated += went
                 cost += out.usage.cost_usd
+                kept_right += not went and first_verdict == it.label
                 if first_verdict != it.label:
                     wrong += 1
                     caught += went
-            rows.append({"policy": name, "claims": len(items), "escalated": escalated / len(items),
+            kept = len(items) - escalated
+            rows.append({"policy": name, "first": first_name, "claims": len(items), "escalated": escalated / len(items),
                          "first_errors": wrong, "errors_caught": caught / wrong if wrong else None,
+                         "kept_accuracy": kept_right / kept if kept else None,
                          "usd_per_1k_claims": cost / len(items) * 1000})
     return rows
 
@@ -297,6 +302,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--answers", type=int, default=40)
     ap.add_argument("--fault-rate", type=float, default=0.3)
     ap.add_argument("--labelled", default="dev", help="labelled claims for the cascade frontier (dev; heldout once per version)")
+    ap.add_argument("--frontier-first", default="heuristic",
+                    help="first-stage judges for the cascade frontier, comma-separated (e.g. heuristic,offline)")
     args = ap.parse_args(argv)
     configure_logging("ERROR")
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # model deprecation notices from the SDK
@@ -352,13 +359,15 @@ def main(argv: list[str] | None = None) -> dict:
           f"prompt tokens x{sc['prompt'] / pc['prompt']:.2f}")
     print(f"cascade: {out['cascade_escalated_share']:.0%} of claims escalated to Claude ({out['cascade_stats']}); "
           f"tokens saved vs claimwatch alone {out['cascade_tokens_saved']:.0%}, cost x{cs['cost_usd'] / cw['cost_usd']:.2f}")
-    out["cascade_frontier"] = cascade_frontier(args.labelled)
+    out["cascade_frontier"] = [row for first in args.frontier_first.split(",")
+                               for row in cascade_frontier(args.labelled, first.strip())]
     print(f"cascade routing on labelled claims ({args.labelled}; second judge = the labels, an upper bound): "
-          "escalated / first-stage errors caught / USD per 1k claims")
+          "escalated / first-stage errors caught / first-stage accuracy on the kept claims / USD per 1k claims")
     for row in out["cascade_frontier"]:
         caught = "n/a" if row["errors_caught"] is None else f"{row['errors_caught']:.0%}"
-        print(f"  {row['policy']:38} {row['escalated']:6.0%} {caught:>6} of {row['first_errors']} "
-              f"{row['usd_per_1k_claims']:8.2f}")
+        kept = "n/a" if row["kept_accuracy"] is None else f"{row['kept_accuracy']:.0%}"
+        print(f"  {row['first']:9} {row['policy']:38} {row['escalated']:6.0%} {caught:>6} of {row['first_errors']} "
+              f"{kept:>6} {row['usd_per_1k_claims']:8.2f}")
     ba = out["batch-audit"]
     print(f"batch audit (Message Batches, {ba['rounds']} rounds): calls/answer {ba['calls']:.2f}, "
           f"USD/1k answers {ba['cost_usd'] * 1000:.2f}: cost per answer x{out['batch_cost_ratio']:.2f} of online "

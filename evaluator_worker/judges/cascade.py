@@ -42,9 +42,8 @@ from evaluator_worker.judges.settings import CascadeSettings
 
 log = get_logger(__name__)
 
-#: until this many first-judge confidences were seen, a share has no quantile yet: escalate below WARMUP_BELOW
-WARMUP_CLAIMS = 50
-WARMUP_BELOW = 0.8
+#: the threshold when neither escalate_share nor escalate_below is set
+DEFAULT_BELOW = 0.8
 
 
 def _in_sample(text: str, rate: float) -> bool:
@@ -108,16 +107,15 @@ class CascadeJudge(JudgeBase):
     def threshold(self, confidences: Sequence[float]) -> tuple[float, float]:
         """``(t, fill)``: claims below confidence ``t`` escalate, and a ``fill`` share of those exactly at ``t``
         (picked deterministically by claim text). ``escalate_below`` when set (fill 0); else the
-        ``escalate_share`` quantile of the recent first-judge confidences (``WARMUP_BELOW`` until
-        ``WARMUP_CLAIMS`` have been seen); ``fill`` keeps the share when many claims tie at one confidence,
-        as a rule-based judge's do."""
+        ``escalate_share`` quantile of the recent first-judge confidences, this call's included (so the
+        first answers already escalate about that share: no warm-up threshold that may not suit the first
+        judge's scale); ``fill`` keeps the share when many claims tie at one confidence, as a rule-based
+        judge's do."""
         below, share = self.settings.escalate_below, self.settings.escalate_share
         with self._lock:
             self._recent.extend(confidences)
-            if below is not None or share is None:
-                return (WARMUP_BELOW if below is None else below), 0.0
-            if len(self._recent) < WARMUP_CLAIMS:
-                return WARMUP_BELOW, 0.0
+            if below is not None or share is None or not self._recent:
+                return (DEFAULT_BELOW if below is None else below), 0.0
             ordered = sorted(self._recent)
         if share <= 0:
             return float("-inf"), 0.0

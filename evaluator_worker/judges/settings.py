@@ -58,6 +58,7 @@ class CascadeSettings(BaseModel):
     first: str = "heuristic"
     second: str = "anthropic"
     #: escalate this share of claims: the least confident among the last share_window claims the first judge saw
+    #: (this answer's included)
     #: (a cost you choose from `claimwatch calibrate`'s errors_caught_at_escalated; claims tied at the cut are
     #: filled deterministically so the share holds); None: use escalate_below only
     escalate_share: float | None = Field(0.3, ge=0.0, le=1.0)

@@ -1,5 +1,6 @@
 """The cascade judge: escalation, budget, fallback and agreement sampling."""
 
+import random
 from typing import Sequence
 
 from evaluator_worker.config import CascadeSettings
@@ -70,7 +71,7 @@ def test_agreement_is_sampled_and_exported():
     first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.95), "unsure": (Verdict.SUPPORTED, 0.95)})
     second = Scripted("c", {"sure": (Verdict.SUPPORTED, 0.9), "unsure": (Verdict.CONTRADICTED, 0.9)})
     m = WorkerMetrics()
-    j = CascadeJudge(first, second, CascadeSettings(agreement_sample=1.0))
+    j = CascadeJudge(first, second, CascadeSettings(agreement_sample=1.0, escalate_below=0.8))
     Evaluator(j, m)
     out = j.verify(CLAIMS, ["ctx"])
     assert [v.verdict for v in out.verdicts] == [Verdict.SUPPORTED, Verdict.SUPPORTED]  # sampled claims keep the first verdict
@@ -80,16 +81,19 @@ def test_agreement_is_sampled_and_exported():
 
 
 def test_escalate_share_sends_that_share_of_the_least_confident_claims():
-    """With escalate_share=0.3 over a stream of confidences, about 30% of claims go to the second judge."""
+    """With escalate_share=0.3 over a stream of confidences (in random order), about 30% of claims go to the second
+    judge from the first answers on, and late in the stream only the least confident ones."""
     texts = [f"t{i}" for i in range(400)]
     first = Scripted("h", {t: (Verdict.SUPPORTED, (i % 100) / 100) for i, t in enumerate(texts)})
     second = Scripted("c", {t: (Verdict.SUPPORTED, 0.9) for t in texts})
     j = CascadeJudge(first, second, CascadeSettings(escalate_share=0.3, agreement_sample=0.0, budget_usd_per_hour=1e9))
+    order = texts[:]
+    random.Random(7).shuffle(order)
     for k in range(0, 400, 4):
-        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(texts[k:k + 4])], ["ctx"])
-    late = [t for t in second.seen if int(t[1:]) >= 300]  # escalations among the last 100 claims
-    assert 0.25 <= len(second.seen) / 400 <= 0.4  # the first 50 escalate below 0.8 until the window fills
-    assert 20 <= len(late) <= 35 and all(int(t[1:]) % 100 < 35 for t in late)  # then (about) the least confident 30%
+        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(order[k:k + 4])], ["ctx"])
+    late = [t for t in second.seen if order.index(t) >= 300]  # escalations among the last 100 claims
+    assert 0.25 <= len(second.seen) / 400 <= 0.35
+    assert 20 <= len(late) <= 40 and all(int(t[1:]) % 100 < 40 for t in late)
 
 
 def test_escalate_share_holds_when_confidences_tie():
@@ -111,7 +115,7 @@ def test_always_escalate_routes_a_verdict_kind_whatever_its_confidence():
     """always_escalate=['SUPPORTED'] sends a confident SUPPORTED to the second judge; a confident UNSUPPORTED stays."""
     first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.99), "unsure": (Verdict.UNSUPPORTED, 0.99)})
     second = Scripted("c", {"sure": (Verdict.CONTRADICTED, 0.9), "unsure": (Verdict.SUPPORTED, 0.9)})
-    j = CascadeJudge(first, second, CascadeSettings(always_escalate=["supported"], agreement_sample=0.0))
+    j = CascadeJudge(first, second, CascadeSettings(always_escalate=["supported"], escalate_below=0.8, agreement_sample=0.0))
     out = j.verify(CLAIMS, ["ctx"])
     assert second.seen == ["sure"]
     assert [v.verdict for v in out.verdicts] == [Verdict.CONTRADICTED, Verdict.UNSUPPORTED]
