@@ -232,16 +232,16 @@ class Audit:
             return
         try:
             if what == "x":
-                parsed = self.judge._parse_extract(tool_input(message, prompts.EXTRACT_TOOL_NAME))
+                parsed = self.judge.parse_extract(tool_input(message, prompts.EXTRACT_TOOL_NAME))
                 self.state.claims[key] = [list(c) for c in self.judge.extracted_claims(parsed)]
             else:
                 by_id = {c.id: c for c in _claims(self.state, key)}
                 contexts = [c.content for c in t.contexts]
                 got = self.state.verdicts.setdefault(key, {})
-                for w in self.judge._parse_verdicts(tool_input(message, prompts.VERIFY_TOOL_NAME)):
+                for w in self.judge.parse_verdicts(tool_input(message, prompts.VERIFY_TOOL_NAME)):
                     claim = by_id.get(w.claim_id)
                     if claim is not None and claim.id not in got:
-                        got[claim.id] = self.judge._to_verdict(claim, w, contexts).model_dump(mode="json")
+                        got[claim.id] = self.judge.to_verdict(claim, w, contexts).model_dump(mode="json")
                 if any(c not in got for c in self.state.parts.get(cid, [])):  # partly answered: the rest go again
                     self._retry_or_fail(cid, "verdicts missing")
         except Exception as exc:  # malformed output (the judge's _Malformed), validation errors

@@ -329,7 +329,7 @@ class AnthropicJudge(JudgeBase):
     ) -> None:
         kwargs = self.extract_request(answer, question)
         try:
-            parsed = self._call_tool(kwargs, prompts.EXTRACT_TOOL_NAME, usage, self._parse_extract)
+            parsed = self._call_tool(kwargs, prompts.EXTRACT_TOOL_NAME, usage, self.parse_extract)
         except _Truncated:
             sentences = _split_sentences(answer)
             if len(sentences) < 2 or depth >= 6:
@@ -363,7 +363,8 @@ class AnthropicJudge(JudgeBase):
                 out.append((text, None if c.sentence is None else c.sentence + sentence_offset))
         return out
 
-    def _parse_extract(self, raw: dict[str, Any] | None) -> _ExtractOutput:
+    def parse_extract(self, raw: dict[str, Any] | None) -> _ExtractOutput:
+        """The extraction tool's input, validated (raises ``_Malformed``); shared with the batch audit."""
         if raw is None:
             raise _Malformed("no tool_use block")
         data = dict(raw)
@@ -393,7 +394,7 @@ class AnthropicJudge(JudgeBase):
                     w = _WireVerdict.model_validate({**wire, "claim_id": claim.id})
                 except ValidationError:
                     continue  # no usable verdict: verify() repairs it
-                verdicts[claim.id] = self._to_verdict(claim, w, contexts)
+                verdicts[claim.id] = self.to_verdict(claim, w, contexts)
         missing = len(claims) - len(verdicts)
         if missing:
             log.warning("judge_single_call_missing_verdicts", missing=missing, of=len(claims), action="repair")
@@ -540,7 +541,7 @@ class AnthropicJudge(JudgeBase):
     ) -> None:
         kwargs = self.verify_request(batch, contexts, question, pid, repair=repair)
         try:
-            raw = self._call_tool(kwargs, prompts.VERIFY_TOOL_NAME, usage, self._parse_verdicts)
+            raw = self._call_tool(kwargs, prompts.VERIFY_TOOL_NAME, usage, self.parse_verdicts)
         except _Truncated:
             if len(batch) == 1:
                 truncated.add(batch[0].id)
@@ -556,7 +557,7 @@ class AnthropicJudge(JudgeBase):
             claim = by_pid.get(w.claim_id)
             if claim is None or claim.id in got:
                 continue  # unknown id or duplicate: ignored
-            got[claim.id] = self._to_verdict(claim, w, contexts)
+            got[claim.id] = self.to_verdict(claim, w, contexts)
 
     def verify_request(self, batch: Sequence[Claim], contexts: Sequence[str], question: str | None,
                        pid: Mapping[str, str], *, repair: bool = False) -> dict[str, Any]:
@@ -571,7 +572,8 @@ class AnthropicJudge(JudgeBase):
                 [(pid[c.id], c.text) for c in batch], list(contexts), question, repair=repair)}],
         )
 
-    def _parse_verdicts(self, raw: dict[str, Any] | None) -> list[_WireVerdict]:
+    def parse_verdicts(self, raw: dict[str, Any] | None) -> list[_WireVerdict]:
+        """The verify tool's verdict items that validate (raises ``_Malformed`` when none do); shared with the batch audit."""
         if raw is None:
             raise _Malformed("no tool_use block")
         items = _maybe_json(raw.get("verdicts"))
@@ -589,7 +591,8 @@ class AnthropicJudge(JudgeBase):
             log.warning("judge_invalid_verdict_items", invalid=bad, of=len(items))
         return out
 
-    def _to_verdict(self, claim: Claim, w: _WireVerdict, contexts: list[str]) -> ClaimVerdict:
+    def to_verdict(self, claim: Claim, w: _WireVerdict, contexts: list[str]) -> ClaimVerdict:
+        """A wire verdict as a ``ClaimVerdict``: evidence located in the contexts (else confidence penalised)."""
         confidence, reason = w.confidence, w.reason
         evidence = w.evidence.strip() if w.evidence and w.evidence.strip() else None
         index = w.context_index if w.context_index is not None and 0 <= w.context_index < len(contexts) else None
