@@ -75,6 +75,9 @@ class BridgeSettings(BaseSettings):
     poll_timeout_ms: int = 200
     #: how often offsets are committed (each commit first flushes the producer)
     commit_interval_s: float = 1.0
+    #: spans past this many in one message are rejected (counted as too_many_spans) without being converted,
+    #: as the receiver does per request: one oversized export cannot balloon the bridge's memory
+    max_spans_per_message: int = 10_000
 
 
 class _Rebalance(ConsumerRebalanceListener):
@@ -233,7 +236,7 @@ class OtlpBridge(OtlpIngest):
             self.otlp_metrics.requests.labels(source=SOURCE, code="decode_error").inc()
             log.warning("bridge_undecodable_message", error=str(exc)[:200])
             return ()
-        decoded = otlp.spans_from_request(request)
+        decoded = otlp.spans_from_request(request, max_spans=self.settings.max_spans_per_message)
         for reason, count in decoded.rejected.items():
             self.otlp_metrics.reject(SOURCE, reason, count)
         trace_ids = []

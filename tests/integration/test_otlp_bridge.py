@@ -146,6 +146,30 @@ def test_a_multi_trace_batch_message_is_handled():
     assert sorted(r.question for r in sink.records) == sorted(q for q, _, _ in QA)
 
 
+def test_spans_past_the_per_message_cap_are_counted_not_converted():
+    """A message with more spans than max_spans_per_message: the first ones feed traces, the rest are counted
+    as rejected (too_many_spans), as the receiver does per request."""
+    spans = [s for qa in QA for s in rag_trace_spans(*qa)]  # 3 traces x 3 spans
+    registry = CollectorRegistry()
+
+    class Sink:
+        def submit(self, record):
+            return True
+
+        def force_flush(self, timeout_s):
+            return True
+
+        def shutdown(self, timeout_s):
+            return True
+
+    bridge = OtlpBridge(BridgeSettings(max_spans_per_message=4), CollectorSettings(late_span_wait_s=0.0), sink=Sink(),
+                        registry=registry)
+    bridge._handle(encode_spans(spans).SerializeToString())
+    rejected = registry.get_sample_value("claimwatch_collector_otlp_rejected_spans_total",
+                                         {"source": "kafka", "reason": "too_many_spans"})
+    assert rejected == len(spans) - 4
+
+
 def test_add_cli_registers_the_bridge_subcommand():
     """add_cli adds `bridge` with source topic, group, encoding flags and its handler."""
     import argparse
