@@ -55,6 +55,23 @@ def one_span_messages(spans) -> list[tuple[bytes, bytes]]:
     return out
 
 
+class ListSink:
+    """A sink that keeps what it is given (the bridge's logic without a producer)."""
+
+    def __init__(self):
+        self.records = []
+
+    def submit(self, record):
+        self.records.append(record)
+        return True
+
+    def force_flush(self, timeout_s):
+        return True
+
+    def shutdown(self, timeout_s):
+        return True
+
+
 def settings_for(bootstrap: str, source: str, group: str) -> tuple[BridgeSettings, CollectorSettings]:
     bs = BridgeSettings(source_topic=source, group_id=group, commit_interval_s=0.2, poll_timeout_ms=100,
                         max_poll_interval_ms=10_000)
@@ -123,21 +140,7 @@ def test_a_multi_trace_batch_message_is_handled():
     request = encode_spans(spans)
     assert isinstance(request, ExportTraceServiceRequest)
 
-    class Sink:
-        def __init__(self):
-            self.records = []
-
-        def submit(self, record):
-            self.records.append(record)
-            return True
-
-        def force_flush(self, timeout_s):
-            return True
-
-        def shutdown(self, timeout_s):
-            return True
-
-    sink = Sink()
+    sink = ListSink()
     bridge = OtlpBridge(BridgeSettings(), CollectorSettings(late_span_wait_s=0.0), sink=sink,
                         registry=CollectorRegistry())
     trace_ids = bridge._handle(request.SerializeToString())
@@ -152,17 +155,7 @@ def test_spans_past_the_per_message_cap_are_counted_not_converted():
     spans = [s for qa in QA for s in rag_trace_spans(*qa)]  # 3 traces x 3 spans
     registry = CollectorRegistry()
 
-    class Sink:
-        def submit(self, record):
-            return True
-
-        def force_flush(self, timeout_s):
-            return True
-
-        def shutdown(self, timeout_s):
-            return True
-
-    bridge = OtlpBridge(BridgeSettings(max_spans_per_message=4), CollectorSettings(late_span_wait_s=0.0), sink=Sink(),
+    bridge = OtlpBridge(BridgeSettings(max_spans_per_message=4), CollectorSettings(late_span_wait_s=0.0), sink=ListSink(),
                         registry=registry)
     bridge._handle(encode_spans(spans).SerializeToString())
     rejected = registry.get_sample_value("claimwatch_collector_otlp_rejected_spans_total",
