@@ -146,10 +146,18 @@ _OPENERS = ('"', "“", "(", "'", "‘")
 _CLAUSE_SPLIT = re.compile(r"[;:]\s*|,\s*|\s+(?=(?:but|whereas|although|though|unless)\b)", re.I)
 
 
+def _placeholder(k: str) -> bool:
+    """A redaction placeholder's key (``person_2``: the only keys with an underscore, see ``textmatch._PLACEHOLDER``):
+    matched exactly, never by prefix, so ``[PERSON_1]`` and ``[PERSON_2]`` stay two names."""
+    return "_" in k
+
+
 def fuzzy_keys(keys: Iterable[str], prefix: int = THRESHOLDS.prefix) -> frozenset[str]:
     """Prefix forms of keys, for morphological variants the stemmer misses (visitor/visit, repaint/paint)."""
     out = set()
     for k in keys:
+        if _placeholder(k):
+            continue
         if len(k) >= prefix:
             out.add(k[:prefix])
         if k.startswith("re") and len(k) >= prefix + 1:
@@ -162,6 +170,8 @@ def has_key(k: str, keys: Mapping[str, float] | frozenset[str] | set[str], fuzzy
     """Claim key ``k`` present among ``keys`` (exactly, or by a shared prefix / a 're-' prefix)."""
     if k in keys:
         return True
+    if _placeholder(k):
+        return False
     if len(k) >= prefix and k[:prefix] in fuzzy:
         return True
     return k.startswith("re") and len(k) >= prefix + 1 and (k[2:] in keys or k[2:2 + prefix] in fuzzy)

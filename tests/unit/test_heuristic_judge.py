@@ -470,3 +470,20 @@ def test_superlative_opposite_across_clause_split_is_contradicted():
     """'X was N, the smallest in a decade' vs 'X was the largest in a decade' -> CONTRADICTED."""
     ctx = ["The wheat harvest was 12 million tonnes, the smallest in a decade."]
     assert judge_one("The wheat harvest was the largest in a decade.", ctx).verdict is Verdict.CONTRADICTED
+
+
+# --------------------------------------------------------------------------- redaction placeholders
+
+
+def test_two_different_placeholders_are_two_different_names():
+    """After redaction, '[PERSON_2] designed it' against '[PERSON_1] designed it' is an entity swap, not SUPPORTED."""
+    ctx = ["The bridge was designed by [PERSON_1]. [PERSON_2] built the tunnel in 1932."]
+    assert judge_one("The bridge was designed by [PERSON_2].", ctx).verdict is Verdict.CONTRADICTED
+    assert judge_one("The bridge was designed by [PERSON_1].", ctx).verdict is Verdict.SUPPORTED
+
+
+def test_a_placeholder_index_is_not_a_number():
+    """'[PHONE_2]' carries no number 2, and a claim with the context's own placeholder is SUPPORTED."""
+    assert all(q.text != "2" for q in quantities("Call [PHONE_2] after 5 pm."))
+    assert judge_one("Call [PHONE_1] for support.", ["Call [PHONE_1] for support, or [PHONE_2] for sales."]).verdict \
+        is Verdict.SUPPORTED

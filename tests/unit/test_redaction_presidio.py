@@ -200,12 +200,13 @@ def test_the_analyzer_is_loaded_once_per_process(redactor):
 def test_verdict_changes_on_dev_claims_and_demo_traffic_stay_where_docs_say(redactor):
     """Default entities: demo verdicts never change; on dev claims changes are (nearly all) claims about a masked name.
 
-    Measured (docs/reliability.md): 19 of 222 dev verdicts change, 16 of them on claims holding a masked person or
-    place; 3 where only the context was masked (the model tagged a telescope as a person, a building as a place).
+    Measured (docs/reliability.md), with the heuristic reading placeholders as names: 8 of 222 dev verdicts change,
+    5 on claims holding a masked person or place, 3 where only the context was masked (the model tagged a telescope
+    as a person, a building as a place).
     """
     dev, demo = _dev_and_demo_items()
     assert [c for c, _, flipped in _verdicts_with_and_without_redaction(demo, redactor) if flipped] == []
     results = _verdicts_with_and_without_redaction(dev, redactor)
     flipped = [(claim, masked) for claim, masked, changed in results if changed]
     context_only = [claim for claim, masked in flipped if masked == claim]
-    assert len(flipped) <= 22 and len(context_only) <= 4, (flipped, context_only)
+    assert len(flipped) <= 10 and len(context_only) <= 4, (flipped, context_only)
