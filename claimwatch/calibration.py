@@ -415,7 +415,6 @@ class ClaimReport:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: headline metrics, per-label, confusion, breakdown, disagreements."""
-        rnd = _rounded
         return {
             "judge": self.judge,
             "n": self.n,
@@ -423,11 +422,11 @@ class ClaimReport:
             "tpr_supported": _round(self.tpr_supported),
             "tnr_not_supported": _round(self.tnr_not_supported),
             "errors": self.errors,
-            "per_label": rnd(self.per_label),
+            "per_label": _rounded(self.per_label),
             "confusion": self.confusion,
             "errors_by_label": self.errors_by_label,
-            "breakdown": rnd(self.breakdown),
-            "confidence": rnd(confidence_summary(self.scored)),
+            "breakdown": _rounded(self.breakdown),
+            "confidence": _rounded(confidence_summary(self.scored)),
             "disagreements": self.disagreements,
         }
 

@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from contract.errors import ConfigError
+
 #: escalation shares reported by default
 ESCALATION_SHARES = (0.1, 0.2, 0.3, 0.5)
 ECE_BINS = 10
@@ -131,8 +133,6 @@ def write_reliability_png(items: Sequence[Scored], path: str, title: str) -> Non
     try:
         import vl_convert
     except ImportError as exc:
-        from contract.errors import ConfigError
-
         raise ConfigError("calibrate --plot needs vl-convert: pip install 'claimwatch[report]'") from exc
     with open(path, "wb") as fh:
         fh.write(vl_convert.vegalite_to_png(reliability_spec(items, title)))
@@ -155,13 +155,9 @@ def fit_isotonic(items: Sequence[Scored], prior_weight: float = PRIOR_WEIGHT) ->
     try:
         from scipy.optimize import isotonic_regression
     except ImportError as exc:
-        from contract.errors import ConfigError
-
         raise ConfigError("fitting a confidence map needs scipy: pip install 'claimwatch[calibration]'") from exc
     rated = [s for s in items if s.confidence is not None]
     if not rated:
-        from contract.errors import ConfigError
-
         raise ConfigError("no verdicts with a confidence to fit a map on")
     overall = sum(s.correct for s in rated) / len(rated)
     levels: dict[float, list[int]] = {}
@@ -194,13 +190,6 @@ def fit_isotonic(items: Sequence[Scored], prior_weight: float = PRIOR_WEIGHT) ->
     for i in range(1, len(ky)):
         ky[i] = max(ky[i], ky[i - 1])
     return kx, [round(v, 4) for v in ky]
-
-
-def apply_knots(x: Sequence[float], y: Sequence[float], raw: float) -> float:
-    """The fitted map at ``raw`` (the same interpolation the worker uses)."""
-    from evaluator_worker.judges.calibrated import ConfidenceMap
-
-    return ConfidenceMap(tuple(x), tuple(y))(raw)
 
 
 def remapped(items: Sequence[Scored], x: Sequence[float], y: Sequence[float]) -> list[Scored]:

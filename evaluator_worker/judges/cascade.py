@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from typing import Callable, Sequence
 
@@ -72,6 +72,7 @@ class CascadeJudge(JudgeBase):
         self._observer: JudgeObserver = NullObserver()
         #: recent first-judge confidences (escalate_share: the threshold is their escalate_share quantile)
         self._recent: deque[float] = deque(maxlen=self.settings.share_window)
+        self._sorted: list[float] = []
         self.stats = {"first": 0, "second": 0, "first_over_budget": 0, "first_fallback": 0, "agree": 0, "disagree": 0}
 
     def bind_metrics(self, observer: JudgeObserver) -> None:
@@ -113,17 +114,21 @@ class CascadeJudge(JudgeBase):
         judge's do."""
         below, share = self.settings.escalate_below, self.settings.escalate_share
         with self._lock:
-            self._recent.extend(confidences)
-            if below is not None or share is None or not self._recent:
+            for c in confidences:  # the window, kept sorted as it slides (no sort per answer)
+                if len(self._recent) == self._recent.maxlen:
+                    del self._sorted[bisect_left(self._sorted, self._recent.popleft())]
+                self._recent.append(c)
+                insort(self._sorted, c)
+            if below is not None or share is None or not self._sorted:
                 return (DEFAULT_BELOW if below is None else below), 0.0
-            ordered = sorted(self._recent)
-        if share <= 0:
-            return float("-inf"), 0.0
-        want = share * len(ordered)
-        t = ordered[min(len(ordered) - 1, int(want))]
-        below = bisect_left(ordered, t)
-        at = bisect_right(ordered, t) - below
-        return t, min(max((want - below) / at, 0.0), 1.0)
+            if share <= 0:
+                return float("-inf"), 0.0
+            ordered = self._sorted
+            want = share * len(ordered)
+            t = ordered[min(len(ordered) - 1, int(want))]
+            n_below = bisect_left(ordered, t)
+            n_at = bisect_right(ordered, t) - n_below
+        return t, min(max((want - n_below) / n_at, 0.0), 1.0)
 
     # -- judge protocol ------------------------------------------------------------
     def extract_claims(

@@ -57,10 +57,9 @@ class AnthropicSettings(BaseModel):
 class CascadeSettings(BaseModel):
     first: str = "heuristic"
     second: str = "anthropic"
-    #: escalate this share of claims: the least confident among the last share_window claims the first judge saw
-    #: (this answer's included)
-    #: (a cost you choose from `claimwatch calibrate`'s errors_caught_at_escalated; claims tied at the cut are
-    #: filled deterministically so the share holds); None: use escalate_below only
+    #: escalate this share of claims: the least confident among the last share_window claims the first judge saw,
+    #: this answer's included (a cost you choose from `claimwatch calibrate`'s errors_caught_at_escalated; claims
+    #: tied at the cut are filled deterministically so the share holds); None: escalate below 0.8
     escalate_share: float | None = Field(0.3, ge=0.0, le=1.0)
     #: override: escalate every claim whose first-judge confidence is below this instead of a share. With the
     #: shipped calibrated confidences it reads as "verdicts less likely right than this"
@@ -123,6 +122,6 @@ class JudgeSettings(BaseSettings):
     #: the verifier / offline judges' model directory (default: the model shipped in the package)
     verifier_model: str | None = None
     #: map each verdict's confidence to P(verdict right): shipped (the map fitted on dev that ships for the judge,
-    #: when there is one: heuristic, hybrid, verifier, offline), none (the judge's raw confidence), or the path of a
+    #: when there is one: heuristic, hybrid, verifier), none (the judge's raw confidence), or the path of a
     #: map written by `claimwatch calibrate FILE --fit-confidence PATH` (for a cascade: applied to its stages)
     confidence_calibration: str = "shipped"

@@ -111,6 +111,21 @@ def test_escalate_share_holds_when_confidences_tie():
     assert all(levels[int(t.split()[-1]) % 10] < 0.95 for t in late)  # never a claim above the quantile
 
 
+def test_escalate_share_follows_the_window_as_it_slides():
+    """The share is taken over the last share_window confidences only: after the first judge's scale moves (all
+    claims now at 0.9), the old low confidences leave the window and about the share is escalated again."""
+    texts = [f"claim {i}" for i in range(300)]
+    conf = {t: (0.2 if i % 2 else 0.8) if i < 100 else 0.9 for i, t in enumerate(texts)}
+    first = Scripted("h", {t: (Verdict.SUPPORTED, c) for t, c in conf.items()})
+    second = Scripted("c", {t: (Verdict.SUPPORTED, 0.9) for t in texts})
+    j = CascadeJudge(first, second, CascadeSettings(escalate_share=0.5, share_window=50, agreement_sample=0.0,
+                                                    budget_usd_per_hour=1e9))
+    for k in range(0, 300, 2):
+        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(texts[k:k + 2])], ["ctx"])
+    late = [t for t in second.seen if int(t.split()[-1]) >= 200]
+    assert 0.35 <= len(late) / 100 <= 0.65
+
+
 def test_always_escalate_routes_a_verdict_kind_whatever_its_confidence():
     """always_escalate=['SUPPORTED'] sends a confident SUPPORTED to the second judge; a confident UNSUPPORTED stays."""
     first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.99), "unsure": (Verdict.UNSUPPORTED, 0.99)})
