@@ -3,13 +3,17 @@
     python -m tests.conformance.table            # print the table
     python -m tests.conformance.table --write    # rewrite it between the markers in docs/collector.md
 
-``test_table.py`` fails when the committed table differs from a fresh run (a new
-package version, or a collector change, shows up as a diff to commit).
+The versions column is read from the development lock (``requirements/lock.txt``), not
+from whatever happens to be installed: a registry serving a newer release never changes
+the table by itself. ``test_table.py`` fails when the committed table differs from a fresh
+run (a collector change, or a lock refreshed with ``bash scripts/lock.sh``, which
+regenerates the table), and says so first when the installed versions differ from the lock.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +24,8 @@ from contract.record import RagTrace
 from tests.conformance.flows import Seen
 from tests.conformance.harness import ANSWER, QUESTION, Capture, make_capture
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "collector.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "collector.md"
 BEGIN, END = "<!-- conformance-table:begin -->", "<!-- conformance-table:end -->"
 YES, NO, NA = "yes", "**no**", "-"
 
@@ -87,14 +92,36 @@ ROWS: tuple[Row, ...] = (
 )
 
 
+def locked_versions() -> dict[str, str]:
+    """The lock's pins by normalised name (scripts/lockcheck.py reads them; one parser for setup and the table)."""
+    spec = importlib.util.spec_from_file_location("lockcheck", ROOT / "scripts" / "lockcheck.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.locked()
+
+
+def _canonical(name: str) -> str:
+    return name.replace("_", "-").replace(".", "-").lower()
+
+
 def _version(packages: tuple[str, ...]) -> str:
+    pins = locked_versions()
+    return "<br>".join(f"{p} {pins.get(_canonical(p), '(not locked)')}" for p in packages)
+
+
+def drift() -> list[str]:
+    """The table's packages whose installed version differs from the lock (the table would describe other code)."""
+    pins = locked_versions()
     out = []
-    for p in packages:
+    for p in sorted({p for row in ROWS for p in row.packages}):
         try:
-            out.append(f"{p} {importlib.metadata.version(p)}")
+            have = importlib.metadata.version(p)
         except importlib.metadata.PackageNotFoundError:
-            out.append(f"{p} (not installed)")
-    return "<br>".join(out)
+            have = "(not installed)"
+        if have != pins.get(_canonical(p)):
+            out.append(f"{p} {have} (lock: {pins.get(_canonical(p))})")
+    return out
 
 
 def _check(row: Row) -> list[str]:
