@@ -37,10 +37,12 @@ def create_topic(bootstrap: str, name: str, partitions: int = 4) -> None:
         admin.close()
 
 
-def produce(bootstrap: str, topic: str, items: list[tuple[bytes | None, bytes]]) -> None:
+def produce(bootstrap: str, topic: str, items: list[tuple[bytes | None, bytes]],
+            partitions: list[int] | None = None) -> None:
+    """Write ``items`` (key, value); ``partitions`` pins each to a partition instead of the key's hash."""
     p = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    for key, value in items:
-        p.send(topic, key=key, value=value)
+    for i, (key, value) in enumerate(items):
+        p.send(topic, key=key, value=value, partition=None if partitions is None else partitions[i])
     p.flush(30)
     p.close()
 

@@ -89,11 +89,16 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
 
 
 def test_traces_split_across_messages_come_out_as_rag_records(kafka_bootstrap, topic_name):
-    """Three traces, one span per Kafka message, interleaved over 2 partitions, plus garbage -> 3 records; all committed."""
+    """Three traces, one span per Kafka message, interleaved over 2 partitions, plus garbage -> 3 records; all committed.
+
+    Partitions are pinned (traces 0 and 2 on 0; trace 1 and the junk on 1): keyed by random trace ids, all four
+    keys hashed to one partition in 1 run of 8, leaving the other with no message and so no committed offset.
+    """
     create_topic(kafka_bootstrap, topic_name, partitions=2)
     per_trace = [one_span_messages(rag_trace_spans(*qa)) for qa in QA]
     interleaved = [m for group in zip(*per_trace) for m in group]
-    produce(kafka_bootstrap, topic_name, interleaved + [(b"junk", b"\xff\xff not protobuf")])
+    placed = [i % 3 % 2 for i in range(len(interleaved))]  # message i belongs to trace i % 3
+    produce(kafka_bootstrap, topic_name, interleaved + [(b"junk", b"\xff\xff not protobuf")], placed + [1])
     bs, cs = settings_for(kafka_bootstrap, topic_name, topic_name + "-bridge")
     registry = CollectorRegistry()
     bridge = OtlpBridge(bs, cs, registry=registry)
@@ -105,10 +110,24 @@ def test_traces_split_across_messages_come_out_as_rag_records(kafka_bootstrap, t
     for q, a, chunks in QA:
         assert by_q[q].answer == a and [c.content for c in by_q[q].contexts] == chunks
         assert by_q[q].attributes["spans"] == 3 and by_q[q].attributes["service.name"] == "java-rag"
-    offsets = committed(kafka_bootstrap, bs.group_id, topic_name, 2)
-    assert sum(offsets.values()) == len(interleaved) + 1  # every message committed, on both partitions
+    # every message committed, on both partitions: 6 spans on 0; 3 spans + the junk on 1
+    assert committed(kafka_bootstrap, bs.group_id, topic_name, 2) == {0: 6, 1: 4}
     assert bridge.otlp_metrics.requests.labels(source="kafka", code="decode_error")._value.get() == 1
     assert bridge.otlp_metrics.spans.labels(source="kafka", outcome="accepted")._value.get() == 9
+
+
+def test_stopping_commits_every_partition_it_consumed(kafka_bootstrap, topic_name):
+    """With no periodic commit due, stopping alone commits each consumed partition; one with no message has none."""
+    create_topic(kafka_bootstrap, topic_name, partitions=3)
+    messages = [m for qa in QA for m in one_span_messages(rag_trace_spans(*qa))]  # trace k on partition k % 2
+    produce(kafka_bootstrap, topic_name, messages, [i // 3 % 2 for i in range(len(messages))])
+    bs, cs = settings_for(kafka_bootstrap, topic_name, topic_name + "-bridge")
+    bs.commit_interval_s = 3600.0  # only the stop path commits
+    bridge = OtlpBridge(bs, cs, registry=CollectorRegistry())
+    assert bridge.run(max_messages=len(messages), idle_timeout_s=10.0) == len(messages)
+    assert len(drain(kafka_bootstrap, cs.topic, 3, 20)) == 3
+    # partition 2 never held a message: nothing to commit there (a new owner starts from the earliest offset)
+    assert committed(kafka_bootstrap, bs.group_id, topic_name, 3) == {0: 6, 1: 3, 2: None}
 
 
 def test_open_trace_holds_the_offset_and_the_next_run_completes_it(kafka_bootstrap, topic_name):
