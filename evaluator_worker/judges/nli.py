@@ -17,7 +17,10 @@ entailment`` for UNSUPPORTED (how sure the judge is that nothing entails it).
 The model is a Hugging Face model (a hub id or a local directory saved with
 ``save_pretrained``) behind one of four interfaces (``kind``; ``auto`` reads the config):
 
-- ``nli``: a 3-label NLI cross-encoder (``cross-encoder/nli-deberta-v3-small``); labels from ``id2label``;
+- ``nli``: a 3-label NLI cross-encoder (``cross-encoder/nli-deberta-v3-small``, ``facebook/bart-large-mnli``: an
+  encoder-decoder with a classification head is an NLI model, not a seq2seq scorer); labels from ``id2label``;
+- ``nli2``: a 2-label NLI model (``entailment`` / ``not_entailment``, the ``-2c`` DeBERTa checkpoints): the same
+  (premise, claim) pair input, support = P(entailment) read at the index ``id2label`` names, never assumed;
 - ``binary``: a 2-label supported / unsupported classifier (MiniCheck-RoBERTa/DeBERTa style);
   input ``premise + eos + claim`` as one sequence, class ``support_label`` is "supported"
   (Liyan06/MiniCheck ``minicheck/inference.py``, ``batch_tokenize`` and ``inference``);
@@ -30,7 +33,13 @@ The model is a Hugging Face model (a hub id or a local directory saved with
 Two-way interfaces cannot see contradiction: they give SUPPORTED or UNSUPPORTED only.
 Long chunks are windowed by sentences to fit (MiniCheck chunks documents the same way:
 sentences packed up to a token budget, the claim checked against every chunk, max support
-kept). Loads lazily on first use. Needs the ``nli`` extra (torch + transformers).
+kept). **The claim is never cut**: the premise's token budget leaves room for the claim, the
+special tokens and any prefix (``predict: ``, the eos joiner), windows are clipped to it at
+token boundaries, and pairs truncate only the premise; a claim too long to fit beside any
+premise gets ``ERROR`` (counted as a judge failure), never a verdict on half a claim.
+``kind="auto"`` reads ``architectures`` and ``id2label``; 2-label models whose labels are named
+but not understood (e.g. ``positive``/``negative``) are refused at start-up unless
+``support_label`` is given. Loads lazily on first use. Needs the ``nli`` extra (torch + transformers).
 """
 
 from __future__ import annotations
@@ -53,6 +62,15 @@ LABEL_NAMES: dict[str, frozenset[str]] = {
     "neutral": frozenset({"neutral"}),
     "contradiction": frozenset({"contradiction", "contradict", "contradicts", "contradicted", "contradictory"}),
 }
+#: 2-label models: the names of the class that is not entailment (``-2c`` NLI checkpoints)
+NOT_ENTAILMENT = frozenset({"notentailment", "nonentailment", "notentailed", "noentailment"})
+#: 2-label verifiers (MiniCheck style): the names of the "supported" class and of the other one
+SUPPORT_NAMES = frozenset({"supported", "support", "consistent", "faithful", "grounded", "factual"})
+NOT_SUPPORT_NAMES = frozenset({"unsupported", "notsupported", "inconsistent", "unfaithful", "hallucinated",
+                               "hallucination", "ungrounded", "nonfactual", "notfactual"})
+_GENERIC_LABEL = re.compile(r"^label[01]$")
+#: premise tokens a claim must leave room for (less than this: the claim is not judged, not cut)
+MIN_PREMISE_TOKENS = 16
 
 _MODEL_HINT = (
     "set CLAIMWATCH_NLI_MODEL to a local directory holding a saved NLI model "
@@ -146,8 +164,10 @@ class _Loaded:
     labels: dict[str, int]
     max_length: int
     special_tokens: int
-    #: nli | binary | seq2seq | hhem (two-way kinds score "supported" only: contradiction index -1)
+    #: nli | nli2 | binary | seq2seq | hhem (two-way kinds score "supported" only: contradiction index -1)
     kind: str = "nli"
+    #: binary: the class index that means supported (from id2label, else the support_label setting)
+    support_index: int = 1
 
 
 class NLIJudge(JudgeBase):
@@ -178,7 +198,7 @@ class NLIJudge(JudgeBase):
         local_files_only: bool | None = None,
         window_overlap: int = 1,
         kind: str = "auto",
-        support_label: int = 1,
+        support_label: int | None = None,
         seq2seq_token_ids: tuple[int, int] = (3, 209),
     ) -> None:
         if not model or not str(model).strip():
@@ -205,6 +225,7 @@ class NLIJudge(JudgeBase):
         if kind not in KINDS:
             raise ConfigError(f"kind {kind!r}: choose one of {', '.join(KINDS)}")
         self.kind = kind
+        #: binary models: the "supported" class; None = read it from id2label (generic LABEL_0/1: 1, as MiniCheck)
         self.support_label = support_label
         #: (unsupported, supported) token ids a seq2seq scorer answers with
         self.seq2seq_token_ids = seq2seq_token_ids
@@ -257,26 +278,31 @@ class NLIJudge(JudgeBase):
                 model = auto.from_pretrained(source, **local)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load NLI model {self.model_name!r} ({type(exc).__name__}: {exc}); {_MODEL_HINT}") from exc
-        if kind != "nli":
+        if kind not in ("nli", "nli2"):
             device = self._device(torch)
             model.to(device)
             model.eval()
             two_way = {"entailment": 1, "contradiction": -1}
-            if kind == "binary" and not 0 <= self.support_label < model.config.num_labels:
-                raise ConfigError(f"support_label {self.support_label} is not a class of a {model.config.num_labels}-label model")
+            support = binary_support_index(model.config, self.support_label) if kind == "binary" else 1
             length = self.max_length
             if tokenizer is not None:
                 limit = getattr(tokenizer, "model_max_length", None)
                 if isinstance(limit, int) and 0 < limit < 100_000:
                     length = min(length, limit)
-            special = 2 if tokenizer is None else tokenizer.num_special_tokens_to_add(pair=False) + 1
-            return _Loaded(tokenizer, model, torch, device, two_way, length, special, kind)
-        labels = dict(self.labels) if self.labels is not None else resolve_labels(model.config.id2label)
+            special = 2 if tokenizer is None else _single_overhead(tokenizer, kind == "seq2seq")
+            return _Loaded(tokenizer, model, torch, device, two_way, length, special, kind, support)
+        if kind == "nli2" and self.labels is None:
+            labels = {"entailment": two_label_entailment_index(model.config.id2label), "contradiction": -1}
+        else:
+            labels = dict(self.labels) if self.labels is not None else resolve_labels(model.config.id2label)
         if self.labels is not None:
-            if not {"entailment", "contradiction"} <= set(labels) or any(
-                not 0 <= i < model.config.num_labels for i in labels.values()
+            need = {"entailment"} if kind == "nli2" else {"entailment", "contradiction"}
+            if kind == "nli2":
+                labels.setdefault("contradiction", -1)
+            if not need <= set(labels) or any(
+                not 0 <= labels[k] < model.config.num_labels for k in need
             ):
-                raise ConfigError(f"labels={labels!r} must give entailment and contradiction indices < {model.config.num_labels}")
+                raise ConfigError(f"labels={labels!r} must give {' and '.join(sorted(need))} indices < {model.config.num_labels}")
         device = self._device(torch)
         model.to(device)
         model.eval()
@@ -288,7 +314,7 @@ class NLIJudge(JudgeBase):
         if isinstance(positions, int) and positions > 0:
             max_length = min(max_length, positions)
         special = tokenizer.num_special_tokens_to_add(pair=True)
-        return _Loaded(tokenizer, model, torch, device, labels, max_length, special, "nli")
+        return _Loaded(tokenizer, model, torch, device, labels, max_length, special, kind)
 
     def _device(self, torch: Any) -> Any:
         name = self.device
@@ -325,7 +351,21 @@ class NLIJudge(JudgeBase):
         if not claims:
             return Verification(verdicts=[], usage=usage)
         loaded = self._get()
-        windows = self._windows(loaded, claims, contexts)  # [(context_index, text)]
+        lengths = _counter(loaded.tokenizer)([c.text for c in claims])
+        room = loaded.max_length - loaded.special_tokens - MIN_PREMISE_TOKENS
+        too_long = {c.id: n for c, n in zip(claims, lengths) if n > room}
+        if too_long:  # judged apart: never cut, never a verdict on part of a claim
+            fits = [c for c in claims if c.id not in too_long]
+            inner = self.verify(fits, contexts, question) if fits else Verification(verdicts=[], usage=usage)
+            done = {v.claim_id: v for v in inner.verdicts}
+            for c in claims:
+                if c.id in too_long:
+                    done[c.id] = ClaimVerdict(
+                        claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0,
+                        reason=f"claim of {too_long[c.id]} tokens does not fit the model's {loaded.max_length}-token "
+                               f"input beside a premise: not judged rather than cut")
+            return Verification(verdicts=[done[c.id] for c in claims], usage=inner.usage)
+        windows = self._windows(loaded, max(lengths), contexts)  # [(context_index, text)]
         if not windows:
             verdicts = [
                 ClaimVerdict(claim_id=c.id, verdict=Verdict.UNSUPPORTED, confidence=1.0, reason="no context to check against")
@@ -364,30 +404,28 @@ class NLIJudge(JudgeBase):
             reason=f"best entailment {pe:.3f} < {self.entail_threshold}, best contradiction {pc:.3f} < {self.contradict_threshold}",
         )
 
-    def _windows(self, loaded: _Loaded, claims: Sequence[Claim], contexts: Sequence[str]) -> list[tuple[int, str]]:
-        """Every premise to score: whole chunks, or sentence windows of chunks too long for ``max_length``."""
-        tok = loaded.tokenizer
+    def _windows(self, loaded: _Loaded, longest_claim: int, contexts: Sequence[str]) -> list[tuple[int, str]]:
+        """Every premise to score: whole chunks, or sentence windows of chunks too long for ``max_length``.
 
-        def count(texts: list[str]) -> list[int]:
-            if tok is None:  # hhem tokenizes inside predict(): ~1.5 T5 tokens per word
-                return [int(len(t.split()) * 1.5) + 1 for t in texts]
-            return [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]] if texts else []
-
-        longest_claim = max(count([c.text for c in claims]) or [0])
+        The budget leaves room for the longest claim and every token the input format adds, and each
+        window is clipped to it at a token boundary: the tokenizer never has to truncate, so the claim
+        is never cut (a single sentence longer than the budget loses its tail, not the claim's).
+        """
+        count = _counter(loaded.tokenizer)
         budget = loaded.max_length - loaded.special_tokens - longest_claim
-        budget = max(budget, loaded.max_length // 4)  # very long claims: the tokenizer truncates instead
         out: list[tuple[int, str]] = []
         for i, chunk in enumerate(contexts):
             for window in sentence_windows(chunk or "", budget, count, overlap=self.window_overlap):
-                out.append((i, window))
+                out.append((i, clip_to_tokens(window, budget, loaded.tokenizer)))
         return out
 
     def _score(self, loaded: _Loaded, premises: list[str], hypotheses: list[str], usage: Usage) -> list[list[float]]:
         """Class probabilities per (premise, hypothesis) pair, batched by similar length.
 
-        Two-way kinds return ``[p_unsupported, p_supported]`` rows (``labels["entailment"] == 1``).
+        Two-way kinds return ``[p_unsupported, p_supported]`` rows (``labels["entailment"] == 1``);
+        ``nli2`` returns the model's own rows, read at its entailment index.
         """
-        if loaded.kind != "nli":
+        if loaded.kind not in ("nli", "nli2"):
             return self._score_two_way(loaded, premises, hypotheses, usage)
         torch, tok = loaded.torch, loaded.tokenizer
         order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
@@ -396,9 +434,9 @@ class NLIJudge(JudgeBase):
             with torch.inference_mode():
                 for start in range(0, len(order), self.batch_size):
                     idx = order[start : start + self.batch_size]
-                    enc = tok(
+                    enc = tok(  # (premise, claim) order; only the premise may be truncated (it is clipped to fit)
                         [premises[k] for k in idx], [hypotheses[k] for k in idx], padding=True,
-                        truncation=True, max_length=loaded.max_length, return_tensors="pt",
+                        truncation="only_first", max_length=loaded.max_length, return_tensors="pt",
                     ).to(loaded.device)
                     logits = loaded.model(**enc).logits.float()
                     rows = torch.softmax(logits, dim=-1).cpu().tolist()
@@ -437,7 +475,7 @@ class NLIJudge(JudgeBase):
                             support = torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
                         else:
                             probs = torch.softmax(model(**enc).logits.float(), dim=-1)
-                            support = probs[:, self.support_label].cpu().tolist()
+                            support = probs[:, loaded.support_index].cpu().tolist()
                     usage.calls += 1
                     for k, p in zip(idx, support):
                         out[k] = [1.0 - _unit(p), _unit(p)]
@@ -447,16 +485,66 @@ class NLIJudge(JudgeBase):
 
 
 #: the model interfaces the judge drives (see the module docstring)
-KINDS = ("auto", "nli", "binary", "seq2seq", "hhem")
+KINDS = ("auto", "nli", "nli2", "binary", "seq2seq", "hhem")
+
+
+def _label_key(name: Any) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
 
 
 def detect_kind(config: Any) -> str:
-    """The interface a model config implies: HHEM remote code, an encoder-decoder, 2 labels, else 3-label NLI."""
+    """The interface a model config implies, from ``architectures`` and ``id2label``.
+
+    HHEM remote code -> ``hhem``; a sequence-classification head -> a classifier even on an
+    encoder-decoder (BART-MNLI is NLI, not a seq2seq scorer); an encoder-decoder without one
+    (``T5ForConditionalGeneration``, MiniCheck-Flan-T5) -> ``seq2seq``; 2 labels named entailment /
+    not-entailment -> ``nli2``; other 2-label models -> ``binary``; else 3-label ``nli``.
+    """
     if "hhem" in str(getattr(config, "model_type", "")).lower() or "hhem" in str(getattr(config, "auto_map", "")).lower():
         return "hhem"
-    if getattr(config, "is_encoder_decoder", False):
+    architectures = [str(a) for a in (getattr(config, "architectures", None) or [])]
+    classifier = any(a.endswith("ForSequenceClassification") for a in architectures)
+    if not classifier and (getattr(config, "is_encoder_decoder", False)
+                           or any(a.endswith("ForConditionalGeneration") for a in architectures)):
         return "seq2seq"
-    return "binary" if getattr(config, "num_labels", 3) == 2 else "nli"
+    if getattr(config, "num_labels", 3) != 2:
+        return "nli"
+    keys = {_label_key(v) for v in dict(getattr(config, "id2label", None) or {}).values()}
+    if keys & LABEL_NAMES["entailment"] and keys & (NOT_ENTAILMENT | LABEL_NAMES["neutral"] | LABEL_NAMES["contradiction"]):
+        return "nli2"
+    return "binary"
+
+
+def two_label_entailment_index(id2label: Mapping[Any, str]) -> int:
+    """The entailment class of a 2-label NLI model; ``ConfigError`` when the labels do not say which."""
+    hits = [int(i) for i, name in dict(id2label).items() if _label_key(name) in LABEL_NAMES["entailment"]]
+    if len(hits) != 1 or len(dict(id2label)) != 2:
+        raise ConfigError(f"cannot tell the entailment class of the 2-label model's labels {dict(id2label)!r}: pass "
+                          "labels={'entailment': i}")
+    return hits[0]
+
+
+def binary_support_index(config: Any, support_label: int | None) -> int:
+    """The "supported" class of a 2-label verifier: the setting, else ``id2label``'s names, else 1 for generic labels.
+
+    MiniCheck's RoBERTa/DeBERTa checkpoints keep the generic ``LABEL_0``/``LABEL_1`` and read class 1 as
+    supported (``minicheck/inference.py``). Labels with other names (a sentiment or topic model) are
+    refused: guessing would silently invert verdicts.
+    """
+    n = int(getattr(config, "num_labels", 2))
+    if support_label is not None:
+        if not 0 <= support_label < n:
+            raise ConfigError(f"support_label {support_label} is not a class of a {n}-label model")
+        return support_label
+    id2label = {int(i): _label_key(v) for i, v in dict(getattr(config, "id2label", None) or {}).items()}
+    support = [i for i, k in id2label.items() if k in SUPPORT_NAMES]
+    other = [i for i, k in id2label.items() if k in NOT_SUPPORT_NAMES]
+    if len(support) == 1 and len(other) == n - 1:
+        return support[0]
+    if not id2label or all(_GENERIC_LABEL.match(k) for k in id2label.values()):
+        return 1
+    raise ConfigError(f"cannot tell which of the 2-label model's classes {dict(getattr(config, 'id2label', {}))!r} "
+                      "means supported: set CLAIMWATCH_NLI_SUPPORT_LABEL (or support_label=) to its index")
 
 
 def minicheck_input(premise: str, claim: str, eos: str, *, seq2seq: bool = False) -> str:
@@ -464,6 +552,43 @@ def minicheck_input(premise: str, claim: str, eos: str, *, seq2seq: bool = False
     (``"predict: "`` first for Flan-T5); Liyan06/MiniCheck ``minicheck/inference.py`` ``batch_tokenize``."""
     text = eos.join([premise, claim])
     return "predict: " + text if seq2seq else text
+
+
+def _single_overhead(tokenizer: Any, seq2seq: bool) -> int:
+    """Tokens a one-sequence verifier input adds around premise and claim: specials, the eos joiner, the prefix."""
+    added = tokenizer.num_special_tokens_to_add(pair=False)
+    joiner = len(tokenizer(_eos(tokenizer), add_special_tokens=False)["input_ids"])
+    prefix = len(tokenizer("predict:", add_special_tokens=False)["input_ids"]) if seq2seq else 0
+    return added + joiner + prefix + 1  # +1: a word may tokenize differently at a join
+
+
+def _counter(tokenizer: Any) -> Callable[[list[str]], list[int]]:
+    """Token counts per text (HHEM tokenizes inside predict(): ~1.5 T5 tokens per word)."""
+
+    def count(texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        if tokenizer is None:
+            return [int(len(t.split()) * 1.5) + 1 for t in texts]
+        return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+    return count
+
+
+def clip_to_tokens(text: str, budget: int, tokenizer: Any) -> str:
+    """``text`` cut at a token boundary so it holds at most ``budget`` tokens (unchanged when it fits)."""
+    if tokenizer is None or budget <= 0:
+        return text
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=getattr(tokenizer, "is_fast", False))
+    ids = enc["input_ids"]
+    if len(ids) <= budget:
+        return text
+    if "offset_mapping" in enc:
+        return text[: enc["offset_mapping"][budget - 1][1]]
+    words = text.split()
+    while words and len(tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]) > budget:
+        words = words[: max(1, len(words) * 9 // 10)] if len(words) > 1 else []
+    return " ".join(words)
 
 
 def _eos(tokenizer: Any) -> str:

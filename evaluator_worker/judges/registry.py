@@ -53,7 +53,9 @@ def _build(name: str, settings: JudgeSettings) -> Judge:
 
         if not settings.nli_model:
             raise ConfigError("the nli judge needs a model: set CLAIMWATCH_NLI_MODEL to a Hugging Face id or a local directory")
-        judge = NLIJudge(settings.nli_model, kind=settings.nli_kind, support_label=settings.nli_support_label)
+        judge = NLIJudge(settings.nli_model, kind=settings.nli_kind, support_label=settings.nli_support_label,
+                         entail_threshold=settings.nli_entail_threshold,
+                         contradict_threshold=settings.nli_contradict_threshold)
         judge.load()  # fail at start-up, not on the first record
         return judge
     if name == "cascade":

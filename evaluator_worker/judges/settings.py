@@ -114,11 +114,17 @@ class JudgeSettings(BaseSettings):
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     #: the nli judge's model: a Hugging Face id or a local directory
     nli_model: str | None = None
-    #: its interface: auto (from the config), nli (3-label NLI), binary (2-label supported/unsupported, MiniCheck
-    #: RoBERTa/DeBERTa), seq2seq (MiniCheck Flan-T5), hhem (Vectara HHEM-2.1-open: runs the model's own code)
-    nli_kind: Literal["auto", "nli", "binary", "seq2seq", "hhem"] = "auto"
-    #: binary models: the class index that means "supported"
-    nli_support_label: int = 1
+    #: its interface: auto (from the config's architectures and id2label), nli (3-label NLI, BART-MNLI too),
+    #: nli2 (2-label entailment / not_entailment), binary (2-label supported/unsupported, MiniCheck RoBERTa/DeBERTa),
+    #: seq2seq (MiniCheck Flan-T5), hhem (Vectara HHEM-2.1-open: runs the model's own code)
+    nli_kind: Literal["auto", "nli", "nli2", "binary", "seq2seq", "hhem"] = "auto"
+    #: binary models: the class index that means "supported" (unset: from id2label's names; generic LABEL_0/LABEL_1
+    #: read as MiniCheck does, 1 = supported; other names are refused at start-up)
+    nli_support_label: int | None = None
+    #: SUPPORTED when the best entailment (support) probability over the context reaches this
+    nli_entail_threshold: float = Field(default=0.5, gt=0.0, le=1.0)
+    #: CONTRADICTED (3-label NLI only) when, failing that, the best contradiction probability reaches this
+    nli_contradict_threshold: float = Field(default=0.7, gt=0.0, le=1.0)
     #: the verifier / offline judges' model directory (default: the model shipped in the package)
     verifier_model: str | None = None
     #: map each verdict's confidence to P(verdict right): shipped (the map fitted on dev that ships for the judge,

@@ -22,7 +22,7 @@ from pathlib import Path
 WORDS = (
     "the a is was it in of and to on at by for with from this that tower bridge city river opened closed built "
     "completed designed tall metres years old new year park museum door road shop price today people painted gold "
-    "red blue green one two three four five six seven eight nine ten paris london rome 1889 1937 1900 . ,"
+    "red blue green one two three four five six seven eight nine ten paris london rome 1889 1937 1900 . , : predict"
 ).split()
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "</s>"]
 
@@ -58,11 +58,17 @@ class TinyHHEM(PreTrainedModel):
 
 
 def _tokenizer(directory: Path):
+    """A working WordPiece tokenizer over ``WORDS`` (transformers 5 ignores ``vocab_file``: every word was [UNK])."""
+    import transformers
     from transformers import BertTokenizerFast
 
-    vocab = directory / "vocab.txt"
-    vocab.write_text("\n".join(SPECIAL + WORDS) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab_file=str(vocab), eos_token="</s>", model_max_length=128)
+    vocab_file = directory / "vocab.txt"
+    vocab_file.write_text("\n".join(SPECIAL + WORDS) + "\n", encoding="utf-8")
+    if int(transformers.__version__.split(".")[0]) < 5:
+        tok = BertTokenizerFast(vocab_file=str(vocab_file), eos_token="</s>", model_max_length=128)
+    else:
+        vocab = {w: i for i, w in enumerate(SPECIAL + WORDS)}
+        tok = BertTokenizerFast(vocab=vocab, eos_token="</s>", model_max_length=128)
     tok.save_pretrained(directory)
     return tok
 
@@ -94,6 +100,33 @@ def build_seq2seq(directory: Path, seed: int = 0) -> Path:
     config = T5Config(vocab_size=256, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_decoder_layers=1,
                       num_heads=2, decoder_start_token_id=0, pad_token_id=0, eos_token_id=5)
     T5ForConditionalGeneration(config).save_pretrained(directory)
+    return directory
+
+
+def build_classifier(directory: Path, id2label: dict[int, str], *, bart: bool = False, seed: int = 0) -> Path:
+    """A sequence-pair classifier (random weights) with the given labels: BERT, or BART (an encoder-decoder with a
+    classification head, as facebook/bart-large-mnli) when ``bart``."""
+    import torch
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tok = _tokenizer(directory)
+    torch.manual_seed(seed)
+    labels = {"id2label": id2label, "label2id": {v: k for k, v in id2label.items()}}
+    if bart:
+        from transformers import BartConfig, BartForSequenceClassification
+
+        # BART pools the hidden state at the last eos: the WordPiece [SEP] closes every pair, so it is the eos here
+        config = BartConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
+                            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                            decoder_ffn_dim=64, max_position_embeddings=140, pad_token_id=0, bos_token_id=2,
+                            eos_token_id=3, decoder_start_token_id=3, **labels)
+        BartForSequenceClassification(config).save_pretrained(directory)
+    else:
+        from transformers import BertConfig, BertForSequenceClassification
+
+        config = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                            intermediate_size=64, max_position_embeddings=140, **labels)
+        BertForSequenceClassification(config).save_pretrained(directory)
     return directory
 
 

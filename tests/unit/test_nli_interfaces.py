@@ -39,17 +39,55 @@ def test_minicheck_input_joins_document_and_claim_with_eos():
     assert minicheck_input("Doc text.", "A claim.", "</s>", seq2seq=True) == "predict: Doc text.</s>A claim."
 
 
-def test_detect_kind_reads_the_config():
-    """Encoder-decoder -> seq2seq, 2 labels -> binary, 3 labels -> nli, HHEM remote code -> hhem."""
+class Cfg:
+    """A model config reduced to the fields detection reads."""
 
-    class C:
-        def __init__(self, **kw):
-            self.__dict__.update(kw)
+    def __init__(self, **kw):
+        kw.setdefault("num_labels", len(kw.get("id2label") or {}) or 2)
+        self.__dict__.update(kw)
 
-    assert detect_kind(C(is_encoder_decoder=True, num_labels=2)) == "seq2seq"
-    assert detect_kind(C(num_labels=2)) == "binary"
-    assert detect_kind(C(num_labels=3)) == "nli"
-    assert detect_kind(C(model_type="HHEMv2Config", num_labels=2)) == "hhem"
+
+#: the fields of each named model's published config.json that decide its interface
+PUBLISHED = {
+    "facebook/bart-large-mnli": (Cfg(architectures=["BartForSequenceClassification"], model_type="bart",
+                                     is_encoder_decoder=True,
+                                     id2label={0: "contradiction", 1: "neutral", 2: "entailment"}), "nli"),
+    "MoritzLaurer/DeBERTa-v3-base-mnli-fever-docnli-ling-2c": (
+        Cfg(architectures=["DebertaV2ForSequenceClassification"], model_type="deberta-v2",
+            id2label={0: "entailment", 1: "not_entailment"}), "nli2"),
+    "cross-encoder/nli-deberta-v3-small": (
+        Cfg(architectures=["DebertaV2ForSequenceClassification"], model_type="deberta-v2",
+            id2label={0: "contradiction", 1: "entailment", 2: "neutral"}), "nli"),
+    "lytang/MiniCheck-RoBERTa-Large": (Cfg(architectures=["RobertaForSequenceClassification"], model_type="roberta",
+                                           id2label={0: "LABEL_0", 1: "LABEL_1"}), "binary"),
+    "lytang/MiniCheck-DeBERTa-v3-Large": (Cfg(architectures=["DebertaV2ForSequenceClassification"],
+                                              model_type="deberta-v2", id2label={0: "LABEL_0", 1: "LABEL_1"}), "binary"),
+    "lytang/MiniCheck-Flan-T5-Large": (Cfg(architectures=["T5ForConditionalGeneration"], model_type="t5",
+                                           is_encoder_decoder=True), "seq2seq"),
+    "vectara/hallucination_evaluation_model": (
+        Cfg(architectures=["HHEMv2ForSequenceClassification"], model_type="HHEMv2Config",
+            auto_map={"AutoConfig": "configuration_hhem_v2.HHEMv2Config"}), "hhem"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_detect_kind_from_each_models_published_config(name):
+    """BART-MNLI is NLI (not seq2seq), -2c is 2-label NLI (not a MiniCheck binary), Flan-T5 seq2seq, HHEM hhem."""
+    config, kind = PUBLISHED[name]
+    assert detect_kind(config) == kind
+
+
+def test_binary_support_class_comes_from_the_labels_or_is_refused():
+    """Named labels decide the supported class; generic LABEL_0/1 read as MiniCheck does (1); other names refused."""
+    from evaluator_worker.judges.nli import binary_support_index, two_label_entailment_index
+
+    assert binary_support_index(Cfg(id2label={0: "supported", 1: "unsupported"}), None) == 0
+    assert binary_support_index(Cfg(id2label={0: "LABEL_0", 1: "LABEL_1"}), None) == 1
+    with pytest.raises(ConfigError, match="SUPPORT_LABEL"):
+        binary_support_index(Cfg(id2label={0: "negative", 1: "positive"}), None)
+    assert binary_support_index(Cfg(id2label={0: "negative", 1: "positive"}), 0) == 0
+    assert two_label_entailment_index({0: "ENTAILMENT", 1: "not-entailment"}) == 0
+    assert two_label_entailment_index({0: "not_entailment", 1: "entailment"}) == 1
 
 
 @needs_ml
@@ -126,3 +164,152 @@ def test_registry_builds_each_interface_from_settings(models):
 
     assert get_judge("nli", JudgeSettings(nli_model=str(models["seq2seq"])))._loaded.kind == "seq2seq"
     assert get_judge("nli", JudgeSettings(nli_model=str(models["hhem"]), nli_kind="hhem"))._loaded.kind == "hhem"
+
+
+class TokenizerSpy:
+    """Forwards to a tokenizer and records the texts of every call (what the model is really fed)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.calls: list[tuple] = []
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs.get("return_tensors") == "pt":
+            self.calls.append(args)
+        return self.tokenizer(*args, **kwargs)
+
+
+def _spied(judge: NLIJudge) -> TokenizerSpy:
+    loaded = judge._get()
+    spy = TokenizerSpy(loaded.tokenizer)
+    loaded.tokenizer = spy
+    return spy
+
+
+@needs_ml
+@pytest.mark.parametrize("kind,expected", [
+    ("binary", CONTEXT + "</s>" + "the tower is tall"),
+    ("seq2seq", "predict: " + CONTEXT + "</s>" + "the tower is tall"),
+])
+def test_each_one_sequence_family_receives_exactly_its_authors_format(models, kind, expected):
+    """MiniCheck RoBERTa/DeBERTa: chunk + eos + claim; Flan-T5: "predict: " first: the exact text, in that order."""
+    judge = NLIJudge(str(models[kind]), max_length=128)
+    spy = _spied(judge)
+    judge.verify(_claims("the tower is tall"), [CONTEXT])
+    assert spy.calls == [([expected],)]
+
+
+@needs_ml
+def test_nli_pairs_are_premise_then_claim(tmp_path):
+    """NLI models get (premise, claim) pairs in that order, never the claim first."""
+    from tests.fakes.tiny_verifiers import build_classifier
+
+    d = build_classifier(tmp_path / "m", {0: "entailment", 1: "neutral", 2: "contradiction"})
+    judge = NLIJudge(str(d), max_length=128)
+    spy = _spied(judge)
+    judge.verify(_claims("the tower is tall"), [CONTEXT])
+    assert spy.calls == [([CONTEXT], ["the tower is tall"])]
+
+
+def _model_support(directory: Path, premise: str, claim: str, index: int) -> float:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(directory)
+    model = AutoModelForSequenceClassification.from_pretrained(directory).eval()
+    with torch.inference_mode():
+        return torch.softmax(model(**tok([premise], [claim], return_tensors="pt")).logits, -1)[0, index].item()
+
+
+def _support(v) -> float:
+    return v.confidence if v.verdict is Verdict.SUPPORTED else 1 - v.confidence
+
+
+@needs_ml
+@pytest.mark.parametrize("id2label,entail", [({0: "entailment", 1: "not_entailment"}, 0),
+                                             ({0: "not_entailment", 1: "entailment"}, 1)])
+def test_two_label_nli_reads_entailment_where_its_labels_put_it(tmp_path, id2label, entail):
+    """A -2c model's support is P(entailment) at the index id2label names (index 0 was read inverted before)."""
+    from tests.fakes.tiny_verifiers import build_classifier
+
+    d = build_classifier(tmp_path / "m", id2label)
+    judge = NLIJudge(str(d), max_length=128).load()
+    assert judge._loaded.kind == "nli2"
+    for claim in ("the tower is tall", "paris is red"):
+        v = judge.verify(_claims(claim), [CONTEXT]).verdicts[0]
+        assert v.verdict is not Verdict.CONTRADICTED
+        assert _support(v) == pytest.approx(_model_support(d, CONTEXT, claim, entail), abs=1e-5)
+
+
+@needs_ml
+def test_bart_mnli_is_scored_as_nli_not_on_t5_tokens(tmp_path):
+    """An encoder-decoder with a classification head (BART-MNLI) is read through its NLI labels and pair input."""
+    from tests.fakes.tiny_verifiers import build_classifier
+
+    d = build_classifier(tmp_path / "bart", {0: "contradiction", 1: "neutral", 2: "entailment"}, bart=True)
+    judge = NLIJudge(str(d), max_length=128, entail_threshold=1.0, contradict_threshold=1.0).load()
+    assert judge._loaded.kind == "nli" and judge._loaded.labels["entailment"] == 2
+    v = judge.verify(_claims("the tower is tall"), [CONTEXT]).verdicts[0]
+    assert v.verdict is Verdict.UNSUPPORTED
+    assert 1 - v.confidence == pytest.approx(_model_support(d, CONTEXT, "the tower is tall", 2), abs=1e-5)
+
+
+@needs_ml
+@pytest.mark.parametrize("kind", ["binary", "seq2seq", "nli"])
+def test_the_claim_is_never_truncated_only_the_premise(models, tmp_path, kind):
+    """A premise longer than the input budget is clipped; every encoded input fits and ends with the whole claim."""
+    from tests.fakes.tiny_verifiers import build_classifier
+
+    directory = models.get(kind) or build_classifier(tmp_path / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})
+    claim = "the tower in paris was built in 1889 and is 300 metres tall"
+    long_sentence = " ".join(["the old museum in the city by the river was painted red and gold"] * 8) + "."
+    judge = NLIJudge(str(directory), max_length=48)
+    spy = _spied(judge)
+    judge.verify(_claims(claim), [long_sentence + " The park is new."])
+    tok = spy.tokenizer
+    assert spy.calls
+    for args in spy.calls:
+        if kind == "nli":
+            premises, claims = args
+            encoded = tok(premises, claims, truncation=False)["input_ids"]
+            assert claims == [claim] * len(premises)
+        else:
+            (texts,) = args
+            encoded = tok(texts, truncation=False)["input_ids"]
+            assert all(t.endswith("</s>" + claim) for t in texts)
+        assert all(len(ids) <= 48 for ids in encoded)
+
+
+@needs_ml
+def test_a_claim_too_long_for_the_model_is_an_error_not_a_verdict_on_part_of_it(models):
+    """Only the claim that cannot fit beside a premise becomes ERROR; the others are judged as usual."""
+    judge = NLIJudge(str(models["binary"]), max_length=32)
+    long_claim = " ".join(["the tower is tall"] * 10)
+    ver = judge.verify(_claims("the tower is tall", long_claim), [CONTEXT])
+    assert ver.verdicts[0].verdict in (Verdict.SUPPORTED, Verdict.UNSUPPORTED)
+    assert ver.verdicts[1].verdict is Verdict.ERROR and "not judged rather than cut" in (ver.verdicts[1].reason or "")
+
+
+@needs_ml
+def test_a_two_label_model_with_labels_it_cannot_read_is_refused_at_load(tmp_path):
+    """A 2-label model whose labels mean neither supported nor entailment fails at start-up with the setting to use."""
+    from tests.fakes.tiny_verifiers import build_classifier
+
+    d = build_classifier(tmp_path / "m", {0: "negative", 1: "positive"})
+    with pytest.raises(ConfigError, match="SUPPORT_LABEL"):
+        NLIJudge(str(d)).load()
+    assert NLIJudge(str(d), support_label=1).load()._loaded.support_index == 1
+
+
+@needs_ml
+def test_registry_passes_the_thresholds(models):
+    """CLAIMWATCH_NLI_ENTAIL_THRESHOLD / _CONTRADICT_THRESHOLD reach the judge."""
+    from evaluator_worker.judges.registry import get_judge
+    from evaluator_worker.judges.settings import JudgeSettings
+
+    judge = get_judge("nli", JudgeSettings(nli_model=str(models["binary"]), nli_entail_threshold=0.9,
+                                           nli_contradict_threshold=0.95))
+    assert (judge.entail_threshold, judge.contradict_threshold) == (0.9, 0.95)
