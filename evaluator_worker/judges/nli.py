@@ -27,6 +27,8 @@ The model is a Hugging Face model (a hub id or a local directory saved with
 - ``seq2seq``: a Flan-T5 scorer (MiniCheck-Flan-T5): input ``"predict: " + premise + eos + claim``,
   one decoder step from token 0, softmax over the logits of the "unsupported" and "supported"
   tokens (ids 3 and 209 in the T5 vocabulary; same file);
+  for both MiniCheck kinds the premises are MiniCheck's: all contexts joined as one document, cut
+  into ~400-token sentence chunks, support = the max over chunks (``document="joined"``);
 - ``hhem``: Vectara HHEM-2.1-open, loaded with ``trust_remote_code``: its own
   ``predict([(premise, hypothesis), ...])`` returns the consistency score.
 
@@ -44,6 +46,7 @@ but not understood (e.g. ``positive``/``negative``) are refused at start-up unle
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import threading
@@ -129,24 +132,31 @@ def sentence_windows(
     The whole text is one window when it fits. Otherwise consecutive sentences are packed
     greedily and each next window re-starts ``overlap`` sentences back, so a fact split across
     a boundary is still seen whole. A single sentence longer than the budget is its own window
-    (the tokenizer truncates it). ``count_tokens`` returns the token count of each string.
+    (the judge clips it). ``count_tokens`` returns the token count of each string.
     """
+    return [text[a:b] for a, b in sentence_window_spans(text, budget, count_tokens, overlap)]
+
+
+def sentence_window_spans(
+    text: str, budget: int, count_tokens: Callable[[list[str]], list[int]], overlap: int = 1
+) -> list[tuple[int, int]]:
+    """:func:`sentence_windows` as (start, end) character offsets into ``text``."""
     if not text.strip():
         return []
     spans = _sentence_spans(text)
     if not spans:
-        return [text]
+        return [(0, len(text))]
     counts = count_tokens([text] + [text[a:b] for a, b in spans])
     if counts.pop(0) <= budget:
-        return [text]
-    windows: list[str] = []
+        return [(0, len(text))]
+    windows: list[tuple[int, int]] = []
     i = 0
     while i < len(spans):
         j, used = i, counts[i]
         while j + 1 < len(spans) and used + counts[j + 1] <= budget:
             j += 1
             used += counts[j]
-        windows.append(text[spans[i][0] : spans[j][1]])
+        windows.append((spans[i][0], spans[j][1]))
         if j + 1 >= len(spans):
             break
         i = max(i + 1, j + 1 - overlap)
@@ -200,6 +210,8 @@ class NLIJudge(JudgeBase):
         kind: str = "auto",
         support_label: int | None = None,
         seq2seq_token_ids: tuple[int, int] = (3, 209),
+        document: str = "auto",
+        chunk_tokens: int = 400,
     ) -> None:
         if not model or not str(model).strip():
             raise ConfigError(f"the nli judge needs a model: {_MODEL_HINT}")
@@ -229,6 +241,15 @@ class NLIJudge(JudgeBase):
         self.support_label = support_label
         #: (unsupported, supported) token ids a seq2seq scorer answers with
         self.seq2seq_token_ids = seq2seq_token_ids
+        if document not in DOCUMENT_MODES:
+            raise ConfigError(f"document {document!r}: choose one of {', '.join(DOCUMENT_MODES)}")
+        if chunk_tokens < 16:
+            raise ConfigError("chunk_tokens must be >= 16")
+        #: joined: all contexts as one document cut into chunk_tokens pieces (MiniCheck's way: a claim that needs
+        #: two adjacent chunks can be supported); per_chunk: each context windowed alone; auto: joined for
+        #: the MiniCheck kinds (binary, seq2seq), per_chunk for NLI and HHEM
+        self.document = document
+        self.chunk_tokens = chunk_tokens
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
 
@@ -414,10 +435,21 @@ class NLIJudge(JudgeBase):
         count = _counter(loaded.tokenizer)
         budget = loaded.max_length - loaded.special_tokens - longest_claim
         out: list[tuple[int, str]] = []
+        if self._joined(loaded):  # MiniCheck: the whole context is one document, cut into ~chunk_tokens pieces
+            document, starts = join_contexts(contexts)
+            size = min(budget, self.chunk_tokens)
+            for a, b in sentence_window_spans(document, size, count, overlap=self.window_overlap):
+                out.append((bisect.bisect_right(starts, a) - 1, clip_to_tokens(document[a:b], budget, loaded.tokenizer)))
+            return out
         for i, chunk in enumerate(contexts):
             for window in sentence_windows(chunk or "", budget, count, overlap=self.window_overlap):
                 out.append((i, clip_to_tokens(window, budget, loaded.tokenizer)))
         return out
+
+    def _joined(self, loaded: _Loaded) -> bool:
+        if self.document == "auto":
+            return loaded.kind in ("binary", "seq2seq")
+        return self.document == "joined"
 
     def _score(self, loaded: _Loaded, premises: list[str], hypotheses: list[str], usage: Usage) -> list[list[float]]:
         """Class probabilities per (premise, hypothesis) pair, batched by similar length.
@@ -486,6 +518,18 @@ class NLIJudge(JudgeBase):
 
 #: the model interfaces the judge drives (see the module docstring)
 KINDS = ("auto", "nli", "nli2", "binary", "seq2seq", "hhem")
+#: how contexts become premises (see ``NLIJudge.document``)
+DOCUMENT_MODES = ("auto", "joined", "per_chunk")
+
+
+def join_contexts(contexts: Sequence[str]) -> tuple[str, list[int]]:
+    """The contexts as one document (blank line between them) and each one's start offset in it."""
+    starts, parts, at = [], [], 0
+    for chunk in contexts:
+        starts.append(at)
+        parts.append(chunk or "")
+        at += len(chunk or "") + 2
+    return "\n\n".join(parts), starts
 
 
 def _label_key(name: Any) -> str:

@@ -55,7 +55,8 @@ def _build(name: str, settings: JudgeSettings) -> Judge:
             raise ConfigError("the nli judge needs a model: set CLAIMWATCH_NLI_MODEL to a Hugging Face id or a local directory")
         judge = NLIJudge(settings.nli_model, kind=settings.nli_kind, support_label=settings.nli_support_label,
                          entail_threshold=settings.nli_entail_threshold,
-                         contradict_threshold=settings.nli_contradict_threshold)
+                         contradict_threshold=settings.nli_contradict_threshold,
+                         document=settings.nli_document, chunk_tokens=settings.nli_chunk_tokens)
         judge.load()  # fail at start-up, not on the first record
         return judge
     if name == "cascade":

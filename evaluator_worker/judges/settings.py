@@ -121,6 +121,11 @@ class JudgeSettings(BaseSettings):
     #: binary models: the class index that means "supported" (unset: from id2label's names; generic LABEL_0/LABEL_1
     #: read as MiniCheck does, 1 = supported; other names are refused at start-up)
     nli_support_label: int | None = None
+    #: how contexts become premises: joined (all contexts one document cut into chunks, MiniCheck's way), per_chunk
+    #: (each context windowed alone), auto (joined for binary/seq2seq, per_chunk for nli/nli2/hhem)
+    nli_document: Literal["auto", "joined", "per_chunk"] = "auto"
+    #: joined documents are cut into sentence chunks of at most this many tokens (MiniCheck: ~400)
+    nli_chunk_tokens: int = Field(default=400, ge=16)
     #: SUPPORTED when the best entailment (support) probability over the context reaches this
     nli_entail_threshold: float = Field(default=0.5, gt=0.0, le=1.0)
     #: CONTRADICTED (3-label NLI only) when, failing that, the best contradiction probability reaches this

@@ -313,3 +313,28 @@ def test_registry_passes_the_thresholds(models):
     judge = get_judge("nli", JudgeSettings(nli_model=str(models["binary"]), nli_entail_threshold=0.9,
                                            nli_contradict_threshold=0.95))
     assert (judge.entail_threshold, judge.contradict_threshold) == (0.9, 0.95)
+
+
+@needs_ml
+def test_minicheck_kinds_read_all_contexts_as_one_document_cut_in_chunks(models):
+    """binary/seq2seq join the contexts (a claim needing two of them is checked against both); nli keeps them apart."""
+    contexts = ["the tower is tall.", "it was built in 1889."]
+    joined = NLIJudge(str(models["binary"]), max_length=128)
+    spy = _spied(joined)
+    joined.verify(_claims("the tower was built in 1889"), contexts)
+    assert spy.calls == [(["the tower is tall.\n\nit was built in 1889.</s>the tower was built in 1889"],)]
+    apart = NLIJudge(str(models["binary"]), max_length=128, document="per_chunk")
+    spy = _spied(apart)
+    apart.verify(_claims("the tower was built in 1889"), contexts)
+    assert sorted(spy.calls[0][0]) == sorted(c + "</s>the tower was built in 1889" for c in contexts)
+
+
+@needs_ml
+def test_joined_chunks_know_which_context_they_start_in(models):
+    """A joined document cut into small chunks maps each chunk's evidence back to the context it starts in."""
+    contexts = ["the park is new. the road is old.", "the tower was built in 1889. the bridge is red."]
+    judge = NLIJudge(str(models["binary"]), max_length=128, chunk_tokens=16, entail_threshold=1e-6, window_overlap=0)
+    windows = judge._windows(judge._get(), 8, contexts)
+    assert [i for i, _ in windows] == sorted(i for i, _ in windows) and {i for i, _ in windows} == {0, 1}
+    for i, text in windows:
+        assert text.split("\n\n")[0] in contexts[i]
