@@ -12,13 +12,14 @@ Phases, each on a fresh receiver process (so a peak belongs to one phase):
 1. load: ``--clients`` keep-alive clients (threads here) for ``--seconds``, each
    sending realistic RAG export batches (``--traces`` traces of 3 spans, 5-20
    retrieved chunks, built with the OTel SDK and encoded with opentelemetry-proto),
-   cycling protobuf, protobuf+gzip, JSON, JSON+gzip. Reports spans/s accepted,
+   cycling protobuf, protobuf+gzip, JSON, JSON+gzip, and protobuf and JSON sent chunked (no Content-Length, as
+   the OTel JS SDK sends them). Reports spans/s accepted,
    p50/p99 latency, refusals with Retry-After, connection resets, RSS peak.
 2. big bodies: 8 concurrent 15.6 MB protobuf bodies of ~380k spans each; then
    8 concurrent gzip'd ~15.5 MB OTLP/JSON bodies of RAG traces (the costliest to decode).
 3. burst: 300 clients connect and POST at the same moment.
 4. slowloris: 200 connections send part of their headers, then one byte per
-   second; threads counted until back to the pre-attack baseline.
+   second; open file descriptors (connections) and threads counted until back to the pre-attack baseline.
 5. deep JSON: a JSON body nested 100,000 deep.
 
     python -m benchmarks.receiver_load [--clients 16] [--seconds 10] [--src PATH]
@@ -93,6 +94,13 @@ class Receiver:
         self.base_rss, self.base_threads = self.status()
         self._t = threading.Thread(target=self._sample, daemon=True)
         self._t.start()
+
+    def fds(self) -> int:
+        """Open file descriptors of the child now (each connection holds one)."""
+        try:
+            return len(os.listdir(f"/proc/{self.pid}/fd"))
+        except OSError:
+            return 0
 
     def status(self) -> tuple[int, int]:
         """(VmRSS kB, Threads) of the child now."""
@@ -173,7 +181,7 @@ def rag_batches(n_batches: int, traces: int, seed: int = 11) -> list[Any]:
 
 
 def variants(batches: list[Any]) -> list[tuple[str, bytes, dict[str, str], int]]:
-    """(label, body, headers, spans) in the four encodings: protobuf, protobuf+gzip, JSON, JSON+gzip."""
+    """(label, body, headers, spans): protobuf, protobuf+gzip, JSON, JSON+gzip, protobuf/JSON chunked."""
     from collector import otlp
 
     out = []
@@ -181,7 +189,10 @@ def variants(batches: list[Any]) -> list[tuple[str, bytes, dict[str, str], int]]
         spans = otlp.count_spans(req)
         raw = req.SerializeToString() if i % 2 == 0 else otlp.to_otlp_json(req)
         ctype = PROTOBUF if i % 2 == 0 else JSON
-        if i % 4 >= 2:
+        if i % 6 >= 4:
+            out.append((ctype.split("/")[1] + "+chunked", raw, {"Content-Type": ctype, "Transfer-Encoding": "chunked"},
+                        spans))
+        elif i % 6 >= 2:
             out.append((ctype.split("/")[1] + "+gzip", gzip.compress(raw),
                         {"Content-Type": ctype, "Content-Encoding": "gzip"}, spans))
         else:
@@ -272,7 +283,11 @@ def post_once(port: int, body: bytes, headers: dict[str, str], tally: Tally, spa
     own = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     t = time.perf_counter()
     try:
-        own.request("POST", "/v1/traces", body=body, headers=headers)
+        if headers.get("Transfer-Encoding") == "chunked":  # streamed like the OTel JS SDK: no Content-Length
+            own.request("POST", "/v1/traces", body=iter([body[i:i + 65536] for i in range(0, len(body), 65536)]),
+                        headers={k: v for k, v in headers.items() if k != "Transfer-Encoding"}, encode_chunked=True)
+        else:
+            own.request("POST", "/v1/traces", body=body, headers=headers)
         resp = own.getresponse()
         payload = resp.read()
         tally.answer(resp.status, resp.headers, payload, spans, headers["Content-Type"], time.perf_counter() - t)
@@ -419,6 +434,7 @@ def phase_slowloris(src: Path, n: int = 200, wait_s: float = 60.0) -> dict:
     rec = Receiver(src)
     time.sleep(0.3)
     base = rec.status()[1]
+    base_fds = rec.fds()
     socks: list[socket.socket] = []
     for _ in range(n):
         s = socket.create_connection(("127.0.0.1", rec.port), timeout=5)
@@ -428,11 +444,11 @@ def phase_slowloris(src: Path, n: int = 200, wait_s: float = 60.0) -> dict:
     answers: dict[str, int] = {}
     open_socks = list(socks)
     back_at = None
-    peak = 0
+    peak = peak_fds = 0
     while time.monotonic() - t0 < wait_s:
-        threads = rec.status()[1]
-        peak = max(peak, threads)
-        if back_at is None and threads <= base and time.monotonic() - t0 > 0.5:
+        threads, fds = rec.status()[1], rec.fds()
+        peak, peak_fds = max(peak, threads), max(peak_fds, fds)
+        if back_at is None and threads <= base and fds <= base_fds and time.monotonic() - t0 > 0.5:
             back_at = time.monotonic() - t0
             break
         still = []
@@ -456,7 +472,8 @@ def phase_slowloris(src: Path, n: int = 200, wait_s: float = 60.0) -> dict:
     for s in socks:
         s.close()
     rec.close()
-    return {"n": n, "base_threads": base, "peak_threads": peak, "back_s": back_at, "wait_s": wait_s,
+    return {"n": n, "base_threads": base, "peak_threads": peak, "base_fds": base_fds, "peak_fds": peak_fds,
+            "back_s": back_at, "wait_s": wait_s,
             "rss_peak_mb": rec.peak_rss / 1024,
             "answers": ", ".join(f"{k}: {v}" for k, v in sorted(answers.items())) or "none"}
 
@@ -515,7 +532,8 @@ def main(argv: list[str] | None = None) -> dict:
         back = f"back to baseline after {r['back_s']:.1f} s" if r["back_s"] is not None else \
             f"NOT back to baseline after {r['wait_s']:.0f} s"
         print(f"slowloris: {r['n']} half-sent requests (1 byte/s): threads {r['base_threads']} -> peak "
-              f"{r['peak_threads']}, {back}; clients saw {r['answers']}; RSS peak {r['rss_peak_mb']:.0f} MB")
+              f"{r['peak_threads']}, open fds {r['base_fds']} -> peak {r['peak_fds']}, {back}; clients saw "
+              f"{r['answers']}; RSS peak {r['rss_peak_mb']:.0f} MB")
     if "deep" in phases:
         r = out["deep"] = phase_deep_json(src)
         print(f"deep JSON: nested {r['depth']:,} deep: {r['codes']}")
@@ -528,8 +546,8 @@ def main(argv: list[str] | None = None) -> dict:
         parts.append(f"burst 300: {out['burst']['resets']} resets")
     if "slowloris" in out:
         s = out["slowloris"]
-        parts.append(f"slowloris {s['n']}: threads back in {s['back_s']:.1f} s" if s["back_s"] is not None
-                     else f"slowloris {s['n']}: threads not back in {s['wait_s']:.0f} s")
+        parts.append(f"slowloris {s['n']}: threads and fds back in {s['back_s']:.1f} s" if s["back_s"] is not None
+                     else f"slowloris {s['n']}: threads/fds not back in {s['wait_s']:.0f} s")
     if "deep" in out:
         parts.append(f"deep JSON: {out['deep']['codes']}")
     print("receiver: " + "; ".join(parts))

@@ -43,7 +43,9 @@ class SamplingSettings(BaseModel):
 class CollectorSettings(BaseSettings):
     """Settings for ``RagTraceProcessor`` (env: ``CLAIMWATCH_*``, nested with ``__``)."""
 
-    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore")
+    #: an empty variable (``CLAIMWATCH_CONTEXT_FROM_PROMPT=``) means unset: the default applies
+    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore",
+                                      env_ignore_empty=True)
 
     kafka: KafkaConnection = Field(default_factory=KafkaConnection)
     topic: str = "claimwatch.traces"

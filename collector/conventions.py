@@ -42,6 +42,7 @@ from collector.config import CollectorSettings
 from contract.record import AttributeValue, Context, RagTrace
 
 OI_KIND = "openinference.span.kind"
+_OI_DOC_PREFIX = "retrieval.documents."
 GENAI_OP = "gen_ai.operation.name"
 TL_KIND = "traceloop.span.kind"
 HIDDEN_MARK = "__REDACTED__"
@@ -348,7 +349,10 @@ def _documents(obj: Any) -> list[Mapping[str, Any]] | None:
                 if found is not None:
                     return found
         return None
-    if isinstance(obj, list) and obj and all(_is_document(d) for d in obj):
+    if isinstance(obj, list) and obj and all(isinstance(d, str) for d in obj):
+        # Traceloop LlamaIndex (VectorIndexRetriever.task): a list of JSON-*encoded* NodeWithScore strings
+        obj = [_maybe_json(d) for d in obj]
+    if isinstance(obj, list) and obj and all(isinstance(d, Mapping) and _is_document(d) for d in obj):
         return list(obj)
     return None
 
@@ -423,6 +427,10 @@ class SpanExtractor:
         op = str(attrs.get(GENAI_OP, "")).lower()
         if OI_KIND in attrs:
             self._openinference(facts, attrs, str(attrs[OI_KIND]).upper())
+        elif facts.dropped_attributes and any(k.startswith(_OI_DOC_PREFIX) for k in attrs):
+            # the SDK evicted the oldest attributes (span kind, query) past its count limit: the documents left
+            # still make it an OpenInference retriever (the record is flagged incomplete)
+            self._openinference(facts, attrs, "RETRIEVER")
         elif TL_KIND in attrs and (op in _TL_GENAI_OPS or _GENAI_KINDS.get(op) != LLM):
             self._traceloop(facts, attrs, str(attrs[TL_KIND]).lower(), op)
         elif GENAI_OP in attrs or "gen_ai.prompt.0.content" in attrs or "gen_ai.completion.0.content" in attrs:
@@ -640,6 +648,10 @@ class SpanExtractor:
             attributes["contexts.missing_content"] = missing
         if context_source != "retriever":
             attributes["context_source"] = context_source
+        dropped = sum(f.dropped_attributes for f in facts)
+        if dropped:  # some span lost attributes to the SDK's count limit: documents, question or kind may be missing
+            attributes["incomplete"] = "attribute_limit"
+            attributes["dropped_attributes"] = dropped
         record = RagTrace(
             trace_id=format(trace_id, "032x"),
             root_span_id=format(root.span_id, "016x") if root is not None else None,

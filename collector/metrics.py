@@ -9,7 +9,10 @@ Units of ``claimwatch_collector_dropped_total{reason}``: span-level reasons
 (``span_queue_full``, ``late_span``, ``too_many_spans``, ``shutdown``) count
 spans; trace-level reasons (``ttl_evicted``, ``buffer_full``,
 ``incomplete_at_shutdown``) count traces; record-level reasons (``queue_full``,
-``produce_error``, ``sink_shutdown``, ``serialise_error``, ``internal``) count records.
+``produce_error``, ``sink_shutdown``, ``serialise_error``, ``internal``) count records; ``attribute_limit``
+counts RAG-looking traces that were not usable because spans lost attributes to the SDK's count limit.
+``claimwatch_collector_traces_total{outcome="incomplete"}`` counts records built from a trace whose spans lost
+attributes (the record carries ``attributes.incomplete = "attribute_limit"``).
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ DROP_REASONS = frozenset(
         "sink_shutdown",
         "serialise_error",
         "missing_content",
+        "attribute_limit",
         "internal",
     }
 )
-TRACE_OUTCOMES = frozenset({"assembled", "not_rag", "sampled_in", "sampled_out", "queued"})
+TRACE_OUTCOMES = frozenset({"assembled", "not_rag", "incomplete", "sampled_in", "sampled_out", "queued"})
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 

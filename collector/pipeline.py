@@ -26,12 +26,22 @@ from collector.assembler import CompletedTrace, TraceAssembler
 from collector.config import CollectorSettings
 from collector.conventions import SpanExtractor
 from collector.metrics import CollectorMetrics, get_metrics
+from collector.ratelog import RateLimitedLog
 from collector.redaction import Redactor
 from collector.sampling import Sampler
 from contract.logs import get_logger
 from contract.record import enforce_limits
 
 log = get_logger("claimwatch.collector")
+
+#: what to do about a drop, logged with it
+_DROP_HINTS = {
+    "late_span": "a span ended after its trace was emitted: raise CLAIMWATCH_LATE_SPAN_WAIT_S (seconds after the "
+                 "root ends that children are still taken)",
+    "ttl_evicted": "the trace's root span never arrived within CLAIMWATCH_TRACE_TTL_S",
+    "buffer_full": "more open traces than CLAIMWATCH_MAX_BUFFERED_TRACES: the oldest was evicted",
+    "too_many_spans": "a trace had more than CLAIMWATCH_MAX_SPANS_PER_TRACE spans",
+}
 
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
@@ -70,6 +80,7 @@ class TracePipeline:
         self.assembler = self._new_assembler()
         self._answer_only = 0
         self._retrieval_only = 0
+        self.ratelog = RateLimitedLog(clock=clock)
 
     @classmethod
     def to_kafka(
@@ -98,8 +109,15 @@ class TracePipeline:
             max_traces=s.max_buffered_traces,
             max_spans_per_trace=s.max_spans_per_trace,
             clock=self._clock,
-            on_drop=self.metrics.drop,
+            on_drop=self._dropped,
         )
+
+    def _dropped(self, reason: str, amount: int = 1) -> None:
+        """Count a drop and log it (rate-limited per reason) with what to do about it."""
+        self.metrics.drop(reason, amount)
+        hint = _DROP_HINTS.get(reason)
+        self.ratelog.warn(f"dropped_{reason}", "collector_dropped", reason=reason, amount=amount,
+                          **({"hint": hint} if hint else {}))
 
     def reset(self) -> None:
         """Forget every buffered trace and take a fresh lock (a forked child starts empty)."""
@@ -123,13 +141,6 @@ class TracePipeline:
             self.metrics.drop("internal")
             log.warning("collector_extract_failed", error=type(exc).__name__, detail=str(exc)[:200])
             return False
-        if facts.dropped_attributes and facts.kind == "retriever":
-            warn_once(
-                "attribute_limit_hit",
-                "a retriever span lost attributes to the span attribute count limit: retrieved documents are "
-                "missing; raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
-                dropped=facts.dropped_attributes,
-            )
         if facts.hidden:
             warn_once("hidden_io", "spans carry __REDACTED__ inputs/outputs (OPENINFERENCE_HIDE_* is set)")
         with self._lock:
@@ -169,10 +180,24 @@ class TracePipeline:
         result = self.extractor.build(completed.trace_id, completed.facts)
         if result.missing_content:
             m.drop("missing_content", result.missing_content)
+        dropped = sum(f.dropped_attributes for f in completed.facts)
         if result.record is None:
             m.trace("not_rag")
+            if dropped and any(f.convention for f in completed.facts):
+                # a RAG-looking trace (spans of a known convention) that lost attributes to the SDK's limit
+                m.drop("attribute_limit")
+                self.ratelog.warn("attribute_limit_lost", "a trace that lost span attributes to the SDK's attribute "
+                                  "count limit is not a usable RAG trace (" + result.reason + "): raise "
+                                  "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
+                                  reason=result.reason, dropped_attributes=dropped)
             self._explain_not_rag(result)
             return False
+        if dropped:
+            m.trace("incomplete")
+            self.ratelog.warn("attribute_limit_incomplete", "spans lost attributes to the SDK's attribute count "
+                              "limit: the record is flagged incomplete (documents, question or span kind may be "
+                              "missing); raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
+                              dropped_attributes=dropped)
         decision = self.sampler.decide(
             completed.trace_id, slices=result.record.slices, error=result.error, signals=result.signals
         )

@@ -65,7 +65,7 @@ _HIDE_FLAGS = (
     "OPENINFERENCE_HIDE_INPUT_TEXT",
     "OPENINFERENCE_HIDE_OUTPUT_TEXT",
 )
-__all__ = ["RagTraceProcessor", "check_provider", "check_environment", "warn_once"]
+__all__ = ["RagTraceProcessor", "check_provider", "check_limits", "check_environment", "warn_once"]
 
 
 def _truthy(value: str | None) -> bool:
@@ -148,10 +148,15 @@ def check_provider(tracer_provider: Any, settings: CollectorSettings | None = No
     dropped silently (the SDK evicts the *oldest* attributes first). Also runs
     :func:`check_environment`. Returns the warning keys that apply.
     """
-    settings = settings or CollectorSettings()
     keys = check_environment()
     limits = getattr(tracer_provider, "_span_limits", None)
-    limit = getattr(limits, "max_span_attributes", None)
+    return keys + check_limits(getattr(limits, "max_span_attributes", None), settings)
+
+
+def check_limits(limit: int | None, settings: CollectorSettings | None = None) -> list[str]:
+    """Warn (once) when a span attribute count ``limit`` is lower than ``max_contexts`` documents need."""
+    settings = settings or CollectorSettings()
+    keys: list[str] = []
     needed = settings.max_contexts * _ATTRS_PER_DOCUMENT + _ATTRS_OVERHEAD
     if limit is not None and limit < needed:
         keys.append("attribute_limit")
@@ -190,6 +195,8 @@ class RagTraceProcessor(SpanProcessor):
             self.settings, producer_factory=producer_factory, metrics=self.metrics
         )
         self.pipeline = TracePipeline(self.settings, sink=self.sink, metrics=self.metrics, clock=clock, redact=redact)
+        #: the provider's span limits are checked on the first span (from_env() or not, check_provider() or not)
+        self._limits_checked = False
         self._drop_span_queue = self.metrics.dropped.labels(reason="span_queue_full")
         self._drop_shutdown = self.metrics.dropped.labels(reason="shutdown")
         self._reset_state()
@@ -249,7 +256,14 @@ class RagTraceProcessor(SpanProcessor):
 
     # -- SpanProcessor API (app threads) -----------------------------------
     def on_start(self, span: Any, parent_context: Any = None) -> None:
-        """Nothing to do when a span starts."""
+        """The first span's limits are checked once (the provider's attribute count limit); never raises."""
+        if self._limits_checked:
+            return
+        self._limits_checked = True
+        try:
+            check_limits(getattr(getattr(span, "_limits", None), "max_span_attributes", None), self.settings)
+        except Exception:  # pragma: no cover - a check must never break the app
+            pass
 
     def on_end(self, span: ReadableSpan) -> None:
         """O(1): append the finished span to the bounded queue; never raises."""

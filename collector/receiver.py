@@ -91,8 +91,9 @@ class ReceiverSettings(BaseSettings):
     auth_token: str | None = None
     #: a file of bearer tokens, one per line (rotation: old and new token both listed); with AUTH_TOKEN, either works
     auth_token_file: str | None = None
-    #: TLS server certificate and key (PEM); both set: HTTP and gRPC serve TLS only
+    #: TLS server certificate chain (PEM); with TLS_KEY_FILE set too, HTTP and gRPC serve TLS only
     tls_cert_file: str | None = None
+    #: the TLS private key (PEM) of TLS_CERT_FILE (mount it from a secret)
     tls_key_file: str | None = None
     #: limit on the request body, both as sent and after gzip decompression (gRPC: the message size limit)
     max_body_bytes: int = 16 * 1024 * 1024

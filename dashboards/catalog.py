@@ -74,7 +74,7 @@ LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
     ("claimwatch_records_total", "outcome"): frozenset({"processed", "dead_lettered", "duplicate", "abandoned"}),
     ("claimwatch_result_write_errors_total", "reason"): frozenset({"retriable", "non_retriable"}),
     ("claimwatch_collector_traces_total", "outcome"): frozenset(
-        {"assembled", "not_rag", "sampled_in", "sampled_out", "queued", "other"}
+        {"assembled", "not_rag", "incomplete", "sampled_in", "sampled_out", "queued", "other"}
     ),
     ("claimwatch_collector_queue_depth", "queue"): frozenset({"span", "sink"}),
     ("claimwatch_answers_failing_total", "evaluator"): frozenset({"faithfulness", "hallucination"}),

@@ -1,0 +1,145 @@
+"""No silent loss: attribute-limit victims give a flagged record or a counted, logged reason; drops are logged."""
+
+from __future__ import annotations
+
+import json
+
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
+
+from collector import pipeline as pipeline_mod
+from collector.assembler import CompletedTrace
+from collector.config import CollectorSettings
+from collector.conventions import SpanExtractor
+from collector.otlp import OtlpSpan, SpanRef, SpanResource, SpanStatus, _StatusCode
+from collector.pipeline import TracePipeline
+from collector.processor import RagTraceProcessor
+from collector.sink import MemorySink
+
+
+def metric(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return registry.get_sample_value(name, labels) or 0.0
+
+
+def run_rag(tp: TracerProvider, n_docs: int) -> None:
+    """One OpenInference request whose retriever span holds ``n_docs`` documents x 4 attributes."""
+    tracer = tp.get_tracer("t")
+    with tracer.start_as_current_span("rag", attributes={"openinference.span.kind": "CHAIN",
+                                                         "input.value": "What is the refund window?",
+                                                         "output.value": "30 days."}):
+        attrs = {"openinference.span.kind": "RETRIEVER", "input.value": "What is the refund window?"}
+        for i in range(n_docs):
+            attrs |= {f"retrieval.documents.{i}.document.id": f"d{i}",
+                      f"retrieval.documents.{i}.document.content": f"Document {i}: refunds take 30 days.",
+                      f"retrieval.documents.{i}.document.score": 1.0 - i / 100,
+                      f"retrieval.documents.{i}.document.metadata": "{}"}
+        with tracer.start_as_current_span("retrieve", attributes=attrs):
+            pass
+        with tracer.start_as_current_span("llm", attributes={"openinference.span.kind": "LLM",
+                                                             "llm.output_messages.0.message.content": "30 days."}):
+            pass
+
+
+def test_evicted_span_kind_still_gives_a_record_flagged_incomplete_counted_and_logged():
+    """40 docs x 4 attributes past the SDK's 128 (kind and query evicted): a record flagged incomplete, counted, logged."""
+    registry = CollectorRegistry()
+    sink = MemorySink()
+    proc = RagTraceProcessor(CollectorSettings(late_span_wait_s=0.01), sink=sink, registry=registry)
+    tp = TracerProvider()  # default limit: 128 attributes
+    tp.add_span_processor(proc)
+    with capture_logs() as logs:
+        run_rag(tp, 40)
+        assert proc.force_flush(5_000)
+    tp.shutdown()
+    [record] = sink.records
+    assert record.question == "What is the refund window?" and record.answer == "30 days."
+    assert record.attributes["incomplete"] == "attribute_limit" and record.attributes["dropped_attributes"] == 34
+    assert len(record.contexts) == 32 and record.contexts[0].content.startswith("Document 8:")  # docs 0-7 evicted
+    assert metric(registry, "claimwatch_collector_traces_total", outcome="incomplete") == 1
+    assert any(e.get("warning") == "attribute_limit_incomplete" for e in logs)
+
+
+def test_processor_checks_the_provider_limits_itself_on_the_first_span():
+    """Without check_provider(), the processor warns once that 64 attributes cannot hold max_contexts documents."""
+    pipeline_mod._warned.discard("attribute_limit")
+    proc = RagTraceProcessor.from_env(sink=MemorySink(), registry=CollectorRegistry())
+    tp = TracerProvider(span_limits=SpanLimits(max_span_attributes=64))
+    tp.add_span_processor(proc)
+    with capture_logs() as logs:
+        run_rag(tp, 2)
+        run_rag(tp, 2)
+    tp.shutdown()
+    warned = [e for e in logs if e.get("warning") == "attribute_limit"]
+    assert len(warned) == 1 and warned[0]["limit"] == 64
+
+
+def _span(trace_id: int, span_id: int, parent: int | None, attrs: dict, dropped: int = 0) -> OtlpSpan:
+    return OtlpSpan(context=SpanRef(trace_id, span_id), parent=SpanRef(trace_id, parent) if parent else None,
+                    name=f"s{span_id}", attributes=attrs, events=(), status=SpanStatus(_StatusCode("UNSET")),
+                    resource=SpanResource({}), start_time=span_id, end_time=span_id + 1, dropped_attributes=dropped)
+
+
+def test_trace_unusable_after_attribute_loss_is_counted_and_logged():
+    """A RAG-looking trace left without documents by the limit is counted dropped{attribute_limit} and logged."""
+    registry = CollectorRegistry()
+    from collector.metrics import get_metrics
+
+    pipe = TracePipeline(CollectorSettings(late_span_wait_s=0.0), sink=MemorySink(), metrics=get_metrics(registry))
+    pipe.add_span(_span(7, 2, 1, {"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": "a"},
+                        dropped=90))
+    pipe.add_span(_span(7, 1, None, {"openinference.span.kind": "CHAIN", "input.value": "q", "output.value": "a"}))
+    with capture_logs() as logs:
+        pipe.pop_complete(flush=True)
+    assert metric(registry, "claimwatch_collector_dropped_total", reason="attribute_limit") == 1
+    assert any(e.get("warning") == "attribute_limit_lost" and e["reason"] == "no_context" for e in logs)
+
+
+def test_late_spans_are_logged_with_reason_and_hint_rate_limited():
+    """Every late span is counted; the log line names late_span and the setting, once per interval (suppressed n)."""
+    now = [0.0]
+    registry = CollectorRegistry()
+    from collector.metrics import get_metrics
+
+    pipe = TracePipeline(CollectorSettings(late_span_wait_s=0.5), sink=MemorySink(), metrics=get_metrics(registry),
+                         clock=lambda: now[0])
+    pipe.add_span(_span(9, 1, None, {"openinference.span.kind": "CHAIN", "input.value": "q", "output.value": "a"}))
+    now[0] = 1.0
+    pipe.pop_complete()
+    with capture_logs() as logs:
+        for i in range(3):
+            pipe.add_span(_span(9, 10 + i, 1, {}))
+    assert metric(registry, "claimwatch_collector_dropped_total", reason="late_span") == 3
+    lines = [e for e in logs if e.get("reason") == "late_span"]
+    assert len(lines) == 1 and "CLAIMWATCH_LATE_SPAN_WAIT_S" in lines[0]["hint"]
+    now[0] = 100.0
+    with capture_logs() as logs:
+        pipe.add_span(_span(9, 20, 1, {}))
+    assert [e["suppressed"] for e in logs if e.get("reason") == "late_span"] == [2]
+
+
+def test_traceloop_llamaindex_json_encoded_node_strings_are_read():
+    """traceloop.entity.output as a JSON list of JSON-encoded NodeWithScore strings gives the documents."""
+    nodes = [json.dumps({"node": {"id_": f"n{i}", "text": f"Refund text {i}", "metadata": {}}, "score": 0.9 - i / 10})
+             for i in range(3)]
+    span = _span(5, 2, 1, {"traceloop.span.kind": "task", "traceloop.entity.name": "VectorIndexRetriever.task",
+                           "traceloop.entity.input": json.dumps({"args": ["What about refunds?"]}),
+                           "traceloop.entity.output": json.dumps(nodes)})
+    facts = SpanExtractor(CollectorSettings()).extract(span)
+    assert facts.kind == "retriever"
+    assert [c.content for c in facts.contexts] == ["Refund text 0", "Refund text 1", "Refund text 2"]
+    assert [c.id for c in facts.contexts] == ["n0", "n1", "n2"]
+
+
+def test_empty_env_values_mean_unset(monkeypatch):
+    """CLAIMWATCH_CONTEXT_FROM_PROMPT= (empty) leaves the default instead of failing validation."""
+    monkeypatch.setenv("CLAIMWATCH_CONTEXT_FROM_PROMPT", "")
+    monkeypatch.setenv("CLAIMWATCH_LATE_SPAN_WAIT_S", "")
+    settings = CollectorSettings()
+    assert settings.context_from_prompt is False and settings.late_span_wait_s == 0.5
+
+
+def test_completed_trace_type_is_what_emit_takes():
+    """emit() reads the facts of a CompletedTrace (guards the dropped-attribute sum against a shape change)."""
+    pipe = TracePipeline(CollectorSettings(), sink=MemorySink())
+    assert pipe.emit(CompletedTrace(1, [])) is False
