@@ -1,8 +1,10 @@
 """``claimwatch report``: one self-contained HTML page for a release decision.
 
 Built from result records (the ``claimwatch.results`` topic, what ``claimwatch claims``
-reads): baseline vs candidate contradicted and unsupported rates per slice with 95%
-Wilson intervals, the release gate's decision and its reasons (:func:`claimwatch.gate.decide`),
+reads): the release gate's decision and its reasons (:func:`claimwatch.gate.decide`, on the same
+answer counts Prometheus gives: :class:`claimwatch.gate.ReleaseCounts`), baseline vs candidate
+contradicted and unsupported claim rates per slice with 95% Wilson intervals (descriptive: claims of
+one answer are correlated, so these intervals are too narrow to decide on),
 flagged claims over time, and the worst claims with their evidence highlighted inside
 the chunk. The page needs no network: charts are Vega-Lite specifications rendered to
 inline SVG by ``vl-convert`` (the ``report`` extra), no JavaScript, no CDN.
@@ -23,15 +25,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from claimwatch.claims_query import FLAGGED, FlaggedClaim, flagged_claims, trace_url
-from claimwatch.gate import (
-    DEFAULT_ALPHA,
-    DEFAULT_MAX_INCREASE,
-    DEFAULT_MIN_CLAIMS,
-    Counts,
-    GateDecision,
-    decide,
-    wilson_interval,
-)
+from claimwatch.gate import DEFAULT_MIN_ANSWERS, Counts, GateConfig, GateDecision, ReleaseCounts, TestConfig, decide
+from claimwatch.gate.counts import latest_per_trace, record_verdicts
+from claimwatch.stats.proportions import wilson_interval
 from contract.errors import ConfigError
 
 #: the two rates the gate compares, in display order
@@ -62,16 +58,6 @@ class ReleaseReport:
     generated_at: float = field(default_factory=time.time)
 
 
-def _add(counts: Counts, claims: Iterable[Mapping[str, Any]]) -> Counts:
-    n = {"supported": counts.supported, "unsupported": counts.unsupported, "contradicted": counts.contradicted,
-         "error": counts.error}
-    for c in claims:
-        verdict = str(c.get("verdict", "")).lower()
-        if verdict in n:
-            n[verdict] += 1
-    return Counts(**n)
-
-
 def build_report(
     results: Iterable[Mapping[str, Any]],
     baseline: str,
@@ -79,34 +65,31 @@ def build_report(
     *,
     label: str = "release",
     slice_label: str = "route",
-    gate_options: Mapping[str, Any] | None = None,
+    gate: GateConfig | None = None,
 ) -> ReleaseReport:
     """Counts per release and slice, the gate's decision, verdicts over time, the worst claims."""
-    releases = {baseline: Counts(), candidate: Counts()}
+    releases = {baseline: ReleaseCounts(), candidate: ReleaseCounts()}
     by_slice: dict[tuple[str, str], Counts] = defaultdict(Counts)
     answers: dict[str, int] = defaultdict(int)
     stamped: list[tuple[float, str, str]] = []
     worst: list[FlaggedClaim] = []
-    latest: dict[str, Mapping[str, Any]] = {}
-    for r in results:  # the results topic is at-least-once: one record per trace id (the last one)
-        latest[str(r.get("trace_id"))] = r
-    for r in latest.values():
+    for r in latest_per_trace(results):  # the results topic is at-least-once: the worker counted each once
         slices = r.get("slices") or {}
         release = slices.get(label)
         if release not in releases:
             continue
         claims = [c for c in r.get("claims") or [] if isinstance(c, dict)]
         answers[release] += 1
-        releases[release] = _add(releases[release], claims)
+        releases[release] = releases[release].add_result(r)
         key = (release, str(slices.get(slice_label) or "unknown"))
-        by_slice[key] = _add(by_slice[key], claims)
+        by_slice[key] = by_slice[key] + record_verdicts(r)
         at = float(r.get("evaluated_at") or 0.0)
         stamped += [(at, release, str(c.get("verdict", "")).lower()) for c in claims
                     if c.get("verdict") in FLAGGED]
         if release == candidate:
             worst += flagged_claims(dict(r), FLAGGED, int(at * 1000))
-    decision = decide(releases[baseline], releases[candidate], labels={"baseline": baseline, "candidate": candidate},
-                      **dict(gate_options or {}))
+    decision = decide(releases[baseline], releases[candidate], gate,
+                      labels={"baseline": baseline, "candidate": candidate})
     worst.sort(key=lambda f: f.rank)
     return ReleaseReport(baseline, candidate, label, decision, dict(by_slice), slice_label,
                          _bucket(stamped), worst[:WORST_CLAIMS], dict(answers))
@@ -248,16 +231,19 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
     d = report.decision
     reasons = "".join(f"<li>{html.escape(r)}</li>" for r in d.reasons)
     rows = []
-    for name, counts in ((report.baseline, d.baseline), (report.candidate, d.candidate)):
+    for name, rc in ((report.baseline, d.baseline), (report.candidate, d.candidate)):
+        counts = rc.claims
         rows.append(
-            f'<tr><td class="l">{html.escape(name)}</td><td>{report.answers.get(name, 0)}</td><td>{counts.judged}</td>'
+            f'<tr><td class="l">{html.escape(name)}</td><td>{rc.answers}</td><td>{_pct(rc.flagged_share)}</td>'
+            f"<td>{counts.judged}</td>"
             f"<td>{_pct(counts.rate('contradicted'))}</td><td>{_pct(counts.rate('unsupported'))}</td>"
             f"<td>{counts.error}</td></tr>"
         )
-    comparisons = "".join(
-        f'<tr><td class="l">{c.verdict}</td><td>{c.difference * 100:+.1f} pts</td>'
-        f"<td>[{c.lower * 100:+.1f}, {c.upper * 100:+.1f}]</td><td>{c.p_value:.2g}</td></tr>"
-        for c in d.comparisons
+    c = d.comparison
+    t = d.config.test
+    comparisons = (
+        f'<tr><td class="l">flagged answers</td><td>{c.difference * 100:+.1f} pts</td>'
+        f"<td>[{c.lower * 100:+.1f}, {c.upper * 100:+.1f}]</td><td>{d.power.min_detectable * 100:+.1f} pts</td></tr>"
     )
     charts = [rates_spec(report, v) for v in RATES]
     if report.over_time:
@@ -270,14 +256,14 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
 <title>claimwatch release report: {html.escape(report.candidate)} vs {html.escape(report.baseline)}</title>
 <style>{_CSS}</style></head><body>
 <h1>Release report: {html.escape(report.candidate)} vs {html.escape(report.baseline)}</h1>
-<div class="muted">claimwatch · {when} · {report.label} label · gate: alpha {d.alpha:g}, tolerance
-{d.max_increase * 100:g} pts, at least {d.min_claims} judged claims per release</div>
+<div class="muted">claimwatch · {when} · {report.label} label · gate: {t.method} test, alpha {t.alpha:g}, tolerance
+{t.max_increase * 100:g} pts of flagged answers, at least {d.config.min_answers} evaluated answers per release</div>
 <div class="decision {d.action}" id="decision"><b>{d.action.upper()}</b><ul>{reasons}</ul></div>
-<h2>Claims per release</h2>
-<table><tr><th class="l">{html.escape(report.label)}</th><th>answers</th><th>judged claims</th><th>contradicted</th>
-<th>unsupported</th><th>errors</th></tr>{''.join(rows)}</table>
-<table><tr><th class="l">rate</th><th>candidate − baseline</th><th>one-sided {(1 - d.alpha) * 100:g}% bounds</th>
-<th>p</th></tr>{comparisons}</table>
+<h2>Answers and claims per release</h2>
+<table><tr><th class="l">{html.escape(report.label)}</th><th>evaluated answers</th><th>flagged answers</th>
+<th>judged claims</th><th>contradicted</th><th>unsupported</th><th>errors</th></tr>{''.join(rows)}</table>
+<table><tr><th class="l">decided on</th><th>candidate − baseline</th><th>bounds ({t.method})</th>
+<th>smallest rise detectable (power {t.power:g})</th></tr>{comparisons}</table>
 <h2>Rates per {html.escape(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
 <h2>Worst claims of {html.escape(report.candidate)}</h2>{worst}
 </body></html>
@@ -299,8 +285,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         consumer.close()
     report = build_report(results, args.baseline, args.candidate, label=args.label, slice_label=args.slice,
-                          gate_options={"min_claims": args.min_claims, "alpha": args.alpha,
-                                        "max_increase": args.max_increase})
+                          gate=GateConfig(TestConfig(method=args.test, alpha=args.alpha,
+                                                     max_increase=args.max_increase), min_answers=args.min_answers))
     Path(args.out).write_text(render_html(report, trace_url_template=args.trace_url_template), encoding="utf-8")
     print(f"claimwatch report: {report.decision.action.upper()} -> {args.out}")
     return report.decision.exit_code
@@ -319,10 +305,12 @@ def add_cli(sub: Any) -> None:
     p.add_argument("--bootstrap", help="Kafka bootstrap servers (default: CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
     p.add_argument("--topic", help="results topic (default: CLAIMWATCH_RESULTS_TOPIC)")
     p.add_argument("--max-records", type=int, default=200_000, help="read at most this many results")
-    p.add_argument("--min-claims", type=int, default=DEFAULT_MIN_CLAIMS, help="judged claims per release the gate needs")
-    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="one-sided significance level of the gate")
-    p.add_argument("--max-increase", type=float, default=DEFAULT_MAX_INCREASE,
-                   help="tolerated rate increase (0.02 = 2 points)")
+    p.add_argument("--min-answers", type=int, default=DEFAULT_MIN_ANSWERS,
+                   help="evaluated answers per release the gate needs")
+    p.add_argument("--test", choices=["sequential", "fixed"], default="sequential", help="the gate's test")
+    p.add_argument("--alpha", type=float, default=0.05, help="false-rollback rate of the gate")
+    p.add_argument("--max-increase", type=float, default=0.02,
+                   help="tolerated rise of the share of flagged answers (0.02 = 2 points)")
     p.add_argument("--trace-url-template", default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE"),
                    help="link each claim to its trace, e.g. http://jaeger:16686/trace/{trace_id}")
     p.set_defaults(func=cmd_report)

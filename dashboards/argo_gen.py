@@ -1,42 +1,44 @@
 """The Argo Rollouts AnalysisTemplate (``deploy/argo/analysis-template.yaml``), rendered from Python.
 
-It expresses the decision of ``claimwatch gate`` in PromQL on the raw counter
-``claimwatch_claims_total`` (no recording rule needed), per verdict rate
-(contradicted, unsupported) over judged claims, candidate vs baseline:
+It expresses the decision of ``claimwatch gate`` (sequential test, the default) in PromQL,
+from the same expressions the gate sends (:mod:`claimwatch.gate.promql`): exact counts of
+evaluated and flagged answers (``claimwatch_answers_total{outcome="evaluated"}``,
+``claimwatch_answers_with_unsupported_total``) per release over the window, and the lower end
+of the always-valid confidence sequence of the rise of the flagged-answer share
+(:mod:`claimwatch.stats.sequential`), so Argo may look every ``interval`` and the chance of a
+false rollback over the whole rollout stays at ``alpha``:
 
-- ``<verdict>-significantly-worse`` returns the one-sided lower bound
-  ``pc - pb - z * sqrt(pc (1 - pc) / nc + pb (1 - pb) / nb)`` (Wald) and
-  **fails** the analysis (rollout aborts = rollback) when it exceeds
-  ``max-increase``;
-- ``<verdict>-within-tolerance`` returns the point increase ``pc - pb`` and
-  **succeeds** when it is within ``max-increase``; otherwise (thin traffic, or
-  worse without significance) it is **inconclusive**, which pauses the rollout
-  (= hold).
+- ``flagged-answers-significantly-worse`` returns that lower bound and **fails** the analysis
+  (rollout aborts = rollback) when it exceeds ``max-increase``;
+- ``flagged-answers-within-tolerance`` returns the point rise and **succeeds** when it is within
+  ``max-increase``; otherwise (thin traffic, or worse without significance) it is
+  **inconclusive**, which pauses the rollout (= hold).
 
-Both queries return no sample while either release has fewer than
-``min-claims`` judged claims in the window. ``{{args.x}}`` placeholders are
-Argo's; :func:`query` can substitute concrete values for tests.
+Both return no sample while either release has fewer than ``min-answers`` evaluated answers.
+``{{args.x}}`` placeholders are Argo's; :func:`query` can substitute concrete values for tests.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
+from claimwatch.gate.promql import point_difference, sequential_lower_bound, share_counts
 from dashboards.rules_gen import to_yaml
 
-VERDICTS = ("contradicted", "unsupported")
 ARGS: dict[str, str | None] = {
     # the Prometheus Operator's service, as in deploy/k8s/prometheus-adapter-rules.yaml (one Prometheus for both)
     "prometheus-address": "http://prometheus-operated.monitoring.svc:9090",
     "baseline-release": None,
     "candidate-release": None,
     "environment": "prod",
-    "window": "1h",
-    "min-claims": "200",
+    "window": "2h",
+    "min-answers": "50",
     "max-increase": "0.02",
-    "z": "1.645",
+    "alpha": "0.05",
+    "tau": "0.1",
     "interval": "5m",
 }
+KINDS = ("lower", "point")
 
 
 def _arg(name: str, values: Mapping[str, str] | None) -> str:
@@ -45,45 +47,39 @@ def _arg(name: str, values: Mapping[str, str] | None) -> str:
     return "{{args.%s}}" % name
 
 
-def query(verdict: str, kind: str, values: Mapping[str, str] | None = None) -> str:
-    """PromQL for ``kind`` in {"lower", "point"}; ``values`` substitutes the Argo args."""
+def query(kind: str, values: Mapping[str, str] | None = None) -> str:
+    """PromQL for ``kind`` in :data:`KINDS`; ``values`` substitutes the Argo args."""
     a = lambda name: _arg(name, values)  # noqa: E731
-
-    def count(role: str, matcher: str) -> str:
-        return (
-            f'sum(increase(claimwatch_claims_total{{release="{a(role + "-release")}", '
-            f'environment=~"{a("environment")}", {matcher}}}[{a("window")}]))'
-        )
-
-    nc = count("candidate", 'verdict!="error"')
-    nb = count("baseline", 'verdict!="error"')
-    xc = count("candidate", f'verdict="{verdict}"')
-    xb = count("baseline", f'verdict="{verdict}"')
-    pc = f"(({xc} or vector(0)) / {nc})"
-    pb = f"scalar(({xb} or vector(0)) / {nb})"
-    expr = f"{pc}\n- {pb}"
+    env = f'environment=~"{a("environment")}"'
+    xc, nc = share_counts(a("candidate-release"), a("window"), env, quote=False)
+    xb, nb = share_counts(a("baseline-release"), a("window"), env, quote=False)
     if kind == "lower":
-        expr += f"\n- {a('z')} * sqrt(\n    {pc} * (1 - {pc}) / {nc}\n  + {pb} * (1 - {pb}) / scalar({nb})\n)"
-    elif kind != "point":
+        expr = sequential_lower_bound(xc, nc, xb, nb, a("alpha"), a("tau"))
+    elif kind == "point":
+        expr = point_difference(xc, nc, xb, nb)
+    else:
         raise ValueError(f"unknown query kind {kind!r}")
-    return f"(\n{expr}\n)\nand on ()\n{nc} >= {a('min-claims')}\nand on ()\n{nb} >= {a('min-claims')}"
+    return f"(\n{expr}\n)\nand on ()\n{nc} >= {a('min-answers')}\nand on ()\n{nb} >= {a('min-answers')}"
 
 
 HEADER = """GENERATED by `python -m dashboards.generate` from dashboards/argo_gen.py -- do not edit by hand.
 
-Argo Rollouts AnalysisTemplate: the claimwatch release gate in PromQL. Same decision as
-`claimwatch gate` (claimwatch/gate.py), per verdict rate (contradicted, unsupported)
-over judged claims (ERROR excluded), candidate vs baseline:
-  - rollback: <verdict>-significantly-worse FAILS (the rollout aborts) when the one-sided
-    lower bound of candidate - baseline exceeds max-increase;
-  - hold: <verdict>-within-tolerance is INCONCLUSIVE (the rollout pauses for a human) while
-    either side has fewer than min-claims judged claims, or the point increase exceeds
+Argo Rollouts AnalysisTemplate: the claimwatch release gate in PromQL, the same decision as
+`claimwatch gate` (claimwatch/gate/, sequential test) on the same exact counts. The unit is the
+answer: the share of evaluated answers with an UNSUPPORTED or CONTRADICTED claim, candidate vs
+baseline (claims of one answer are correlated; answers are independent trials).
+  - rollback: flagged-answers-significantly-worse FAILS (the rollout aborts) when the lower end
+    of the always-valid confidence sequence of the rise exceeds max-increase;
+  - hold: flagged-answers-within-tolerance is INCONCLUSIVE (the rollout pauses for a human)
+    while either side has fewer than min-answers evaluated answers, or the point rise exceeds
     max-increase without significance;
   - promote: every metric Successful.
-The gate CLI uses Newcombe's score interval; PromQL gets the Wald interval, close to it at
-the volumes min-claims enforces. z = 1.645 is one-sided alpha = 0.05.
+The confidence sequence stays valid however often Argo looks (every `interval`): at most `alpha`
+false rollbacks over the whole rollout (docs/gate.md has the simulation). Set `window` to at
+least the analysis' duration (count x interval), so every look counts the candidate from its
+first answer and each look's data contain the previous look's.
 
-The worker labels claims with the answering app's release (slice label `release`). In the
+The worker labels answers with the answering app's release (slice label `release`). In the
 Rollout:
   analysis:
     templates: [{templateName: claimwatch-claim-quality}]
@@ -93,30 +89,29 @@ Rollout:
 
 
 def template() -> dict:
-    metrics = []
-    for verdict in VERDICTS:
-        metrics.append(
-            {
-                "name": f"{verdict}-significantly-worse",
-                "interval": "{{args.interval}}",
-                "count": 12,
-                "failureLimit": 0,
-                "successCondition": "len(result) == 0 || result[0] <= {{args.max-increase}}",
-                "failureCondition": "len(result) > 0 && result[0] > {{args.max-increase}}",
-                "provider": {"prometheus": {"address": "{{args.prometheus-address}}", "query": query(verdict, "lower")}},
-            }
-        )
-        metrics.append(
-            {
-                "name": f"{verdict}-within-tolerance",
-                "interval": "{{args.interval}}",
-                "count": 12,
-                "inconclusiveLimit": 6,
-                "successCondition": "len(result) > 0 && result[0] <= {{args.max-increase}}",
-                "failureCondition": "false",
-                "provider": {"prometheus": {"address": "{{args.prometheus-address}}", "query": query(verdict, "point")}},
-            }
-        )
+    provider = lambda kind: {  # noqa: E731
+        "prometheus": {"address": "{{args.prometheus-address}}", "query": query(kind)}
+    }
+    metrics = [
+        {
+            "name": "flagged-answers-significantly-worse",
+            "interval": "{{args.interval}}",
+            "count": 12,
+            "failureLimit": 0,
+            "successCondition": "len(result) == 0 || result[0] <= {{args.max-increase}}",
+            "failureCondition": "len(result) > 0 && result[0] > {{args.max-increase}}",
+            "provider": provider("lower"),
+        },
+        {
+            "name": "flagged-answers-within-tolerance",
+            "interval": "{{args.interval}}",
+            "count": 12,
+            "inconclusiveLimit": 6,
+            "successCondition": "len(result) > 0 && result[0] <= {{args.max-increase}}",
+            "failureCondition": "false",
+            "provider": provider("point"),
+        },
+    ]
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "AnalysisTemplate",

@@ -30,7 +30,7 @@ from claimwatch.claims_query import FlaggedClaim, flagged_claims, matches, open_
 from claimwatch.demo.app import DemoRagApp, Sent, make_provider
 from claimwatch.demo.corpus import ABSTAIN_QUESTION
 from claimwatch.embedded import EmbeddedBroker, EmbeddedPrometheus, free_port
-from claimwatch.gate import Counts, decide
+from claimwatch.gate import Counts, GateConfig, ReleaseCounts, decide
 from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from contract.errors import ConfigError
@@ -133,6 +133,9 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
         if r.outcome == "abstained":
             row["abstained"] += 1
             totals[s.release]["abstained"] += 1
+        if r.outcome == "evaluated":  # what the gate counts (claimwatch_answers_total{outcome="evaluated"})
+            totals[s.release]["evaluated"] += 1
+            totals[s.release]["contradicted_answers"] += int(r.has_contradicted)
         flagged = r.has_unsupported
         if flagged:
             row["flagged_answers"] += 1
@@ -164,10 +167,13 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
     }
 
 
-def _counts(summary: dict[str, Any], release: str) -> Counts:
+def _counts(summary: dict[str, Any], release: str) -> ReleaseCounts:
+    """What the worker counted for ``release`` (the numbers the gate must read back from Prometheus)."""
     t = summary["releases"].get(release, {}).get("totals", {})
-    return Counts(supported=t.get("SUPPORTED", 0), unsupported=t.get("UNSUPPORTED", 0),
-                  contradicted=t.get("CONTRADICTED", 0))
+    claims = Counts(supported=t.get("SUPPORTED", 0), unsupported=t.get("UNSUPPORTED", 0),
+                    contradicted=t.get("CONTRADICTED", 0), error=t.get("ERROR", 0))
+    return ReleaseCounts(answers=t.get("evaluated", 0), flagged=t.get("flagged_answers", 0),
+                         contradicted=t.get("contradicted_answers", 0), claims=claims)
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -200,6 +206,12 @@ def render(summary: dict[str, Any]) -> str:
     g = summary["gate"]
     out.append("")
     out.append(f"Release gate ({g['source']}): {g['decision'].upper()}  {g['baseline']} -> {g['candidate']}")
+    for role in ("baseline", "candidate"):
+        c, w = g[f"{role}_counts"], g[f"worker_{role}_counts"]
+        same = "equal to the worker's" if c == w else f"worker counted {w['answers']} answers / {w['flagged']} flagged"
+        out.append(f"  gate counts {role}: {c['answers']} answers, {c['flagged']} flagged, "
+                   f"{c['claims']['supported'] + c['claims']['unsupported'] + c['claims']['contradicted']} judged claims"
+                   f" ({same})")
     for line in g["reasoning"]:
         out.append(f"  {line}")
     return "\n".join(out)
@@ -241,12 +253,12 @@ def worst_from_topic(results: list[dict[str, Any]], release: str, n: int = 5) ->
     return out[:n]
 
 
-def write_report(results: list[dict[str, Any]], path: str, min_claims: int) -> str | None:
+def write_report(results: list[dict[str, Any]], path: str, min_answers: int) -> str | None:
     """The HTML release report of the demo's two releases; None (and a note) when vl-convert is missing."""
     from claimwatch.report import build_report, render_html
 
     try:
-        page = render_html(build_report(results, BASELINE, CANDIDATE, gate_options={"min_claims": min_claims}))
+        page = render_html(build_report(results, BASELINE, CANDIDATE, gate=GateConfig(min_answers=min_answers)))
     except ConfigError as exc:
         print(f"claimwatch demo: no HTML report ({exc})", file=sys.stderr)
         return None
@@ -313,7 +325,7 @@ def run_demo(args: argparse.Namespace, on_finished: Callable[[DemoEnv], None] | 
         if tty:
             sys.stderr.write("\n")
         summary = summarise(sent, dict(collected.results))
-        summary["gate"] = _gate(summary, prom, args.gate_min_claims)
+        summary["gate"] = _gate(summary, prom, args.gate_min_answers)
         summary["judge"] = judge_name
         summary["requests_per_release"] = args.requests
         summary["fault_rate"] = args.fault_rate
@@ -329,7 +341,7 @@ def run_demo(args: argparse.Namespace, on_finished: Callable[[DemoEnv], None] | 
             for f in worst_from_topic(topic_results, CANDIDATE, 8)
         ]
         report = getattr(args, "report", None)
-        summary["report"] = write_report(topic_results, report, args.gate_min_claims) if report else None
+        summary["report"] = write_report(topic_results, report, args.gate_min_answers) if report else None
         summary["elapsed_s"] = round(time.monotonic() - started, 1)
         print(render(summary))
         if summary["report"]:
@@ -350,19 +362,23 @@ def _await_scrape(collected: _Collected, trace_id: str, timeout_s: float = 15.0)
     time.sleep(1.5)  # > one scrape interval
 
 
-def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None, min_claims: int = 100) -> dict[str, Any]:
+def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None, min_answers: int = 50) -> dict[str, Any]:
     source = "worker counts"
-    base, cand = _counts(summary, BASELINE), _counts(summary, CANDIDATE)
+    worker_base, worker_cand = _counts(summary, BASELINE), _counts(summary, CANDIDATE)
+    base, cand = worker_base, worker_cand
     if prom is not None:
-        from claimwatch.gate import fetch_counts
+        from claimwatch.gate import Source, fetch_counts
 
         time.sleep(2.5)  # let Prometheus scrape the final counters
         try:
-            base, cand = fetch_counts(prom.url, BASELINE, window="1h"), fetch_counts(prom.url, CANDIDATE, window="1h")
+            base = fetch_counts(Source(prom.url), BASELINE, window="1h")
+            cand = fetch_counts(Source(prom.url), CANDIDATE, window="1h")
             source = "Prometheus"
         except Exception as exc:  # fall back to the worker's own counts, and say so
             source = f"worker counts (Prometheus query failed: {exc})"
-    d = decide(base, cand, min_claims=min_claims, labels={"baseline": BASELINE, "candidate": CANDIDATE})
+    d = decide(base, cand, GateConfig(min_answers=min_answers), labels={"baseline": BASELINE, "candidate": CANDIDATE})
     return {"source": source, "baseline": BASELINE, "candidate": CANDIDATE, "decision": d.action,
             "exit_code": d.exit_code, "reasoning": d.render().splitlines()[1:],
-            "baseline_counts": dataclasses.asdict(base), "candidate_counts": dataclasses.asdict(cand)}
+            "baseline_counts": dataclasses.asdict(base), "candidate_counts": dataclasses.asdict(cand),
+            "worker_baseline_counts": dataclasses.asdict(worker_base),
+            "worker_candidate_counts": dataclasses.asdict(worker_cand)}

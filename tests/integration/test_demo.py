@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_demo_rolls_back_the_faulty_candidate_and_reports_accuracy(tmp_path):
-    """A short demo exits 0; the summary holds per-release counts, a rollback decision, recall and FP rate."""
+    """A short demo exits 0; per-release counts, a rollback read from Prometheus with the worker's counts, recall, FP rate."""
     out = tmp_path / "summary.json"
     proc = subprocess.run(
         [sys.executable, "-m", "claimwatch.cli", "demo", "--requests", "80", "--summary-json", str(out)],
@@ -27,7 +27,12 @@ def test_demo_rolls_back_the_faulty_candidate_and_reports_accuracy(tmp_path):
     assert base["answers"] == 80 and cand["answers"] == 80
     assert cand.get("CONTRADICTED", 0) > base.get("CONTRADICTED", 0)
     assert summary["answers_judged"] == summary["answers_sent"] == 160
-    assert summary["gate"]["decision"] == "rollback"
+    gate = summary["gate"]
+    assert gate["decision"] == "rollback" and gate["source"] == "Prometheus"
+    # the gate's counts from Prometheus are the worker's, to the answer and the claim (issue 29: it read 722 for 478)
+    assert gate["baseline_counts"] == gate["worker_baseline_counts"]
+    assert gate["candidate_counts"] == gate["worker_candidate_counts"]
+    assert gate["candidate_counts"]["answers"] > 50
     acc = summary["accuracy"]
     assert acc["injected_failures"] > 10
     assert acc["recall"] >= 0.8
@@ -67,7 +72,7 @@ def test_demo_exemplars_match_the_claims_command_and_the_report_renders(tmp_path
     monkeypatch.chdir(tmp_path)
     report = tmp_path / "report.html"
     args = argparse.Namespace(judge=None, requests=80, fault_rate=0.3, no_prometheus=False, workers=1, seed=7,
-                              gate_min_claims=100, summary_json=None, report=str(report))
+                              gate_min_answers=50, summary_json=None, report=str(report))
     checked: dict = {}
 
     def check(env):

@@ -1,8 +1,9 @@
-"""Release gate: statistics, decisions, and reading counts from a Prometheus HTTP API."""
+"""Release gate: statistics, decisions on answer counts, reading exact counts from a Prometheus HTTP API, --follow."""
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -10,18 +11,30 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from claimwatch.gate import (
+    Advice,
     Counts,
+    Follow,
+    GateConfig,
     GateError,
-    counts_query,
+    ReleaseCounts,
+    Source,
+    TestConfig,
+    counts_from_results,
     decide,
     fetch_counts,
-    newcombe_interval,
+    follow,
+    queries,
     run_gate,
-    wilson_interval,
-    z_test_p_value,
+    sampling_advice,
 )
+from claimwatch.gate.promql import count_query, duration_seconds, exact_increase
+from claimwatch.stats import power
+from claimwatch.stats.proportions import newcombe_interval, wilson_interval, z_test_p_value
+from claimwatch.stats.sequential import confidence_sequence, mixture_half_width
 
 Z95 = 1.959963984540054  # two-sided 95%
+FIXED = GateConfig(TestConfig(method="fixed"))
+SEQ = GateConfig(TestConfig(method="sequential"))
 
 
 def test_wilson_interval_matches_newcombe_1998_example():
@@ -49,79 +62,142 @@ def test_z_test_p_value_hand_computed():
     assert z_test_p_value(10, 1000, 10, 1000) == pytest.approx(0.5)
 
 
-def test_counts_judged_excludes_errors_and_rates_never_divide_by_zero():
-    """judged = supported + unsupported + contradicted; an empty release has rate 0."""
+def test_mixture_half_width_hand_computed():
+    """V = 0.001, tau = 0.1, alpha = 0.05: sqrt(2 * 0.001 * 0.011 / 0.01 * (0.5 ln 11 + ln 20)) = 0.0961."""
+    expected = math.sqrt(2 * 0.001 * 0.011 / 0.01 * (0.5 * math.log(11) + math.log(20)))
+    assert mixture_half_width(0.001, 0.05, 0.1) == pytest.approx(expected, rel=1e-12)
+    assert round(expected, 4) == 0.0961
+
+
+def test_confidence_sequence_is_wider_than_one_look_and_shrinks_with_answers():
+    """The always-valid bounds contain the one-look Newcombe bounds and narrow as answers accumulate."""
+    z = TestConfig().z
+    for n in (100, 1000, 10_000):
+        lo, hi = confidence_sequence(n // 4, n, n // 5, n, 0.05)
+        nlo, nhi = newcombe_interval(n // 4, n, n // 5, n, z)
+        assert lo < nlo and hi > nhi
+    widths = [hi - lo for lo, hi in (confidence_sequence(n // 4, n, n // 5, n, 0.05) for n in (100, 1000, 10_000))]
+    assert widths[0] > widths[1] > widths[2]
+    assert confidence_sequence(0, 0, 5, 10, 0.05) == (-1.0, 1.0)
+
+
+def test_counts_rates_never_divide_by_zero():
+    """judged = supported + unsupported + contradicted; empty releases have rate and share 0."""
     c = Counts(supported=90, unsupported=6, contradicted=4, error=50)
     assert c.judged == 100 and c.rate("contradicted") == 0.04
-    assert Counts().rate("contradicted") == 0.0
+    assert Counts().rate("contradicted") == 0.0 and ReleaseCounts().flagged_share == 0.0
 
 
-def test_clear_regression_rolls_back():
-    """1% -> 10% contradicted on 6000 vs 600 claims: lower bound far above the 2-point tolerance."""
-    d = decide(Counts(5700, 240, 60), Counts(540, 0, 60))
-    assert d.action == "rollback" and d.exit_code == 1
-    contradicted = d.comparisons[0]
-    assert contradicted.verdict == "contradicted"
-    assert contradicted.difference == pytest.approx(0.09)
-    assert contradicted.lower > 0.02
-    assert "contradicted rate rose from 1.00% to 10.00%" in d.render()
+def test_counts_from_results_count_answers_as_the_worker_does():
+    """Evaluated answers, flagged and contradicted answers from result records; last record per trace; other releases ignored."""
+    records = [
+        {"trace_id": "a", "outcome": "evaluated", "slices": {"release": "v2"},
+         "counts": {"SUPPORTED": 3, "UNSUPPORTED": 1, "CONTRADICTED": 0, "ERROR": 0}},
+        {"trace_id": "b", "outcome": "evaluated", "slices": {"release": "v2"},
+         "counts": {"SUPPORTED": 1, "UNSUPPORTED": 0, "CONTRADICTED": 2, "ERROR": 1}},
+        {"trace_id": "b", "outcome": "evaluated", "slices": {"release": "v2"},  # redelivered: counted once
+         "counts": {"SUPPORTED": 1, "UNSUPPORTED": 0, "CONTRADICTED": 2, "ERROR": 1}},
+        {"trace_id": "c", "outcome": "abstained", "slices": {"release": "v2"}, "counts": {}},
+        {"trace_id": "d", "outcome": "failed", "slices": {"release": "v2"}, "counts": {"ERROR": 2}},
+        {"trace_id": "e", "slices": {"release": "v2"},  # no outcome, no counts: decided from the claims
+         "claims": [{"verdict": "SUPPORTED"}, {"verdict": "SUPPORTED"}]},
+        {"trace_id": "f", "outcome": "evaluated", "slices": {"release": "v9"}, "counts": {"UNSUPPORTED": 4}},
+    ]
+    got = counts_from_results(records, ["v1", "v2"])
+    assert got["v1"] == ReleaseCounts()
+    assert got["v2"] == ReleaseCounts(answers=3, flagged=2, contradicted=1, claims=Counts(6, 1, 2, 3))
 
 
-def test_unsupported_regression_alone_rolls_back():
-    """The unsupported rate is gated too: 4% -> 12% on 2000 claims each rolls back."""
-    d = decide(Counts(1900, 80, 20), Counts(1740, 240, 20))
-    assert d.action == "rollback"
-    assert [c.verdict for c in d.comparisons if c.lower > 0.02] == ["unsupported"]
+def test_clear_regression_rolls_back_in_both_modes():
+    """Flagged answers 20% -> 50% on 400 answers each: the lower bound is far above the 2-point tolerance."""
+    for cfg in (FIXED, SEQ):
+        d = decide(ReleaseCounts(400, 80), ReleaseCounts(400, 200), cfg)
+        assert d.action == "rollback" and d.exit_code == 1
+        assert d.comparison.difference == pytest.approx(0.30)
+        assert d.comparison.lower > 0.02
+        assert "flagged answers rose from 20.00% to 50.00%" in d.render()
 
 
-def test_equal_rates_with_enough_claims_promote():
-    """Identical 1%/4% rates on 1000 claims each promote (exit 0)."""
-    d = decide(Counts(950, 40, 10), Counts(950, 40, 10))
-    assert d.action == "promote" and d.exit_code == 0
-    assert all(c.difference == 0 for c in d.comparisons)
+def test_sequential_needs_more_evidence_than_one_look():
+    """+8 points on 400 answers each: the one-look test rolls back, the always-valid one holds and says how many more."""
+    base, cand = ReleaseCounts(400, 80), ReleaseCounts(400, 112)
+    assert decide(base, cand, FIXED).action == "rollback"
+    d = decide(base, cand, SEQ)
+    assert d.action == "hold" and "not significantly" in d.reasons[0]
+    assert d.power.more_candidate is not None and 0 < d.power.more_candidate < 10_000
+    assert f"about {d.power.more_candidate} more evaluated candidate answers" in d.reasons[1]
+    # and that many more, at the same shares, does roll back
+    k = 1 + d.power.more_candidate / 400
+    bigger = decide(ReleaseCounts(round(400 * k), round(80 * k)), ReleaseCounts(round(400 * k), round(112 * k)), SEQ)
+    assert bigger.action == "rollback"
 
 
-def test_thin_evidence_holds_even_when_rates_look_terrible():
-    """50 candidate claims at 40% contradicted: fewer than min_claims -> hold, not rollback."""
-    d = decide(Counts(5000, 100, 50), Counts(30, 0, 20), min_claims=200)
+def test_thin_evidence_holds_even_when_shares_look_terrible():
+    """30 candidate answers, all flagged: fewer than min_answers -> hold, with how many more reach the minimum."""
+    d = decide(ReleaseCounts(500, 50), ReleaseCounts(30, 30), GateConfig(min_answers=50))
     assert d.action == "hold" and d.exit_code == 2
-    assert "candidate has 50 judged claims, fewer than the 200 needed" in d.reasons[0]
+    assert "candidate has 30 evaluated answers, fewer than the 50 needed" in d.reasons[0]
+    assert "about 20 more evaluated candidate answers (and 0 baseline) reach the minimum" in d.reasons[1]
 
 
-def test_worse_but_not_significant_holds():
-    """2% -> 5% contradicted on 240 claims each: +3 points, but the lower bound is below the tolerance."""
-    d = decide(Counts(235, 0, 5), Counts(228, 0, 12), min_claims=200)
-    c = d.comparisons[0]
-    assert c.difference == pytest.approx(0.0292, abs=1e-4)
-    assert c.lower < 0.02
-    assert d.action == "hold"
-    assert "not significantly" in d.reasons[0]
+def test_equal_or_slightly_worse_shares_promote_and_state_their_power():
+    """Equal shares and +1 point (inside the tolerance) promote; the report names the smallest detectable rise."""
+    for cand in (ReleaseCounts(1000, 200), ReleaseCounts(1000, 210)):
+        d = decide(ReleaseCounts(1000, 200), cand)
+        assert d.action == "promote" and d.exit_code == 0
+        assert 0.02 < d.power.min_detectable < 0.2
+        assert "caught with probability 0.8" in d.render()
 
 
-def test_small_improvement_or_tiny_increase_promotes():
-    """+1 point contradicted (inside the tolerance) on 2000 claims each promotes."""
-    d = decide(Counts(1960, 20, 20), Counts(1940, 20, 40))
-    assert d.action == "promote"
+def test_flagged_counts_above_answers_cannot_break_the_interval():
+    """A (never expected) flagged > answers is clamped instead of producing a negative variance."""
+    d = decide(ReleaseCounts(100, 10), ReleaseCounts(60, 90))
+    assert d.comparison.candidate_rate == 1.0 and math.isfinite(d.comparison.lower)
 
 
-def test_decide_rejects_nonsense_parameters():
-    """alpha outside (0, 0.5) is a caller error."""
+def test_config_rejects_nonsense_parameters():
+    """alpha outside (0, 0.5), an unknown method, a negative tolerance or min_answers < 1 are caller errors."""
+    for bad in ({"alpha": 0.7}, {"method": "bayes"}, {"max_increase": -0.1}, {"tau": 0}):
+        with pytest.raises(ValueError):
+            TestConfig(**bad)
     with pytest.raises(ValueError):
-        decide(Counts(), Counts(), alpha=0.7)
+        GateConfig(min_answers=0)
 
 
-def test_counts_query_escapes_release_and_adds_selector():
-    """Release values are PromQL-escaped and extra matchers are appended."""
-    q = counts_query('v"2', "30m", "release", 'environment="prod"')
-    sel = 'claimwatch_claims_total{release="v\\"2", environment="prod"}'
-    assert q == (
-        f"sum by (verdict) ((increase({sel}[30m]) + (min_over_time({sel}[30m]) unless {sel} offset 30m))"
-        f" or increase({sel}[30m]))"
+def test_min_detectable_increase_hand_computed_for_the_fixed_test():
+    """p = 0.2, 1000 answers each: 0.02 + (1.6449 + 0.8416) * sqrt(0.16 * 0.002) = 0.06448."""
+    got = power.min_detectable_increase(0.2, 1000, 1000, TestConfig(method="fixed"))
+    assert got == pytest.approx(0.02 + (1.644854 + 0.841621) * math.sqrt(0.16 * 0.002), rel=1e-5)
+    assert power.min_detectable_increase(0.2, 1000, 1000, TestConfig()) > got  # the sequential test pays for looks
+
+
+def test_answers_for_power_reaches_the_requested_power():
+    """answers_for_power returns the smallest n whose detectable rise is at most the requested one."""
+    cfg = TestConfig(method="fixed")
+    n = power.answers_for_power(0.10, 0.3, cfg)
+    assert n is not None
+    assert power.min_detectable_increase(0.3, n, n, cfg) <= 0.10 < power.min_detectable_increase(0.3, n - 1, n - 1, cfg)
+    assert power.answers_for_power(0.01, 0.3, cfg) is None  # below the tolerance: never
+
+
+def test_exact_increase_subtracts_the_window_start_or_counts_from_birth():
+    """The per-series count is last - value at the window start, or the whole counter for a series born inside."""
+    assert exact_increase('m{a="b"}', "1h") == (
+        '(((last_over_time(m{a="b"}[1h]) - m{a="b"} offset 1h) >= 0) or ignoring(__name__) last_over_time(m{a="b"}[1h]))'
     )
+
+
+def test_count_query_escapes_release_selects_evaluated_answers_and_rejects_bad_input():
+    """Release values are PromQL-escaped, extra matchers appended, answers restricted to outcome=evaluated."""
+    q = count_query("claimwatch_answers_total", 'v"2', "30m", "release", 'environment="prod"')
+    assert 'claimwatch_answers_total{release="v\\"2", environment="prod", outcome="evaluated"}[30m]' in q
+    assert q.startswith("sum (")
+    assert count_query("claimwatch_claims_total", "v1", by="verdict").startswith("sum by (verdict) (")
     with pytest.raises(GateError):
-        counts_query("v1", "1 hour")
+        count_query("claimwatch_claims_total", "v1", "1 hour")
     with pytest.raises(GateError):
-        counts_query("v1", "1h", label="bad-label")
+        count_query("claimwatch_claims_total", "v1", "1h", label="bad-label")
+    assert duration_seconds("1h30m") == 5400
 
 
 class _FakePrometheus(BaseHTTPRequestHandler):
@@ -172,18 +248,28 @@ def fake_prometheus():
         server.server_close()
 
 
-def _vector(**by_verdict: str) -> list:
-    return [{"metric": {"verdict": v}, "value": [1700000000.0, val]} for v, val in by_verdict.items()]
+def _vector(value: str, **labels: str) -> list:
+    return [{"metric": labels, "value": [1700000000.0, value]}]
 
 
-def test_fetch_counts_reads_the_vector_and_rounds_extrapolated_increases(fake_prometheus):
-    """fetch_counts sends the documented query and maps verdict samples to integer Counts."""
+def _serve(handler, release: str, window: str, answers: int, flagged: int, contradicted: int = 0,
+           claims: dict[str, int] | None = None, extra: str = "") -> None:
+    q = queries(release, window, extra=extra)
+    handler.answers[q["answers"]] = _vector(str(answers))
+    handler.answers[q["flagged"]] = _vector(str(flagged))
+    handler.answers[q["contradicted"]] = _vector(str(contradicted))
+    handler.answers[q["claims"]] = [
+        {"metric": {"verdict": v}, "value": [1700000000.0, str(n)]} for v, n in (claims or {}).items()
+    ]
+
+
+def test_fetch_counts_sends_the_documented_queries_and_maps_them(fake_prometheus):
+    """fetch_counts sends the four exact-count queries and builds ReleaseCounts (unknown verdicts ignored)."""
     url, handler = fake_prometheus
-    q = counts_query("v2", "1h")
-    handler.answers[q] = _vector(supported="540.4", contradicted="59.6", error="3", unknown_verdict="7")
-    counts = fetch_counts(url, "v2", "1h")
-    assert counts == Counts(supported=540, unsupported=0, contradicted=60, error=3)
-    assert handler.seen == [q]
+    _serve(handler, "v2", "1h", 120, 30, 5, {"supported": 400, "contradicted": 9, "error": 3, "bogus": 7})
+    got = fetch_counts(Source(url), "v2", "1h")
+    assert got == ReleaseCounts(120, 30, 5, Counts(supported=400, contradicted=9, error=3))
+    assert sorted(handler.seen) == sorted(queries("v2", "1h").values())
 
 
 def test_fetch_counts_raises_gate_error_on_api_error(fake_prometheus):
@@ -191,19 +277,16 @@ def test_fetch_counts_raises_gate_error_on_api_error(fake_prometheus):
     url, handler = fake_prometheus
     handler.status = 400
     with pytest.raises(GateError, match="HTTP 400"):
-        fetch_counts(url, "v2")
+        fetch_counts(Source(url), "v2")
 
 
 def test_run_gate_end_to_end_against_fake_prometheus(fake_prometheus):
     """run_gate reads both releases and exits 1 with a readable report on a clear regression."""
     url, handler = fake_prometheus
-    handler.answers[counts_query("v1", "2h", extra_selector='environment="prod"')] = _vector(
-        supported="5700", unsupported="240", contradicted="60"
-    )
-    handler.answers[counts_query("v2", "2h", extra_selector='environment="prod"')] = _vector(
-        supported="540", contradicted="60"
-    )
-    code, text = run_gate(url, "v1", "v2", window="2h", extra_selector='environment="prod"')
+    sel = 'environment="prod"'
+    _serve(handler, "v1", "2h", 1000, 100, extra=sel)
+    _serve(handler, "v2", "2h", 300, 120, extra=sel)
+    code, text = run_gate(Source(url, extra_selector=sel), "v1", "v2", window="2h")
     assert code == 1
     assert text.startswith("claimwatch gate: ROLLBACK (exit 1)")
     assert "release 'v1' (baseline) vs 'v2' (candidate)" in text
@@ -212,14 +295,59 @@ def test_run_gate_end_to_end_against_fake_prometheus(fake_prometheus):
 def test_run_gate_holds_when_a_release_has_no_data(fake_prometheus):
     """A candidate with no series in the window holds (exit 2): not enough evidence."""
     url, handler = fake_prometheus
-    handler.answers[counts_query("v1")] = _vector(supported="1000")
-    code, text = run_gate(url, "v1", "v9")
-    assert code == 2 and "candidate has 0 judged claims" in text
+    _serve(handler, "v1", "1h", 1000, 100)
+    code, text = run_gate(Source(url), "v1", "v9")
+    assert code == 2 and "candidate has 0 evaluated answers" in text
 
 
 def test_run_gate_holds_when_prometheus_is_unreachable():
     """No server listening: exit 2 with the connection error, never promote blind."""
     from claimwatch.embedded import free_port
 
-    code, text = run_gate(f"http://127.0.0.1:{free_port()}", "v1", "v2")
+    code, text = run_gate(Source(f"http://127.0.0.1:{free_port()}"), "v1", "v2")
     assert code == 2 and "cannot reach Prometheus" in text
+
+
+def test_sampling_advice_raises_the_candidates_ratio_or_keeps_it_whole():
+    """A HOLD needing N more answers within the target gets a ratio (when it fits under 1) or keep_releases."""
+    d = decide(ReleaseCounts(400, 80), ReleaseCounts(400, 112), SEQ, labels={"baseline": "v1", "candidate": "v2"})
+    more = d.power.more_candidate
+    assert more
+    # 400 answers in 1h at ratio 0.1; more/h needed -> factor more/400
+    lines = sampling_advice(d, 3600, Advice(target_s=3600, sampling_ratio=0.1))
+    assert "raise its sampling ratio from 0.1 to" in lines[0]
+    ratio = float(lines[0].split('"release=v2": ')[1].split("}")[0])
+    assert ratio == pytest.approx(0.1 * more / 400, abs=0.006)
+    slow = sampling_advice(d, 3600 * 100, Advice(target_s=600, sampling_ratio=1.0))
+    assert "CLAIMWATCH_KEEP_RELEASES" in slow[0] and "more traffic" in slow[0]
+    fast = sampling_advice(d, 60, Advice(target_s=3600))
+    assert "within the 60 min target" in fast[0]
+    assert sampling_advice(decide(ReleaseCounts(400, 80), ReleaseCounts(400, 80)), 3600, Advice()) == []
+
+
+def test_follow_grows_the_window_from_a_fixed_start_and_stops_at_a_rollback():
+    """--follow looks with windows 1h, 1h+5m, ...; the first rollback ends it with exit 1."""
+    now = [1000.0]
+    seen: list[str] = []
+    answers = iter([(100, 20, 100, 22), (200, 40, 200, 60), (300, 60, 300, 150)])
+
+    def fetch(source, release, window):
+        seen.append(window)
+        if release == "v1":
+            nb, xb, nc, xc = next(answers)
+            fetch.cand = ReleaseCounts(nc, xc)  # type: ignore[attr-defined]
+            return ReleaseCounts(nb, xb)
+        return fetch.cand  # type: ignore[attr-defined]
+
+    out: list[str] = []
+    code = follow(Source("http://unused"), "v1", "v2", window="1h", config=SEQ, plan=Follow(300, 3600),
+                  fetch=fetch, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s), emit=out.append)
+    assert code == 1
+    assert seen == ["3600s", "3600s", "3900s", "3900s", "4200s", "4200s"]
+    assert [o.splitlines()[1].split(": ")[1].split()[0] for o in out] == ["PROMOTE", "HOLD", "ROLLBACK"]
+
+
+def test_follow_refuses_the_fixed_test():
+    """The fixed-horizon test is valid for one look: --follow with it is a caller error."""
+    with pytest.raises(ValueError, match="sequential"):
+        follow(Source("http://unused"), "v1", "v2", config=FIXED)

@@ -46,12 +46,14 @@ def _demo_like_results(seed: int = 7) -> list[dict]:
 
 
 def test_report_counts_releases_and_rolls_back_a_worse_candidate():
-    """Counts per release come from the claims' verdicts; a clearly worse candidate is a ROLLBACK."""
+    """Answer and claim counts per release come from the records; a clearly worse candidate is a ROLLBACK."""
     r = build_report(_demo_like_results(), BASE, CAND)
     assert r.decision.action == "rollback"
     assert r.answers == {BASE: 240, CAND: 240}
-    assert r.decision.baseline.judged == r.decision.candidate.judged == 480
-    assert r.decision.candidate.contradicted > 30 and r.decision.baseline.contradicted == 0
+    assert r.decision.baseline.answers == r.decision.candidate.answers == 240  # the gate decides on answers
+    assert r.decision.candidate.flagged > 60 and r.decision.baseline.flagged < 15
+    assert r.decision.baseline.claims.judged == r.decision.candidate.claims.judged == 480
+    assert r.decision.candidate.claims.contradicted > 30 and r.decision.baseline.claims.contradicted == 0
     assert {route for (_, route) in r.by_slice} == {"finance", "history", "product"}
     assert r.worst and all(w.slices["release"] == CAND for w in r.worst)
     assert r.worst[0].claim["verdict"] == "CONTRADICTED"

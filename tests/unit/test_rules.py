@@ -125,50 +125,71 @@ def _argo_promtool_test(tmp_path: Path, series: dict[str, str], cases: list[dict
 
 
 def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
-    """The AnalysisTemplate's PromQL, args filled in, returns the hand-computed Wald bound and point increase."""
+    """The AnalysisTemplate's PromQL and the gate's count queries, on one promtool history, give the gate's numbers:
+    exact counts for a long-lived and a born-in-window release, and the sequential lower bound the gate computes."""
+    from claimwatch.gate.promql import ANSWERS, CLAIMS, FLAGGED, count_query
+    from claimwatch.stats.sequential import confidence_sequence
     from dashboards import argo_gen
 
     promtool = _promtool()
     doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy" / "argo" / "analysis-template.yaml").read_text())
     assert doc["kind"] == "AnalysisTemplate"
     assert {m["name"] for m in doc["spec"]["metrics"]} == {
-        f"{v}-{k}" for v in ("contradicted", "unsupported") for k in ("significantly-worse", "within-tolerance")
+        "flagged-answers-significantly-worse", "flagged-answers-within-tolerance"
     }
     labels = 'model="m", route="qa", environment="prod"'
-    series = {  # per minute: v1 100 judged (1% contradicted), v2 10 judged (10%); v3 2 judged (thin)
-        f'claimwatch_claims_total{{release="v1", verdict="supported", {labels}}}': "0+99x120",
-        f'claimwatch_claims_total{{release="v1", verdict="contradicted", {labels}}}': "0+1x120",
-        f'claimwatch_claims_total{{release="v2", verdict="supported", {labels}}}': "0+9x120",
-        f'claimwatch_claims_total{{release="v2", verdict="contradicted", {labels}}}': "0+1x120",
-        f'claimwatch_claims_total{{release="v3", verdict="supported", {labels}}}': "0+1x120",
-        f'claimwatch_claims_total{{release="v3", verdict="contradicted", {labels}}}': "0+1x120",
+    series = {
+        # v1 long-lived: 10 evaluated answers a minute, 2 flagged; at 180m the 1h window holds 600 and 120
+        f'claimwatch_answers_total{{release="v1", outcome="evaluated", {labels}}}': "0+10x180",
+        f'claimwatch_answers_with_unsupported_total{{release="v1", {labels}}}': "0+2x180",
+        f'claimwatch_claims_total{{release="v1", verdict="supported", {labels}}}': "0+40x180",
+        # v2 born at minute 130 (first scrape already counts 10): the worker counted 500 answers, 200 flagged;
+        # increase() says 510 (extrapolated to the window's end), the old gate query 520
+        f'claimwatch_answers_total{{release="v2", outcome="evaluated", {labels}}}': "_x130 10+10x49",
+        f'claimwatch_answers_with_unsupported_total{{release="v2", {labels}}}': "_x130 4+4x49",
+        # v3 thin: 10 answers
+        f'claimwatch_answers_total{{release="v3", outcome="evaluated", {labels}}}': "_x170 1+1x9",
+        f'claimwatch_answers_with_unsupported_total{{release="v3", {labels}}}': "_x170 1+1x9",
+        # v4 restarted at minute 151 under the same labels: counts from the reset on (295), never more than 595
+        f'claimwatch_answers_total{{release="v4", outcome="evaluated", {labels}}}': "0+10x150 5+10x29",
     }
-    args = {"environment": "prod", "window": "1h", "min-claims": "200", "z": "1.645"}
-    # hand-computed over 1h: pc = 60/600 = 0.1, pb = 60/6000 = 0.01
-    # se = sqrt(0.1*0.9/600 + 0.01*0.99/6000) = sqrt(1.5e-4 + 1.65e-6) = 0.012315
-    lower = 0.09 - 1.645 * (0.1 * 0.9 / 600 + 0.01 * 0.99 / 6000) ** 0.5  # 0.069742
+    args = {"environment": "prod", "window": "1h", "min-answers": "50", "alpha": "0.05", "tau": "0.1"}
+    v1v2 = {**args, "baseline-release": "v1", "candidate-release": "v2"}
+    lower = confidence_sequence(200, 500, 120, 600, 0.05, 0.1)[0]
+    assert 0.1 < lower < 0.2
+    at = "180m"
+
+    def case(expr: str, value: float | None, labels_: str = "{}") -> dict:
+        return {"expr": expr, "eval_time": at,
+                "exp_samples": [] if value is None else [{"labels": labels_, "value": value}]}
+
     cases = [
-        {
-            "expr": f"round({argo_gen.query('contradicted', 'lower', {**args, 'baseline-release': 'v1', 'candidate-release': 'v2'})}, 0.0001)",
-            "eval_time": "120m",
-            "exp_samples": [{"labels": "{}", "value": round(lower, 4)}],
-        },
-        {
-            "expr": f"round({argo_gen.query('contradicted', 'point', {**args, 'baseline-release': 'v1', 'candidate-release': 'v2'})}, 0.0001)",
-            "eval_time": "120m",
-            "exp_samples": [{"labels": "{}", "value": 0.09}],
-        },
-        {  # unsupported: neither release has such claims -> increase 0
-            "expr": argo_gen.query("unsupported", "point", {**args, "baseline-release": "v1", "candidate-release": "v2"}),
-            "eval_time": "120m",
-            "exp_samples": [{"labels": "{}", "value": 0}],
-        },
-        {  # thin candidate (120 judged claims < 200): no sample -> inconclusive / not failed
-            "expr": argo_gen.query("contradicted", "lower", {**args, "baseline-release": "v1", "candidate-release": "v3"}),
-            "eval_time": "120m",
-            "exp_samples": [],
-        },
+        case(count_query(ANSWERS, "v1", "1h"), 600),
+        case(count_query(FLAGGED, "v1", "1h"), 120),
+        case(count_query(CLAIMS, "v1", "1h", by="verdict"), 2400, '{verdict="supported"}'),
+        case(count_query(ANSWERS, "v2", "1h"), 500),
+        case(count_query(FLAGGED, "v2", "1h"), 200),
+        case(count_query(ANSWERS, "v4", "1h"), 295),
+        case(f"round({argo_gen.query('lower', v1v2)}, 0.0001)", round(lower, 4)),
+        case(f"round({argo_gen.query('point', v1v2)}, 0.0001)", 0.2),
+        # thin candidate (10 answers < 50): no sample -> inconclusive / not failed
+        case(argo_gen.query("lower", {**v1v2, "candidate-release": "v3"}), None),
+        case(argo_gen.query("point", {**v1v2, "candidate-release": "v3"}), None),
     ]
     path = _argo_promtool_test(tmp_path, series, cases)
     out = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_argo_and_the_gate_decide_alike_on_the_same_counts():
+    """Argo's rule (fail when the sequential lower bound > max-increase) is the gate's ROLLBACK on the same counts."""
+    from claimwatch.gate import GateConfig, ReleaseCounts, decide
+    from claimwatch.stats.sequential import confidence_sequence
+    from dashboards import argo_gen
+
+    tol = float(argo_gen.ARGS["max-increase"] or 0)
+    alpha, tau = float(argo_gen.ARGS["alpha"] or 0), float(argo_gen.ARGS["tau"] or 0)
+    for nb, xb, nc, xc in [(600, 120, 500, 200), (600, 120, 500, 120), (600, 120, 500, 160), (60, 6, 55, 20)]:
+        argo_fails = confidence_sequence(xc, nc, xb, nb, alpha, tau)[0] > tol
+        d = decide(ReleaseCounts(nb, xb), ReleaseCounts(nc, xc), GateConfig(min_answers=int(argo_gen.ARGS["min-answers"] or 0)))
+        assert argo_fails == (d.action == "rollback"), (nb, xb, nc, xc)

@@ -1,0 +1,104 @@
+"""What the gate counts for one release, from either source: Prometheus or result records.
+
+The statistical unit is the answer (see :mod:`claimwatch.stats.answer_share`):
+
+- ``answers``: evaluated answers (at least one claim with a verdict): the worker's
+  ``claimwatch_answers_total{outcome="evaluated"}`` and a result record with ``outcome == "evaluated"``;
+- ``flagged``: of these, answers with an UNSUPPORTED or CONTRADICTED claim
+  (``claimwatch_answers_with_unsupported_total``, ``AnswerResult.has_unsupported``);
+- ``contradicted``: answers with a CONTRADICTED claim (shown, not decided on);
+- ``claims``: claims by verdict (shown, not decided on: claims of one answer are correlated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping
+
+VERDICTS = ("supported", "unsupported", "contradicted", "error")
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Claims of one release, by verdict."""
+
+    supported: int = 0
+    unsupported: int = 0
+    contradicted: int = 0
+    error: int = 0
+
+    @property
+    def judged(self) -> int:
+        """Claims with a verdict (ERROR excluded)."""
+        return self.supported + self.unsupported + self.contradicted
+
+    def rate(self, verdict: str) -> float:
+        """Share of judged claims with ``verdict`` (0.0 when nothing was judged)."""
+        return getattr(self, verdict) / self.judged if self.judged else 0.0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(*(getattr(self, v) + getattr(other, v) for v in VERDICTS))
+
+
+@dataclass(frozen=True)
+class ReleaseCounts:
+    """Answers of one release in the window: the gate's evidence."""
+
+    answers: int = 0
+    flagged: int = 0
+    contradicted: int = 0
+    claims: Counts = field(default_factory=Counts)
+
+    @property
+    def flagged_share(self) -> float:
+        """Share of evaluated answers with an UNSUPPORTED or CONTRADICTED claim."""
+        return self.flagged / self.answers if self.answers else 0.0
+
+    @property
+    def contradicted_share(self) -> float:
+        return self.contradicted / self.answers if self.answers else 0.0
+
+    def add_result(self, record: Mapping[str, Any]) -> ReleaseCounts:
+        """These counts plus one result record (as the worker counts it in ``WorkerMetrics.observe``)."""
+        n = record_verdicts(record)
+        outcome = record.get("outcome")
+        evaluated = outcome == "evaluated" if outcome else n.judged > 0  # records without it: as scoring decides
+        return replace(
+            self,
+            answers=self.answers + evaluated,
+            flagged=self.flagged + (evaluated and n.unsupported + n.contradicted > 0),
+            contradicted=self.contradicted + (evaluated and n.contradicted > 0),
+            claims=self.claims + n,
+        )
+
+
+def record_verdicts(record: Mapping[str, Any]) -> Counts:
+    """Claims by verdict of one result record: its ``counts`` (kept when a record is shrunk), else its claims."""
+    counts = record.get("counts")
+    if isinstance(counts, Mapping) and counts:
+        return Counts(**{v: int(counts.get(v.upper(), 0) or 0) for v in VERDICTS})
+    tally = dict.fromkeys(VERDICTS, 0)
+    for claim in record.get("claims") or []:
+        verdict = str(claim.get("verdict", "")).lower() if isinstance(claim, Mapping) else ""
+        if verdict in tally:
+            tally[verdict] += 1
+    return Counts(**tally)
+
+
+def latest_per_trace(results: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """One record per trace id, the last one (the results topic is at-least-once; the worker counts once)."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for r in results:
+        latest[str(r.get("trace_id"))] = r
+    return list(latest.values())
+
+
+def counts_from_results(results: Iterable[Mapping[str, Any]], releases: Iterable[str],
+                        label: str = "release") -> dict[str, ReleaseCounts]:
+    """:class:`ReleaseCounts` per release from result records (what ``claimwatch report`` decides on)."""
+    out = {release: ReleaseCounts() for release in releases}
+    for r in latest_per_trace(results):
+        release = (r.get("slices") or {}).get(label)
+        if release in out:
+            out[release] = out[release].add_result(r)
+    return out

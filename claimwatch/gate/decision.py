@@ -1,0 +1,158 @@
+"""The decision: promote, hold or roll back a candidate given both releases' answer counts.
+
+- **hold** (exit 2) while either release has fewer than ``min_answers`` evaluated answers;
+- **rollback** (exit 1) when the lower bound of the rise of the flagged-answer share
+  (candidate - baseline) exceeds ``max_increase``: worse by more than the tolerance, and
+  not by chance (:mod:`claimwatch.stats.answer_share`; at most ``alpha`` false rollbacks);
+- **hold** (exit 2) when the share rose by more than the tolerance without significance;
+- **promote** (exit 0) otherwise.
+
+Every decision states its power: the smallest rise it would have caught with probability
+``power`` at the current counts, and on a HOLD roughly how many more answers would settle it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from claimwatch.gate.counts import ReleaseCounts
+from claimwatch.stats import power
+from claimwatch.stats.answer_share import FIXED, ShareComparison, TestConfig, compare_shares, rolls_back
+
+PROMOTE, HOLD, ROLLBACK = "promote", "hold", "rollback"
+EXIT_CODES = {PROMOTE: 0, ROLLBACK: 1, HOLD: 2}
+DEFAULT_MIN_ANSWERS = 50
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The test and the evidence it needs."""
+
+    test: TestConfig = field(default_factory=TestConfig)
+    min_answers: int = DEFAULT_MIN_ANSWERS
+
+    def __post_init__(self) -> None:
+        if self.min_answers < 1:
+            raise ValueError("min_answers must be >= 1")
+
+
+@dataclass(frozen=True)
+class Power:
+    """What the decision could see: detectable rise now, and answers that would settle a HOLD."""
+
+    min_detectable: float  # smallest rise caught with probability cfg.power at these counts
+    more_candidate: int | None = None  # more evaluated answers needed (None: nothing to settle / out of reach)
+    more_baseline: int | None = None
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """The gate's verdict, its numbers and the reasoning in plain words."""
+
+    action: str
+    baseline: ReleaseCounts
+    candidate: ReleaseCounts
+    comparison: ShareComparison
+    reasons: tuple[str, ...]
+    config: GateConfig
+    power: Power
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.action]
+
+    def render(self) -> str:
+        """Human-readable report (what ``claimwatch gate`` prints)."""
+        t = self.config.test
+        b_name = self.labels.get("baseline", "baseline")
+        c_name = self.labels.get("candidate", "candidate")
+        width = max(len(b_name), len(c_name))
+        lines = [f"claimwatch gate: {self.action.upper()} (exit {self.exit_code})"]
+        for role, name, c in (("baseline ", b_name, self.baseline), ("candidate", c_name, self.candidate)):
+            lines.append(
+                f"  {role} {name:<{width}}  {c.answers:>6} answers  flagged {_pct(c.flagged_share)}"
+                f"  contradicted {_pct(c.contradicted_share)}  ({c.claims.judged} judged claims, {c.claims.error} errors)"
+            )
+        cmp = self.comparison
+        test = "one look (fixed horizon)" if t.method == FIXED else "any number of looks (sequential)"
+        lines.append(
+            f"  flagged answers  change {_pts(cmp.difference)}, bounds [{_pts(cmp.lower)}, {_pts(cmp.upper)}]"
+            f"  tolerance {_pts(t.max_increase)}; at most {t.alpha:g} false rollbacks over {test}"
+        )
+        lines.append(f"  power: a rise of {_pts(self.power.min_detectable)} or more is caught with probability "
+                     f"{t.power:g} at these counts")
+        lines += [f"  - {reason}" for reason in self.reasons]
+        return "\n".join(lines)
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:6.2f}%"
+
+
+def _pts(x: float) -> str:
+    return "n/a" if math.isinf(x) else f"{x * 100:+.2f} pts"
+
+
+def _power(baseline: ReleaseCounts, candidate: ReleaseCounts, cmp: ShareComparison, cfg: GateConfig,
+           action: str) -> Power:
+    nc, nb = candidate.answers, baseline.answers
+    p = (candidate.flagged + baseline.flagged) / (nc + nb) if nc + nb else 0.0
+    mde = power.min_detectable_increase(p, max(nc, 1), max(nb, 1), cfg.test)
+    if action != HOLD:
+        return Power(mde)
+    if nc < cfg.min_answers or nb < cfg.min_answers:
+        return Power(mde, max(0, cfg.min_answers - nc), max(0, cfg.min_answers - nb))
+    k = power.scale_to_settle(cmp.candidate_rate, cmp.baseline_rate, nc, nb, cfg.test)
+    if k is None:
+        return Power(mde)
+    return Power(mde, math.ceil(nc * (k - 1)), math.ceil(nb * (k - 1)))
+
+
+def decide(baseline: ReleaseCounts, candidate: ReleaseCounts, config: GateConfig | None = None,
+           labels: dict[str, str] | None = None) -> GateDecision:
+    """Promote, hold or roll back ``candidate`` given ``baseline`` (see the module docstring)."""
+    cfg = config or GateConfig()
+    t = cfg.test
+    cmp = compare_shares(candidate.flagged, candidate.answers, baseline.flagged, baseline.answers, t)
+
+    def done(action: str, reasons: list[str]) -> GateDecision:
+        return GateDecision(action, baseline, candidate, cmp, tuple(reasons), cfg,
+                            _power(baseline, candidate, cmp, cfg, action), dict(labels or {}))
+
+    thin = [
+        f"{role} has {c.answers} evaluated answers, fewer than the {cfg.min_answers} needed"
+        for role, c in (("baseline", baseline), ("candidate", candidate))
+        if c.answers < cfg.min_answers
+    ]
+    if thin:
+        return _with_more(done(HOLD, ["not enough evidence: " + "; ".join(thin) + " (widen the window or wait)"]))
+    if rolls_back(cmp, t):
+        return done(ROLLBACK, [
+            f"flagged answers rose from {_pct(cmp.baseline_rate).strip()} to {_pct(cmp.candidate_rate).strip()}: "
+            f"even the lower bound of the rise ({_pts(cmp.lower)}) exceeds the tolerance ({_pts(t.max_increase)})"
+        ])
+    if cmp.difference > t.max_increase:
+        return _with_more(done(HOLD, [
+            f"flagged answers look worse ({_pts(cmp.difference)}, above the tolerance) but not significantly "
+            f"(lower bound {_pts(cmp.lower)}): collect more answers"
+        ]))
+    return done(PROMOTE, [
+        f"the flagged-answer share did not rise by more than the tolerance ({_pts(t.max_increase)}): "
+        f"{_pts(cmp.difference)}"
+    ])
+
+
+def _with_more(d: GateDecision) -> GateDecision:
+    """Add the "how many more answers" sentence to a HOLD."""
+    more_c, more_b = d.power.more_candidate, d.power.more_baseline
+    if d.candidate.answers < d.config.min_answers or d.baseline.answers < d.config.min_answers:
+        sentence = f"about {more_c} more evaluated candidate answers (and {more_b} baseline) reach the minimum"
+    elif more_c is None:
+        sentence = "no feasible number of answers settles a difference this close to the tolerance"
+    else:
+        sentence = (f"about {more_c} more evaluated candidate answers (and {more_b} baseline) would settle it"
+                    " if the difference is real and stays")
+    return GateDecision(d.action, d.baseline, d.candidate, d.comparison, d.reasons + (sentence,), d.config,
+                        d.power, d.labels)

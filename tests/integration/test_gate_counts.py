@@ -1,0 +1,108 @@
+"""The gate's counts from a real Prometheus equal the worker's, for a long-lived and a born-in-window release.
+
+A real ``WorkerMetrics`` registry (the worker's own metric code) is served over HTTP and
+scraped every second by a real Prometheus. Release ``v-old`` judges a first batch, the
+window starts in a quiet gap after it has been scraped, then ``v-old`` judges a second batch
+and ``v-new`` (born inside the window) its first. The gate must count exactly the second
+batch for ``v-old`` (no edge extrapolation, nothing from before the window) and everything
+for ``v-new`` (no double counting of its first sample), and agree with the results-topic
+count of the same answers (``counts_from_results``) and with the Argo analysis query.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+from prometheus_client import start_http_server
+
+from claimwatch.embedded import EmbeddedPrometheus, free_port
+from claimwatch.gate import GateConfig, ReleaseCounts, Source, counts_from_results, decide, fetch_counts
+from dashboards import argo_gen
+from evaluator_worker.judges.base import Claim, ClaimVerdict, Verdict
+from evaluator_worker.metrics import WorkerMetrics
+from evaluator_worker.scoring import AnswerResult, score
+
+pytestmark = pytest.mark.integration
+
+
+def _answer(rnd: random.Random, i: int, release: str, flagged_share: float) -> AnswerResult:
+    """One answer of 1-6 claims; flagged ones carry an UNSUPPORTED (sometimes CONTRADICTED) claim; some abstain."""
+    n = 0 if i % 17 == 0 else rnd.randint(1, 6)
+    claims = [Claim(id=f"c{j}", text=f"claim {j} of {i}") for j in range(n)]
+    verdicts = [ClaimVerdict(claim_id=c.id, verdict=Verdict.SUPPORTED) for c in claims]
+    if n and rnd.random() < flagged_share:
+        bad = Verdict.CONTRADICTED if rnd.random() < 0.3 else Verdict.UNSUPPORTED
+        verdicts[rnd.randrange(n)] = ClaimVerdict(claim_id="x", verdict=bad)
+        verdicts = [ClaimVerdict(claim_id=c.id, verdict=v.verdict) for c, v in zip(claims, verdicts)]
+    return score(f"{release}-{i:06d}", "test", claims, verdicts,
+                 slices={"release": release, "model": "m", "route": "qa", "environment": "prod"})
+
+
+def _query(url: str, expr: str) -> list[dict]:
+    with urllib.request.urlopen(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": expr}), timeout=10) as r:
+        return json.loads(r.read())["data"]["result"]
+
+
+@pytest.fixture(scope="module")
+def scraped():
+    if not EmbeddedPrometheus.available():
+        pytest.fail("prometheus is not installed (scripts/setup.sh installs it)")
+    metrics = WorkerMetrics()
+    port = free_port()
+    server, thread = start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
+    prom = EmbeddedPrometheus([f"127.0.0.1:{port}"]).start()
+    try:
+        yield prom, metrics
+    finally:
+        prom.stop()
+        server.shutdown()
+        thread.join(timeout=5)
+
+
+def test_gate_counts_equal_the_worker_counts_for_long_lived_and_new_releases(scraped):
+    """Exact counts: v-old's second batch only, v-new from its first answer; results-topic counts and Argo agree."""
+    prom, metrics = scraped
+    rnd = random.Random(29)
+    first = [_answer(rnd, i, "v-old", 0.2) for i in range(150)]
+    for r in first:
+        metrics.observe(r)
+    evaluated = sum(r.outcome == "evaluated" for r in first)
+    sel = 'claimwatch_answers_total{release="v-old", outcome="evaluated"}'
+    deadline = time.monotonic() + 30
+    while not _query(prom.url, f"count_over_time({sel}[1m]) >= 3 and {sel} == {evaluated}"):
+        assert time.monotonic() < deadline, "Prometheus never scraped the first batch"
+        time.sleep(0.5)
+    mark = time.time()  # the window starts in the quiet second after this
+    time.sleep(1.5)
+    second = [_answer(rnd, i, "v-old", 0.2) for i in range(150, 400)]
+    new = [_answer(rnd, i, "v-new", 0.45) for i in range(230)]
+    for r in second + new:
+        metrics.observe(r)
+    time.sleep(3.5)  # scraped
+    window = f"{math.floor(time.time() - mark)}s"
+
+    worker = counts_from_results([r.model_dump(mode="json") for r in second + new], ["v-old", "v-new"])
+    assert worker["v-old"].answers > 200 and worker["v-new"].answers > 200
+    for release in ("v-old", "v-new"):
+        got = fetch_counts(Source(prom.url), release, window)
+        assert got == worker[release], (release, window, got, worker[release])
+
+    # increase() extrapolates to the window's edges: the count the gate used to start from is not the worker's
+    inc = _query(prom.url, f'sum(increase(claimwatch_answers_total{{release="v-old", outcome="evaluated"}}[{window}]))')
+    assert round(float(inc[0]["value"][1])) != worker["v-old"].answers
+
+    # the Argo analysis, on the same Prometheus, computes the gate's sequential lower bound and decision
+    d = decide(worker["v-old"], worker["v-new"], GateConfig())
+    args = {"environment": "prod", "window": window, "min-answers": "50", "alpha": "0.05", "tau": "0.1",
+            "baseline-release": "v-old", "candidate-release": "v-new"}
+    lower = float(_query(prom.url, argo_gen.query("lower", args))[0]["value"][1])
+    assert lower == pytest.approx(d.comparison.lower, abs=1e-9)
+    assert (lower > 0.02) == (d.action == "rollback")
+    assert d.action == "rollback"  # 45% vs 20% flagged answers on >200 answers each
+    assert isinstance(worker["v-old"], ReleaseCounts)
