@@ -16,15 +16,24 @@ PromQL has no notion of release order, so each release is compared with
 *every other release seen in the same environment in the last hour* (pooled).
 During a canary or a rolling deploy the other traffic in that window is the
 previous release, which is exactly the comparison wanted; with one release in
-the window the "others" side has no volume and the alert stays quiet. For each
-release and verdict (``contradicted``, ``unsupported``) the rules record the
-release's ratio p1 (n1 judged claims), the others' ratio p2 (n2 judged claims)
-and the pooled two-proportion z statistic
-``z = (p1 - p2) / sqrt(p (1 - p) (1/n1 + 1/n2))`` with ``p`` the pooled
-ratio. The alert needs ``z`` above ``release_z`` (one-sided; 2.326 is
-alpha = 0.01), ``p1 - p2`` above ``release_max_increase`` and at least
-``release_min_claims`` judged claims on both sides. ``claimwatch gate`` makes
-the same comparison between two named releases (Newcombe interval).
+the window the "others" side has no volume and the alert stays quiet.
+
+The statistics are the release gate's (``claimwatch/gate``): the unit is the
+answer, not the claim (claims of one answer share its question, context and
+style, so claim counts are not independent trials), and counts are exact
+(:func:`claimwatch.gate.promql.exact_increase`, no ``increase()`` edge
+extrapolation). Per release and environment the rules record the share p1 of
+evaluated answers with an UNSUPPORTED or CONTRADICTED claim (n1 answers), the
+others' share p2 (n2) and the pooled two-proportion z statistic
+``z = (p1 - p2) / sqrt(p (1 - p) (1/n1 + 1/n2))``. The alert needs ``z`` above
+``release_z`` (one-sided; 2.326 is alpha = 0.01 per evaluation), ``p1 - p2``
+above ``release_max_increase`` and ``release_min_answers`` on both sides.
+
+``ClaimwatchFaithfulnessDrop`` is a level alert relative to the release's own
+baseline, never an absolute floor (a judge's style alone puts real releases'
+supported-claim ratio anywhere from 0.4 to 0.8): the release's flagged-answer
+share over the last hour against its share over the 24 hours before, with the
+same z test, ``faithfulness_max_rise`` and ``faithfulness_min_answers``.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from claimwatch.gate.promql import exact_increase
 from dashboards.catalog import SLICE_LABELS
 
 DEFAULT_THRESHOLDS: dict[str, Any] = {
@@ -40,15 +50,15 @@ DEFAULT_THRESHOLDS: dict[str, Any] = {
     "spike_baseline_factor": 3.0,  # ... and this many times the slice's own 24h ratio (ending 1h ago)
     "spike_min_claims": 50,  # judged claims in the 5m window
     "spike_for": "5m",
-    # ClaimwatchFaithfulnessDrop (per release, 1h window)
-    "faithfulness_min_ratio": 0.80,
-    "faithfulness_max_drop": 0.10,  # absolute drop vs the release's 24h ratio
-    "faithfulness_min_claims": 200,  # judged claims in 1h
+    # ClaimwatchFaithfulnessDrop (per release: last hour vs its own previous 24h, flagged-answer share)
+    "faithfulness_max_rise": 0.10,  # absolute rise of the flagged-answer share tolerated
+    "faithfulness_z": 2.326,  # one-sided z threshold (alpha = 0.01)
+    "faithfulness_min_answers": 100,  # evaluated answers in the hour and in the baseline
     "faithfulness_for": "15m",
-    # ClaimwatchReleaseWorseThanPrevious (per release and environment, 1h window)
-    "release_max_increase": 0.02,  # absolute ratio increase tolerated
+    # ClaimwatchReleaseWorseThanPrevious (per release and environment, 1h window, flagged-answer share)
+    "release_max_increase": 0.02,  # absolute rise of the flagged-answer share tolerated
     "release_z": 2.326,  # one-sided z threshold (alpha = 0.01)
-    "release_min_claims": 200,  # judged claims on each side
+    "release_min_answers": 50,  # evaluated answers on each side
     "release_for": "10m",
     # ClaimwatchPipelineStalled
     "stalled_min_lag": 100,  # records
@@ -104,6 +114,51 @@ def _ratio(by: str, num: str, den: str) -> str:
     return f"(\n  sum by ({by}) ({num})\n  or\n  sum by ({by}) ({den}) * 0\n)\n/\nsum by ({by}) ({den})"
 
 
+EVALUATED = 'claimwatch_answers_total{outcome="evaluated"}'
+FLAGGED = "claimwatch_answers_with_unsupported_total"
+RE = "release_environment"
+
+
+def _z(p1: str, n1: str, p2: str, n2: str, pooled: str) -> str:
+    """Pooled two-proportion z statistic."""
+    return f"({p1} - {p2})\n/\nsqrt({pooled} * (1 - {pooled}) * (1 / {n1} + 1 / {n2}))"
+
+
+def _release_rules() -> list[dict[str, str]]:
+    """Per release and environment: evaluated and flagged answers in the last hour, vs every other release."""
+    n, x = f"{RE}:claimwatch_answers_evaluated:count1h", f"{RE}:claimwatch_answers_flagged:count1h"
+    no, xo = f"{RE}:claimwatch_answers_evaluated_others:count1h", f"{RE}:claimwatch_answers_flagged_others:count1h"
+    p, po = f"{RE}:claimwatch_answers_flagged:ratio_count1h", f"{RE}:claimwatch_answers_flagged_others:ratio_count1h"
+    pooled = f"{RE}:claimwatch_answers_flagged_pooled:ratio_count1h"
+
+    def others(rec: str) -> str:
+        return f"sum by (environment) ({rec})\n- ignoring (release) group_right ()\n{rec}"
+
+    return [
+        {"record": n, "expr": f"sum by (release, environment) ({exact_increase(EVALUATED, '1h')})"},
+        {"record": x, "expr": f"sum by (release, environment) ({exact_increase(FLAGGED, '1h')})\nor\n{n} * 0"},
+        {"record": no, "expr": others(n)},
+        {"record": xo, "expr": others(x)},
+        {"record": p, "expr": f"{x} / {n}"},
+        {"record": po, "expr": f"{xo} / {no}"},
+        {"record": pooled, "expr": f"({x} + {xo}) / ({n} + {no})"},
+        {"record": f"{RE}:claimwatch_answers_flagged_vs_others:zscore1h", "expr": _z(p, n, po, no, pooled)},
+    ]
+
+
+def _baseline_rules() -> list[dict[str, str]]:
+    """Per release: evaluated and flagged answers over 1h and 24h (the level alert's own baseline)."""
+    rules = []
+    for w in ("1h", "24h"):
+        n, x = f"release:claimwatch_answers_evaluated:count{w}", f"release:claimwatch_answers_flagged:count{w}"
+        rules += [
+            {"record": n, "expr": f"sum by (release) ({exact_increase(EVALUATED, w)})"},
+            {"record": x, "expr": f"sum by (release) ({exact_increase(FLAGGED, w)})\nor\n{n} * 0"},
+            {"record": f"release:claimwatch_answers_flagged:ratio_count{w}", "expr": f"{x} / {n}"},
+        ]
+    return rules
+
+
 def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
     """The recording rule groups (thresholds only matter for the alert file)."""
     claims5 = f"{SL}:claimwatch_claims:rate5m"
@@ -154,83 +209,9 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
                 ),
             }
         )
-        trailing.append(
-            {
-                "record": f"release:claimwatch_claims_supported:ratio_rate{window}",
-                "expr": _ratio(
-                    "release",
-                    f'rate(claimwatch_claims_total{{verdict="supported"}}[{window}])',
-                    f"rate({raw_all}[{window}])",
-                ),
-            }
-        )
-    trailing.append(
-        {
-            "record": "release:claimwatch_claims_judged:increase1h",
-            "expr": 'sum by (release) (increase(claimwatch_claims_total{verdict!="error"}[1h]))',
-        }
-    )
+    trailing += _baseline_rules()
 
-    rv = "release_environment_verdict"
-    re_ = "release_environment"
-    release = [
-        {
-            "record": f"{rv}:claimwatch_claims:increase1h",
-            "expr": "sum by (release, environment, verdict) (increase(claimwatch_claims_total[1h]))",
-        },
-        {
-            "record": f"{re_}:claimwatch_claims_judged:increase1h",
-            "expr": f'sum by (release, environment) ({rv}:claimwatch_claims:increase1h{{verdict!="error"}})',
-        },
-        {
-            "record": f"{rv}:claimwatch_claims_others:increase1h",
-            "expr": (
-                f"sum by (environment, verdict) ({rv}:claimwatch_claims:increase1h)\n"
-                f"- ignoring (release) group_right ()\n{rv}:claimwatch_claims:increase1h"
-            ),
-        },
-        {
-            "record": f"{re_}:claimwatch_claims_judged_others:increase1h",
-            "expr": (
-                f"sum by (environment) ({re_}:claimwatch_claims_judged:increase1h)\n"
-                f"- ignoring (release) group_right ()\n{re_}:claimwatch_claims_judged:increase1h"
-            ),
-        },
-        {
-            "record": f"{rv}:claimwatch_claims:ratio_increase1h",
-            "expr": (
-                f'{rv}:claimwatch_claims:increase1h{{verdict=~"contradicted|unsupported"}}\n'
-                f"/ ignoring (verdict) group_left ()\n{re_}:claimwatch_claims_judged:increase1h"
-            ),
-        },
-        {
-            "record": f"{rv}:claimwatch_claims_others:ratio_increase1h",
-            "expr": (
-                f'{rv}:claimwatch_claims_others:increase1h{{verdict=~"contradicted|unsupported"}}\n'
-                f"/ ignoring (verdict) group_left ()\n{re_}:claimwatch_claims_judged_others:increase1h"
-            ),
-        },
-        {
-            "record": f"{rv}:claimwatch_claims_pooled:ratio_increase1h",
-            "expr": (
-                f'({rv}:claimwatch_claims:increase1h{{verdict=~"contradicted|unsupported"}}'
-                f" + {rv}:claimwatch_claims_others:increase1h)\n"
-                f"/ ignoring (verdict) group_left ()\n"
-                f"({re_}:claimwatch_claims_judged:increase1h + {re_}:claimwatch_claims_judged_others:increase1h)"
-            ),
-        },
-        {
-            "record": f"{rv}:claimwatch_claims_vs_others:zscore1h",
-            "expr": (
-                f"({rv}:claimwatch_claims:ratio_increase1h - {rv}:claimwatch_claims_others:ratio_increase1h)\n/\n"
-                f"sqrt(\n"
-                f"  {rv}:claimwatch_claims_pooled:ratio_increase1h * (1 - {rv}:claimwatch_claims_pooled:ratio_increase1h)\n"
-                f"  * ignoring (verdict) group_left ()\n"
-                f"  (1 / {re_}:claimwatch_claims_judged:increase1h + 1 / {re_}:claimwatch_claims_judged_others:increase1h)\n"
-                f")"
-            ),
-        },
-    ]
+    release = _release_rules()
 
     ignored = "|".join(t["collector_ignored_drop_reasons"]) or "^$"
     pipeline = [
@@ -287,6 +268,11 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
     ratio5 = f"{SL}:claimwatch_claims_contradicted:ratio_rate5m"
     base24 = f"{SL}:claimwatch_claims_contradicted:ratio_rate24h"
     spike_window = _seconds("5m")
+    p1, n1, x1 = ("release:claimwatch_answers_flagged:ratio_count1h", "release:claimwatch_answers_evaluated:count1h",
+                  "release:claimwatch_answers_flagged:count1h")
+    p24, n24, x24 = ("release:claimwatch_answers_flagged:ratio_count24h offset 1h",
+                     "release:claimwatch_answers_evaluated:count24h offset 1h",
+                     "release:claimwatch_answers_flagged:count24h offset 1h")
     quality = [
         _alert(
             "ClaimwatchContradictedClaimsSpike",
@@ -308,43 +294,37 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
         _alert(
             "ClaimwatchFaithfulnessDrop",
             (
-                "(\n"
-                f"  release:claimwatch_claims_supported:ratio_rate1h < {t['faithfulness_min_ratio']}\n"
-                "  or\n"
-                "  release:claimwatch_claims_supported:ratio_rate1h\n"
-                f"    < release:claimwatch_claims_supported:ratio_rate24h - {t['faithfulness_max_drop']}\n"
-                ")\n"
-                f"and\nrelease:claimwatch_claims_judged:increase1h >= {t['faithfulness_min_claims']}"
+                f"{p1} > {p24} + {t['faithfulness_max_rise']}\n"
+                f"and\n{_z(p1, n1, p24, n24, f'(({x1} + {x24}) / ({n1} + {n24}))')} > {t['faithfulness_z']}\n"
+                f"and\n{n1} >= {t['faithfulness_min_answers']}\n"
+                f"and\n{n24} >= {t['faithfulness_min_answers']}"
             ),
             t["faithfulness_for"],
             t["severity_warning"],
             "Faithfulness of release {{ $labels.release }} dropped",
             (
-                "Release {{ $labels.release }}: {{ $value | humanizePercentage }} of judged claims were SUPPORTED "
-                f"over the last hour (floor {t['faithfulness_min_ratio']}, or more than "
-                f"{t['faithfulness_max_drop']} below its 24h ratio)."
+                "Release {{ $labels.release }}: {{ $value | humanizePercentage }} of evaluated answers had an "
+                "UNSUPPORTED or CONTRADICTED claim over the last hour, significantly more than over its previous 24h "
+                f"(tolerance {t['faithfulness_max_rise']}, z > {t['faithfulness_z']})."
             ),
             t,
         ),
         _alert(
             "ClaimwatchReleaseWorseThanPrevious",
             (
-                "release_environment_verdict:claimwatch_claims:ratio_increase1h\n"
-                "  > release_environment_verdict:claimwatch_claims_others:ratio_increase1h"
-                f" + {t['release_max_increase']}\n"
-                f"and\nrelease_environment_verdict:claimwatch_claims_vs_others:zscore1h > {t['release_z']}\n"
-                "and ignoring (verdict)\n"
-                f"release_environment:claimwatch_claims_judged:increase1h >= {t['release_min_claims']}\n"
-                "and ignoring (verdict)\n"
-                f"release_environment:claimwatch_claims_judged_others:increase1h >= {t['release_min_claims']}"
+                f"{RE}:claimwatch_answers_flagged:ratio_count1h\n"
+                f"  > {RE}:claimwatch_answers_flagged_others:ratio_count1h + {t['release_max_increase']}\n"
+                f"and\n{RE}:claimwatch_answers_flagged_vs_others:zscore1h > {t['release_z']}\n"
+                f"and\n{RE}:claimwatch_answers_evaluated:count1h >= {t['release_min_answers']}\n"
+                f"and\n{RE}:claimwatch_answers_evaluated_others:count1h >= {t['release_min_answers']}"
             ),
             t["release_for"],
             t["severity_warning"],
-            "Release {{ $labels.release }} has more {{ $labels.verdict }} claims than the other releases",
+            "Release {{ $labels.release }} has more flagged answers than the other releases",
             (
                 "Release {{ $labels.release }} in {{ $labels.environment }}: {{ $value | humanizePercentage }} of "
-                "judged claims were {{ $labels.verdict }} over the last hour, significantly above the other "
-                "releases in the same window "
+                "evaluated answers had an UNSUPPORTED or CONTRADICTED claim over the last hour, significantly above "
+                "the other releases in the same window "
                 f"(tolerance {t['release_max_increase']}, z > {t['release_z']}). Run claimwatch gate before promoting."
             ),
             t,
