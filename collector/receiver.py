@@ -59,6 +59,7 @@ from typing import Any, Callable
 from aiohttp import web
 from google.rpc import code_pb2, status_pb2
 from prometheus_client import CollectorRegistry
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from collector import otlp, tls
@@ -88,7 +89,7 @@ class ReceiverSettings(BaseSettings):
     #: OTLP/gRPC port (TraceService/Export); None: gRPC off. 4317 is OTLP's gRPC port
     grpc_port: int | None = None
     #: one bearer token clients must send (``Authorization: Bearer <token>``; gRPC metadata ``authorization``)
-    auth_token: str | None = None
+    auth_token: SecretStr | None = None
     #: a file of bearer tokens, one per line (rotation: old and new token both listed); with AUTH_TOKEN, either works
     auth_token_file: str | None = None
     #: TLS server certificate chain (PEM); with TLS_KEY_FILE set too, HTTP and gRPC serve TLS only
@@ -178,7 +179,8 @@ class OtlpReceiver(OtlpIngest):
     ) -> None:
         self.settings = settings or ReceiverSettings()
         s = self.settings
-        self.auth = TokenAuth.from_settings(s.auth_token, s.auth_token_file)
+        token = s.auth_token.get_secret_value() if s.auth_token is not None else None
+        self.auth = TokenAuth.from_settings(token, s.auth_token_file)
         self.tls = tls.check_pair(s.tls_cert_file, s.tls_key_file)
         super().__init__(collector_settings, sink=sink, registry=registry, producer_factory=producer_factory,
                          clock=clock, redact=redact)
