@@ -47,7 +47,8 @@ def test_audit_reads_a_topic_window_and_publishes_results_the_report_reads(kafka
     assert verdicts == {"v1": {"SUPPORTED"}, "v2": {"UNSUPPORTED"}}
     page = tmp_path / "report.html"
     capsys.readouterr()
+    # 6 answers per release: one planned look (fixed test); the sequential default would hold on so few
     code = main(["report", "--bootstrap", kafka_bootstrap, "--topic", results_topic, "--baseline", "v1",
-                 "--candidate", "v2", "--since", "10m", "--min-claims", "5", "--out", str(page)])
+                 "--candidate", "v2", "--since", "10m", "--min-answers", "5", "--test", "fixed", "--out", str(page)])
     assert code == 1 and "ROLLBACK" in capsys.readouterr().out
     assert 'class="decision rollback"' in page.read_text()
