@@ -126,7 +126,8 @@ class ReceiverSettings(BaseSettings):
     body_timeout_s: float = 30.0
     #: an idle keep-alive connection (no new request) is closed after this many seconds
     keepalive_timeout_s: float = 30.0
-    #: seconds to write a response to a client that does not read it
+    #: not applied since the aiohttp server (answers are small and buffered by the transport; a client that does
+    #: not read is closed at keepalive_timeout_s); kept so existing configurations still load
     write_timeout_s: float = 10.0
     #: after answering with unread input left (refused body, timed-out request), read and discard it for up to
     #: this many seconds before closing, so the client reads the answer instead of a connection reset
