@@ -295,7 +295,13 @@ class OtlpReceiver(OtlpIngest):
         if self._listener is not None:
             self._listener.close()
         if self._web is not None:
+            self._web.pre_shutdown()
             await self._web.shutdown(1.0)
+        current = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not current]
+        for task in pending:  # connections still lingering or waiting for admission
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     def _pump(self) -> None:
         last_gauge = 0.0

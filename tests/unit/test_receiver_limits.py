@@ -425,3 +425,83 @@ def test_random_bodies_never_get_a_5xx_except_backpressure(fuzz_receiver, body, 
     status, resp_headers, _ = post(fuzz_receiver, body, ctype, **headers)
     assert status < 500 or (status == 503 and resp_headers["Retry-After"]), status
     assert requests_count(fuzz_receiver, 500) == 0
+
+
+# -- chunked bodies (the OTel JS SDK streams every export: Transfer-Encoding: chunked, no Content-Length) --------
+
+
+def post_chunked(receiver: OtlpReceiver, body: bytes, chunk: int = 4096, ctype: str = PROTOBUF,
+                 **headers: str) -> tuple[int, Any, bytes]:
+    """POST ``body`` with Transfer-Encoding: chunked (http.client's encode_chunked), no Content-Length."""
+    conn = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=10)
+    try:
+        conn.request("POST", receiver.settings.path, body=iter([body[i:i + chunk] for i in range(0, len(body), chunk)]),
+                     headers={"Content-Type": ctype, **headers}, encode_chunked=True)
+        resp = conn.getresponse()
+        return resp.status, resp.headers, resp.read()
+    finally:
+        conn.close()
+
+
+def test_chunked_bodies_are_accepted_plain_and_gzip():
+    """A chunked protobuf body, and a chunked gzip'd JSON body, are decoded and accepted (200, spans counted)."""
+    receiver = start()
+    try:
+        status, _, payload = post_chunked(receiver, request_bytes(50, traces=5), chunk=100)
+        assert status == 200 and ExportTraceServiceResponse.FromString(payload) == ExportTraceServiceResponse()
+        doc = otlp.to_otlp_json(otlp.decode_protobuf(request_bytes(10)))
+        status, _, payload = post_chunked(receiver, gzip.compress(doc), chunk=64, ctype="application/json",
+                                          **{"Content-Encoding": "gzip"})
+        assert status == 200 and json.loads(payload) == {}
+        accepted = receiver.otlp_metrics.spans.labels(source="http", outcome="accepted")._value.get()
+        assert accepted == 60
+    finally:
+        receiver.shutdown(0.2)
+
+
+def test_chunked_body_past_the_limit_gets_413_while_streaming():
+    """A chunked body growing past max_body_bytes is refused with 413 (no Content-Length to check up front)."""
+    receiver = start(max_body_bytes=10_000)
+    try:
+        status, _, _ = post_chunked(receiver, b"\x0a" * 50_000)
+        assert status == 413 and requests_count(receiver, 413) == 1
+        assert wait_until(lambda: receiver.budget.requests == 0 and receiver.budget.bytes == 0, 2.0)
+    finally:
+        receiver.shutdown(0.2)
+
+
+def test_chunked_body_growing_past_the_budget_gets_503_retry_after():
+    """With another request holding budget, a chunked body outgrowing its reservation gets 503 + Retry-After."""
+    receiver = start(max_inflight_bytes=400_000, chunked_reserve_bytes=1_000, admission_wait_s=0.2,
+                     body_timeout_s=5.0)
+    try:
+        holder = half_sent(receiver, 10_000, b"\x0a")  # reserves 70,000 of the 400,000
+        assert wait_until(lambda: receiver.budget.requests == 1, 2.0)
+        status, headers, _ = post_chunked(receiver, b"\x0a" * 200_000, chunk=10_000)
+        assert status == 503 and headers["Retry-After"] == "5"
+        holder.close()
+        assert wait_until(lambda: receiver.budget.requests == 0 and receiver.budget.bytes == 0, 2.0)
+    finally:
+        receiver.shutdown(0.2)
+
+
+def test_broken_chunked_encoding_is_400_and_a_stalled_chunked_body_408():
+    """A chunk size that is not hex is a 4xx; a chunked body that stops arriving gets 408 after body_timeout_s."""
+    receiver = start(body_timeout_s=0.5, linger_s=0.2)
+    try:
+        head = (f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n").encode()
+        sock = socket.create_connection(("127.0.0.1", receiver.port), timeout=5)
+        sock.sendall(head + b"zz\r\nabc\r\n0\r\n\r\n")
+        status, _ = read_response(sock)
+        assert status == 400
+        sock.close()
+        sock = socket.create_connection(("127.0.0.1", receiver.port), timeout=5)
+        sock.sendall(head + b"5\r\n\x0a\x01")  # a chunk started, never finished
+        t0 = time.monotonic()
+        status, headers = read_response(sock)
+        assert status == 408 and time.monotonic() - t0 < 2.0 and headers["connection"] == "close"
+        sock.close()
+        assert requests_count(receiver, 500) == 0
+    finally:
+        receiver.shutdown(0.2)
