@@ -68,3 +68,22 @@ def test_js_sdk_over_tls_with_token_and_401_without(kafka_bootstrap, topic_name,
     finally:
         receiver.shutdown(5.0)
     assert_exact(records, 10)
+
+
+def test_js_sdk_documents_past_the_attribute_limit_give_records_flagged_incomplete(kafka_bootstrap, topic_name):
+    """64 documents per retriever span (JS SDK drops the newest attributes past 128): 3 records, flagged incomplete."""
+    receiver = start(kafka_bootstrap, topic_name)
+    try:
+        summary = run_js_app(receiver.url, "proto", n=3, docs=64)
+        assert summary["export_failed"] == 0, summary
+        assert receiver.force_flush(10.0)
+        records = [RagTrace.from_json_bytes(m.value) for m in drain(kafka_bootstrap, topic_name, 3, 20)]
+    finally:
+        receiver.shutdown(5.0)
+    assert sorted(r.question for r in records) == sorted(js_question(i) for i in range(3))
+    for r in records:
+        assert r.attributes["incomplete"] == "attribute_limit" and r.attributes["dropped_attributes"] > 0
+        assert 30 <= len(r.contexts) < 64  # the first (best-ranked) documents kept, the newest dropped
+        assert r.contexts[0].content.startswith("Refunds are paid")
+    incomplete = receiver.metrics.traces.labels(outcome="incomplete")._value.get()
+    assert incomplete == 3

@@ -129,3 +129,26 @@ def test_grpc_backpressure_is_resource_exhausted_with_retry_info_and_oversize_is
     finally:
         channel.close()
         receiver.shutdown(0.2)
+
+
+def test_python_grpc_exporter_waits_out_unavailable_with_retry_info_then_succeeds():
+    """With the memory budget full the call gets UNAVAILABLE + RetryInfo(1 s); the SDK exporter waits it out and succeeds."""
+    import threading
+    import time
+
+    receiver = start(retry_after_s=1, max_concurrent_requests=2, max_inflight_bytes=1_000)
+    # hold the whole budget (a request alone is always admitted: take two tickets so a third does not fit)
+    held = [receiver.budget.try_admit(1), receiver.budget.try_admit(1)]
+    assert all(held)
+    threading.Timer(1.5, lambda: [receiver.budget.release(t) for t in held]).start()
+    try:
+        t0 = time.monotonic()
+        results = send_with_sdk(receiver, questions(2), insecure=True)
+        elapsed = time.monotonic() - t0
+        assert results and all(r == SpanExportResult.SUCCESS for r in results)
+        assert elapsed >= 1.0  # it waited the RetryInfo delay at least once
+        unavailable = receiver.otlp_metrics.requests.labels(source="grpc", code="UNAVAILABLE")._value.get()
+        assert unavailable >= 1
+        assert receiver.otlp_metrics.requests.labels(source="grpc", code="OK")._value.get() == len(results)
+    finally:
+        receiver.shutdown(0.2)

@@ -4,6 +4,7 @@
 //
 //   CW_ENDPOINT=http://127.0.0.1:4318/v1/traces CW_PROTOCOL=proto|json CW_N=10 [CW_TOKEN=...] node app.js
 //
+// CW_DOCS=64 puts 64 documents (x3 attributes) on each retriever span: past the SDK's attribute count limit.
 // Prints one JSON line: {"requests": N, "export_ok": batches, "export_failed": batches, "errors": [...]}.
 // For https endpoints set NODE_EXTRA_CA_CERTS to the receiver's CA certificate.
 'use strict';
@@ -16,6 +17,7 @@ const endpoint = process.env.CW_ENDPOINT;
 const protocol = process.env.CW_PROTOCOL || 'proto';
 const n = parseInt(process.env.CW_N || '10', 10);
 const token = process.env.CW_TOKEN || '';
+const nDocs = parseInt(process.env.CW_DOCS || '2', 10); // > 30 documents overflow the SDK's 128-attribute limit
 const { OTLPTraceExporter } = protocol === 'json'
   ? require('@opentelemetry/exporter-trace-otlp-http')
   : require('@opentelemetry/exporter-trace-otlp-proto');
@@ -55,7 +57,11 @@ const tracer = trace.getTracer('js-rag-app');
 
 function question(i) { return `Question ${i}: how long do refunds take for order ${i}? (退款 €${i}, Grüße)`; }
 function answer(i) { return `Refunds for order ${i} take ${i + 1} days (退款, €${i}, Müller).`; }
-function chunks(i) { return [`Refunds are paid within ${i + 1} days. 退款 ${i}`, `A fee of €${i} applies. Grüße`]; }
+function chunks(i) {
+  const out = [`Refunds are paid within ${i + 1} days. 退款 ${i}`, `A fee of €${i} applies. Grüße`];
+  for (let k = 2; k < nDocs; k += 1) out.push(`Extra document ${k} for order ${i}.`);
+  return out;
+}
 
 function ragRequest(i) {
   tracer.startActiveSpan('rag', { attributes: {
@@ -64,6 +70,7 @@ function ragRequest(i) {
     chunks(i).forEach((c, k) => {
       attrs[`retrieval.documents.${k}.document.id`] = `doc-${i}-${k}`;
       attrs[`retrieval.documents.${k}.document.content`] = c;
+      attrs[`retrieval.documents.${k}.document.score`] = 1 - k / 100;
     });
     tracer.startActiveSpan('retrieve', { attributes: attrs }, (s) => s.end());
     tracer.startActiveSpan('llm', { attributes: {
