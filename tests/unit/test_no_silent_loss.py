@@ -143,3 +143,45 @@ def test_completed_trace_type_is_what_emit_takes():
     """emit() reads the facts of a CompletedTrace (guards the dropped-attribute sum against a shape change)."""
     pipe = TracePipeline(CollectorSettings(), sink=MemorySink())
     assert pipe.emit(CompletedTrace(1, [])) is False
+
+
+def test_real_langchain_retriever_with_64_documents_gives_a_record_flagged_incomplete():
+    """OpenInference LangChain, k=64 documents, default SDK limit: the best-ranked documents are evicted; flagged."""
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.language_models import FakeListChatModel
+    from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnablePassthrough
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    registry = CollectorRegistry()
+    sink = MemorySink()
+    proc = RagTraceProcessor(CollectorSettings(late_span_wait_s=0.01), sink=sink, registry=registry)
+    tp = TracerProvider()  # default limit: 128 attributes
+    tp.add_span_processor(proc)
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
+    store.add_documents([Document(page_content=f"Fact number {i} about the refund policy.",
+                                  metadata={"source": f"policy.md#{i}"}) for i in range(64)])
+    retriever = store.as_retriever(search_kwargs={"k": 64})  # content + metadata: 2 attributes per document
+    prompt = ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
+    chain = (
+        {"context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)), "question": RunnablePassthrough()}
+        | prompt
+        | FakeListChatModel(responses=["Thirty days."])
+        | StrOutputParser()
+    )
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=tp)
+    try:
+        chain.invoke("What is the refund window?")
+    finally:
+        instrumentor.uninstrument()
+    assert proc.force_flush(5_000)
+    tp.shutdown()
+    [record] = sink.records
+    assert record.question == "What is the refund window?" and record.answer == "Thirty days."
+    assert record.attributes["incomplete"] == "attribute_limit" and record.attributes["dropped_attributes"] > 0
+    assert 0 < len(record.contexts) < 64  # the best-ranked document(s) evicted first by the Python SDK
+    assert metric(registry, "claimwatch_collector_traces_total", outcome="incomplete") == 1
