@@ -131,6 +131,41 @@ def rollback_rates(sc: Scenario, pairs: int, seed: int, *, looks: int = 20, alph
     return rates
 
 
+def argo_rollback_rate(sc: Scenario, pairs: int, seed: int, *, looks: int = 12, window_looks: int = 24,
+                       alpha: float = 0.05, max_increase: float = 0.0, min_answers: int = 50) -> float:
+    """Share of pairs the Argo analysis rolls back: ``looks`` looks, a window of ``window_looks`` intervals.
+
+    The candidate is born at the first interval, so the window always holds all of it (its data
+    grow, as the sequential test needs); the baseline ran before and its window slides (it
+    gains one interval and loses one at each look). ``sc.answers`` is the candidate's total at
+    the last look; the baseline serves as many answers per interval.
+    """
+    rng = np.random.default_rng(seed)
+    _, l2_over_l = length_moments(np.random.default_rng(seed + 1))
+    rho = rho_for(sc.overdispersion, l2_over_l)
+    step = max(1, sc.answers // looks)
+    base_sc = Scenario(answers=step * (window_looks + looks), claim_rate=sc.claim_rate,
+                       overdispersion=sc.overdispersion)
+    _, _, bf = release(rng, pairs, base_sc, rho, worse=False)
+    _, _, cf = release(rng, pairs, Scenario(answers=step * looks, claim_rate=sc.claim_rate,
+                                            overdispersion=sc.overdispersion, delta=sc.delta), rho, worse=True)
+    bfc = np.concatenate([np.zeros((pairs, 1), dtype=np.int64), np.cumsum(bf, axis=1)], axis=1)
+    cfc = np.cumsum(cf, axis=1)
+    seq = TestConfig(method="sequential", alpha=alpha, max_increase=max_increase)
+    nb = step * window_looks
+    rolled = 0
+    for i in range(pairs):
+        for k in range(1, looks + 1):
+            nc = step * k
+            if nc < min_answers:
+                continue
+            xb = int(bfc[i, step * k + nb] - bfc[i, step * k])
+            if rolls_back(compare_shares(int(cfc[i, nc - 1]), nc, xb, nb, seq), seq):
+                rolled += 1
+                break
+    return rolled / pairs
+
+
 def measured_overdispersion(sc: Scenario, pairs: int, seed: int) -> float:
     """Variance of a release's claim rate across simulated releases over the binomial variance."""
     rng = np.random.default_rng(seed)
@@ -152,6 +187,16 @@ def main(argv: list[str] | None = None) -> int:
         for n in (200, 1000):
             r = rollback_rates(Scenario(answers=n, overdispersion=d), args.pairs, args.seed)
             print(f"{d:>14g} {n:>7} {r['fixed']:>7.3f} {r['sequential']:>7.3f} {r['old']:>7.3f}")
+    print()
+    print("Old claim-level gate at its default 2-point tolerance (A/A, 200 answers)")
+    for d in (1.0, 2.0, 4.0):
+        r = rollback_rates(Scenario(answers=200, overdispersion=d), args.pairs, args.seed, max_increase=0.02)
+        print(f"  overdispersion {d:g}: old {r['old']:.3f}   new fixed {r['fixed']:.3f}   new seq x20 {r['sequential']:.3f}")
+    print()
+    print("Argo analysis (12 looks, baseline window 24 intervals sliding), A/A, tolerance 0")
+    for d in (1.0, 2.0, 4.0):
+        r_argo = argo_rollback_rate(Scenario(answers=600, overdispersion=d), args.pairs, args.seed)
+        print(f"  overdispersion {d:g}: {r_argo:.3f}")
     print()
     print("Power: share of pairs rolled back when the candidate's flagged-answer share is worse "
           "(overdispersion 2, alpha 0.05, tolerance 0.02)")

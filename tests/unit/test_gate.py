@@ -351,3 +351,18 @@ def test_follow_refuses_the_fixed_test():
     """The fixed-horizon test is valid for one look: --follow with it is a caller error."""
     with pytest.raises(ValueError, match="sequential"):
         follow(Source("http://unused"), "v1", "v2", config=FIXED)
+
+
+def test_cli_gate_takes_the_test_and_answer_flags_and_refuses_follow_with_fixed(fake_prometheus, capsys):
+    """`claimwatch gate --test fixed --min-answers 50` exits 1 on a regression and prints its power; --follow --test fixed is a usage error."""
+    from claimwatch.cli import main
+
+    url, handler = fake_prometheus
+    _serve(handler, "v1", "1h", 1000, 100)
+    _serve(handler, "v2", "1h", 300, 120)
+    base = ["gate", "--prometheus", url, "--baseline", "v1", "--candidate", "v2", "--window", "1h"]
+    assert main([*base, "--test", "fixed", "--min-answers", "50"]) == 1
+    out = capsys.readouterr().out
+    assert "ROLLBACK" in out and "power: a rise of" in out and "one look (fixed horizon)" in out
+    assert main([*base, "--follow", "--test", "fixed"]) == 2
+    assert "sequential" in capsys.readouterr().err

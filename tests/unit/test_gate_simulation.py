@@ -62,3 +62,10 @@ def test_power_grows_with_answers_and_with_the_rise():
     p10_small = power(0.10, 200)
     assert p10_small["fixed"] < p10["fixed"] and p10_small["sequential"] < p10["sequential"]
     assert p10_small["sequential"] <= p10_small["fixed"]  # the price of looking 20 times
+
+
+def test_the_argo_analysis_with_a_sliding_baseline_window_keeps_alpha():
+    """Argo's looks (12, every interval) with the baseline's window sliding and the candidate's growing: A/A <= 5%."""
+    from benchmarks.gate_simulation import argo_rollback_rate
+
+    assert argo_rollback_rate(Scenario(answers=600, overdispersion=4.0), 2000, seed=43) <= ALPHA + SLACK
