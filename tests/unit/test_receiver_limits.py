@@ -416,13 +416,16 @@ def fuzz_receiver():
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                     HealthCheck.too_slow])
-@given(body=_BODIES, ctype=_CTYPES, encoding=_ENCODINGS, gzip_it=st.booleans())
-def test_random_bodies_never_get_a_5xx_except_backpressure(fuzz_receiver, body, ctype, encoding, gzip_it):
-    """Random bytes, random/deep JSON, truncated/flipped protobuf, odd types and encodings: 2xx/4xx or 503+Retry-After."""
+@given(body=_BODIES, ctype=_CTYPES, encoding=_ENCODINGS, gzip_it=st.booleans(), chunked=st.booleans())
+def test_random_bodies_never_get_a_5xx_except_backpressure(fuzz_receiver, body, ctype, encoding, gzip_it, chunked):
+    """Random bytes, random/deep JSON, truncated/flipped protobuf, odd types and encodings, fixed or chunked: 2xx/4xx or 503+Retry-After."""
     if gzip_it and encoding in ("gzip", "GZIP"):
         body = gzip.compress(body)
     headers = {"Content-Encoding": encoding} if encoding is not None else {}
-    status, resp_headers, _ = post(fuzz_receiver, body, ctype, **headers)
+    if chunked and body:
+        status, resp_headers, _ = post_chunked(fuzz_receiver, body, 97, ctype, **headers)
+    else:
+        status, resp_headers, _ = post(fuzz_receiver, body, ctype, **headers)
     assert status < 500 or (status == 503 and resp_headers["Retry-After"]), status
     assert requests_count(fuzz_receiver, 500) == 0
 
