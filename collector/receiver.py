@@ -363,7 +363,9 @@ class OtlpReceiver(OtlpIngest):
                 raise Reject(413, "too_large", f"body of {length} bytes exceeds {limit}")
             gzipped = encoding == "gzip"
             sent = length if length is not None else min(self.settings.chunked_reserve_bytes, limit)
-            ticket = await self.budget.admit(self._reserve(sent, gzipped, ctype), self.settings.admission_wait_s)
+            # a chunked gzip body is admitted as if not compressed: its reservation grows as it arrives and inflates
+            estimate = self._reserve(sent, gzipped and length is not None, ctype)
+            ticket = await self.budget.admit(estimate, self.settings.admission_wait_s)
             if ticket is None:
                 raise Reject(503, "busy", "claimwatch receiver is busy; retry later", retry=True)
             pressure = self.pipeline.saturation()

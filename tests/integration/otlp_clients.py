@@ -55,10 +55,10 @@ def js_app_ready() -> Path:
 
 
 def run_js_app(endpoint: str, protocol: str, n: int = 10, token: str = "", ca: str | None = None,
-               docs: int = 2) -> dict[str, Any]:
+               docs: int = 2, gzip: bool = False) -> dict[str, Any]:
     """Run the Node.js app (official OTel JS SDK, OTLP/HTTP ``proto`` or ``json``); its JSON summary line."""
     env = {**os.environ, "CW_ENDPOINT": endpoint, "CW_PROTOCOL": protocol, "CW_N": str(n), "CW_TOKEN": token,
-           "CW_DOCS": str(docs)}
+           "CW_DOCS": str(docs), "CW_GZIP": "1" if gzip else ""}
     if ca:
         env["NODE_EXTRA_CA_CERTS"] = ca
     done = subprocess.run(["node", "app.js"], cwd=js_app_ready(), env=env, capture_output=True, text=True,

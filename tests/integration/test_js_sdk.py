@@ -33,12 +33,12 @@ def assert_exact(records: list[RagTrace], n: int) -> None:
         assert r.slices["release"] == "js-1" and r.attributes["service.name"] == "js-rag"
 
 
-@pytest.mark.parametrize("protocol", ["proto", "json"])
-def test_js_sdk_delivers_10_of_10_records(kafka_bootstrap, topic_name, protocol):
-    """The JS SDK's OTLP/HTTP exporter (chunked body, no Content-Length) delivers 10 of 10 RAG records, exact."""
+@pytest.mark.parametrize("protocol,gzip", [("proto", False), ("json", False), ("proto", True), ("json", True)])
+def test_js_sdk_delivers_10_of_10_records(kafka_bootstrap, topic_name, protocol, gzip):
+    """The JS SDK's OTLP/HTTP exporter (chunked body, no Content-Length; plain or gzip) delivers 10 of 10 records, exact."""
     receiver = start(kafka_bootstrap, topic_name)
     try:
-        summary = run_js_app(receiver.url, protocol)
+        summary = run_js_app(receiver.url, protocol, gzip=gzip)
         assert summary["export_failed"] == 0 and summary["export_ok"] >= 1, summary
         assert receiver.force_flush(10.0)
         records = [RagTrace.from_json_bytes(m.value) for m in drain(kafka_bootstrap, topic_name, 10, 20)]

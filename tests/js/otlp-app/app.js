@@ -4,6 +4,7 @@
 //
 //   CW_ENDPOINT=http://127.0.0.1:4318/v1/traces CW_PROTOCOL=proto|json CW_N=10 [CW_TOKEN=...] node app.js
 //
+// CW_GZIP=1 compresses the streamed bodies (Content-Encoding: gzip).
 // CW_DOCS=64 puts 64 documents (x3 attributes) on each retriever span: past the SDK's attribute count limit.
 // Prints one JSON line: {"requests": N, "export_ok": batches, "export_failed": batches, "errors": [...]}.
 // For https endpoints set NODE_EXTRA_CA_CERTS to the receiver's CA certificate.
@@ -33,6 +34,7 @@ const exporter = new OTLPTraceExporter({
   url: endpoint,
   headers: token ? { Authorization: `Bearer ${token}` } : {},
   timeoutMillis: 10000,
+  compression: process.env.CW_GZIP ? 'gzip' : 'none',   // CompressionAlgorithm.GZIP / NONE
 });
 // count what the SDK's exporter reports for every batch
 let ok = 0;
