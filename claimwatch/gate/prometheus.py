@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -36,10 +37,11 @@ def queries(release: str, window: str, label: str = "release", extra: str = "") 
     }
 
 
-def instant_query(url: str, query: str, *, timeout: float = 10.0, opener: Opener = urllib.request.urlopen
-                  ) -> list[dict[str, Any]]:
-    """The result vector of ``query`` (``/api/v1/query``); :class:`GateError` on any failure."""
-    full = url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": query})
+def instant_query(url: str, query: str, *, timeout: float = 10.0, at: float | None = None,
+                  opener: Opener = urllib.request.urlopen) -> list[dict[str, Any]]:
+    """The result vector of ``query`` (``/api/v1/query``, evaluated at ``at`` if given); :class:`GateError` on failure."""
+    params = {"query": query, **({"time": f"{at:.3f}"} if at is not None else {})}
+    full = url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode(params)
     try:
         with opener(full, timeout=timeout) as resp:
             body = resp.read()
@@ -68,9 +70,14 @@ def _count(sample: dict[str, Any]) -> int:
 
 def fetch_counts(source: Source, release: str, window: str = "1h", *, opener: Opener = urllib.request.urlopen
                  ) -> ReleaseCounts:
-    """Evaluated answers, flagged answers and claims by verdict of ``release`` over ``window``."""
+    """Evaluated answers, flagged answers and claims by verdict of ``release`` over ``window``.
+
+    The four queries are evaluated at one instant, so a scrape between them cannot make the
+    flagged count include an answer the answer count does not.
+    """
     q = queries(release, window, source.label, source.extra_selector)
-    read = lambda name: instant_query(source.url, q[name], timeout=source.timeout, opener=opener)  # noqa: E731
+    at = time.time()
+    read = lambda name: instant_query(source.url, q[name], timeout=source.timeout, at=at, opener=opener)  # noqa: E731
     scalars = {name: sum(_count(s) for s in read(name)) for name in ("answers", "flagged", "contradicted")}
     verdicts = {v: 0 for v in VERDICTS}
     for sample in read("claims"):
