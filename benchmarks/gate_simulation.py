@@ -100,15 +100,16 @@ def baseline_flagged_share(sc: Scenario, rho: float) -> float:
 
 
 def rollback_rates(sc: Scenario, pairs: int, seed: int, *, looks: int = 20, alpha: float = 0.05,
-                   max_increase: float = 0.0, min_answers: int = 50) -> dict[str, float]:
-    """Share of ``pairs`` simulated release pairs each test rolls back."""
+                   max_increase: float = 0.0, min_answers: int = 50, tau: float | None = None) -> dict[str, float]:
+    """Share of ``pairs`` simulated release pairs each test rolls back (``tau``: the sequential test's, or its default)."""
     rng = np.random.default_rng(seed)
     _, l2_over_l = length_moments(np.random.default_rng(seed + 1))
     rho = rho_for(sc.overdispersion, l2_over_l)
     bc, bb, bf = release(rng, pairs, sc, rho, worse=False)
     cc, cb, cf = release(rng, pairs, sc, rho, worse=True)
     fixed = TestConfig(method="fixed", alpha=alpha, max_increase=max_increase)
-    seq = TestConfig(method="sequential", alpha=alpha, max_increase=max_increase)
+    seq = TestConfig(method="sequential", alpha=alpha, max_increase=max_increase,
+                     **({"tau": tau} if tau is not None else {}))
     z = fixed.z
     n = sc.answers
     ends = sorted({max(1, round(n * k / looks)) for k in range(1, looks + 1)})
