@@ -15,7 +15,7 @@ Phases, each on a fresh receiver process (so a peak belongs to one phase):
    cycling protobuf, protobuf+gzip, JSON, JSON+gzip, and protobuf and JSON sent chunked (no Content-Length, as
    the OTel JS SDK sends them). Reports spans/s accepted,
    p50/p99 latency, refusals with Retry-After, connection resets, RSS peak.
-2. big bodies: 8 concurrent 15.6 MB protobuf bodies of ~380k spans each; then
+2. big bodies: 8 concurrent 15.6 MB protobuf bodies of ~380k spans each (with Content-Length, then chunked); then
    8 concurrent gzip'd ~15.5 MB OTLP/JSON bodies of RAG traces (the costliest to decode).
 3. burst: 300 clients connect and POST at the same moment.
 4. slowloris: 200 connections send part of their headers, then one byte per
@@ -377,6 +377,28 @@ def phase_big(src: Path, n: int = 8) -> dict:
             "resets": tally.resets, "accepted_spans": tally.accepted}
 
 
+def phase_big_chunked(src: Path, n: int = 8) -> dict:
+    """8 concurrent 15.6 MB protobuf bodies sent chunked (no Content-Length: the reservation grows as they stream)."""
+    body = big_body()
+    rec = Receiver(src)
+    tally = Tally()
+    barrier = threading.Barrier(n)
+
+    def client() -> None:
+        barrier.wait()
+        post_once(rec.port, body, {"Content-Type": PROTOBUF, "Transfer-Encoding": "chunked"}, tally, 380_000,
+                  timeout=300.0)
+
+    elapsed = concurrently(n, client)
+    time.sleep(0.2)
+    hwm = rec.hwm_mb()
+    rec.close()
+    answered_ok = sum(n for c, n in tally.codes.items() if c == 200) + tally.retry_refusals
+    return {"n": n, "body_mb": len(body) / 1e6, "seconds": elapsed, "rss_peak_mb": max(hwm, rec.peak_rss / 1024),
+            "rss_base_mb": rec.base_rss / 1024, "codes": tally.codes_text(), "answered_ok": answered_ok,
+            "resets": tally.resets}
+
+
 def big_json_body(target: int = 15_500_000) -> bytes:
     """A gzip'd OTLP/JSON body of RAG traces that decompresses to ~``target`` bytes (the costliest bytes to decode)."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -492,8 +514,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seconds", type=float, default=10.0, help="duration of the load phase")
     ap.add_argument("--traces", type=int, default=10, help="RAG traces (3 spans each) per export request")
     ap.add_argument("--src", type=Path, default=ROOT, help="source tree for the receiver child (default: this one)")
-    ap.add_argument("--phases", default="load,big,bigjson,burst,slowloris,deep",
-                    help="comma-separated subset of load,big,bigjson,burst,slowloris,deep")
+    ap.add_argument("--phases", default="load,big,bigchunked,bigjson,burst,slowloris,deep",
+                    help="comma-separated subset of load,big,bigchunked,bigjson,burst,slowloris,deep")
     ap.add_argument("--slowloris-clients", type=int, default=200, help="half-sent connections in the slowloris phase")
     ap.add_argument("--slowloris-wait", type=float, default=60.0, help="max seconds to wait for threads to recover")
     args = ap.parse_args(argv)
@@ -514,6 +536,11 @@ def main(argv: list[str] | None = None) -> dict:
     if "big" in phases:
         r = out["big"] = phase_big(src)
         print(f"big bodies: {r['n']} concurrent x {r['body_mb']:.1f} MB (380k spans): RSS {r['rss_base_mb']:.0f} -> "
+              f"peak {r['rss_peak_mb']:.0f} MB; codes {r['codes']}; answered 200 or with Retry-After "
+              f"{r['answered_ok']}/{r['n']}; resets {r['resets']}; {r['seconds']:.1f} s")
+    if "bigchunked" in phases:
+        r = out["bigchunked"] = phase_big_chunked(src)
+        print(f"big chunked: {r['n']} concurrent x {r['body_mb']:.1f} MB sent chunked: RSS {r['rss_base_mb']:.0f} -> "
               f"peak {r['rss_peak_mb']:.0f} MB; codes {r['codes']}; answered 200 or with Retry-After "
               f"{r['answered_ok']}/{r['n']}; resets {r['resets']}; {r['seconds']:.1f} s")
     if "bigjson" in phases:

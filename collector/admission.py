@@ -3,7 +3,9 @@
 A request takes a :class:`Ticket` for its estimated memory (body as sent + inflated + decoded) before its body is
 read; it may grow the ticket while the body streams in (chunked bodies: the size is unknown up front) or while it
 is inflated (gzip), without waiting: when the growth does not fit the request is refused (503 + Retry-After).
-One request alone is always admitted, so a body up to ``max_body_bytes`` always gets through an idle receiver.
+One request alone is always admitted, and the oldest request in flight may always grow: so a body up to
+``max_body_bytes`` always gets through an idle receiver, and requests growing at the same time cannot all refuse
+each other (the oldest finishes; at most that one request is past the budget).
 
 The state is guarded by a thread lock (decoding runs on worker threads, which grow and shrink tickets); waiting for
 admission happens on the server's event loop (:meth:`Budget.admit`), woken whenever a ticket shrinks or is released.
@@ -18,8 +20,8 @@ import threading
 class Ticket:
     """One admitted request's reservation (``cost`` bytes)."""
 
-    def __init__(self, budget: "Budget", cost: int) -> None:
-        self.budget, self.cost = budget, cost
+    def __init__(self, budget: "Budget", cost: int, seq: int = 0) -> None:
+        self.budget, self.cost, self.seq = budget, cost, seq
 
 
 class Budget:
@@ -30,6 +32,8 @@ class Budget:
         self.requests = 0
         self.bytes = 0
         self.peak_bytes = 0
+        self._seq = 0
+        self._live: dict[int, Ticket] = {}  # admission order: the first is the oldest
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
@@ -51,9 +55,7 @@ class Budget:
             self._changed.clear()
             with self._lock:
                 if self._fits(cost):
-                    self.requests += 1
-                    self._add(cost)
-                    return Ticket(self, cost)
+                    return self._ticket(cost)
             left = deadline - loop.time()
             if left <= 0:
                 return None
@@ -67,14 +69,21 @@ class Budget:
         with self._lock:
             if not self._fits(cost):
                 return None
-            self.requests += 1
-            self._add(cost)
-            return Ticket(self, cost)
+            return self._ticket(cost)
+
+    def _ticket(self, cost: int) -> Ticket:
+        self.requests += 1
+        self._add(cost)
+        self._seq += 1
+        ticket = Ticket(self, cost, self._seq)
+        self._live[ticket.seq] = ticket
+        return ticket
 
     def grow(self, ticket: Ticket, extra: int) -> bool:
-        """Add ``extra`` bytes to a ticket without waiting; False when they do not fit (and it is not alone)."""
+        """Add ``extra`` bytes to a ticket without waiting; False when they do not fit (and it is not the oldest)."""
         with self._lock:
-            if self.requests > 1 and self.bytes + extra > self.max_bytes:
+            oldest = next(iter(self._live), None)
+            if ticket.seq != oldest and self.bytes + extra > self.max_bytes:
                 return False
             self._add(extra)
             ticket.cost += extra
@@ -90,6 +99,8 @@ class Budget:
     def release(self, ticket: Ticket) -> None:
         """Give a ticket back; any thread."""
         with self._lock:
+            if self._live.pop(ticket.seq, None) is None:
+                return  # released already
             self.requests -= 1
             self.bytes -= ticket.cost
             ticket.cost = 0
