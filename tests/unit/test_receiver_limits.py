@@ -508,3 +508,18 @@ def test_broken_chunked_encoding_is_400_and_a_stalled_chunked_body_408():
         assert requests_count(receiver, 500) == 0
     finally:
         receiver.shutdown(0.2)
+
+
+def test_budget_lets_the_oldest_request_grow_and_refuses_the_others():
+    """Two requests growing past the budget: the younger one's growth is refused, the oldest's always granted."""
+    from collector.admission import Budget
+
+    budget = Budget(max_requests=4, max_bytes=100)
+    old, young = budget.try_admit(40), budget.try_admit(40)
+    assert old is not None and young is not None
+    assert not budget.grow(young, 50) and budget.grow(old, 50) and budget.bytes == 130
+    budget.release(old)
+    assert budget.grow(young, 50)  # now the oldest
+    budget.release(young)
+    budget.release(young)  # a second release is a no-op
+    assert budget.requests == 0 and budget.bytes == 0
