@@ -152,3 +152,29 @@ def test_python_grpc_exporter_waits_out_unavailable_with_retry_info_then_succeed
         assert receiver.otlp_metrics.requests.labels(source="grpc", code="OK")._value.get() == len(results)
     finally:
         receiver.shutdown(0.2)
+
+
+def test_grpc_calls_past_the_concurrency_bound_are_refused_at_once():
+    """With max_concurrent_requests=1 and one Export in progress, a second call gets RESOURCE_EXHAUSTED at once."""
+    import threading
+    import time
+
+    receiver = start(max_concurrent_requests=1)
+    release = threading.Event()
+    real_accept = receiver.accept
+    receiver.accept = lambda request, source: (release.wait(5), real_accept(request, source))[1]  # type: ignore[method-assign]
+    channel = grpc.insecure_channel(f"127.0.0.1:{receiver.grpc_port}")
+    stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+    try:
+        first = stub.Export.future(otlp.decode_protobuf(request_bytes("Can I appeal?")), timeout=10)
+        time.sleep(0.3)  # the first call is in the servicer, blocked
+        t0 = time.monotonic()
+        with pytest.raises(grpc.RpcError) as err:
+            stub.Export(otlp.decode_protobuf(request_bytes("Is there a fee?")), timeout=5)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() - t0 < 1.0
+        release.set()
+        first.result(timeout=5)
+    finally:
+        release.set()
+        channel.close()
+        receiver.shutdown(0.2)
