@@ -114,6 +114,60 @@ class BuildResult:
     #: what kinds of spans the trace had (for the "retrieval and chat in separate traces" warning)
     had_retriever: bool = False
     had_answer: bool = False
+    #: RAG calls found in the trace (disjoint subtrees each with retrieved documents and an answer); when more than
+    #: one, the record is built from the last call only
+    calls: int = 1
+
+
+def _call_roots(facts: list[SpanFacts]) -> list[SpanFacts]:
+    """The spans heading one RAG call each: their subtree has retrieved documents and an LLM answer, no child's has.
+
+    A normal request has one (the root chain, or the span joining retriever and LLM); an agent that retrieves and
+    answers twice under one root has two disjoint ones.
+    """
+    children: dict[int, list[SpanFacts]] = {}
+    ids = {f.span_id for f in facts}
+    for f in facts:
+        if f.parent_id is not None and f.parent_id in ids and f.parent_id != f.span_id:
+            children.setdefault(f.parent_id, []).append(f)
+    has: dict[int, tuple[bool, bool]] = {}
+    roots: list[SpanFacts] = []
+    order: list[SpanFacts] = []
+    stack = [f for f in facts if f.parent_id is None or f.parent_id not in ids]
+    seen: set[int] = set()
+    while stack:  # iterative DFS (deep traces must not hit the recursion limit)
+        f = stack.pop()
+        if f.span_id in seen:
+            continue
+        seen.add(f.span_id)
+        order.append(f)
+        stack.extend(children.get(f.span_id, ()))
+    for f in reversed(order):  # children before parents
+        docs = f.kind == RETRIEVER and bool(f.contexts)
+        answer = f.kind == LLM and bool(f.output_text)
+        kids = [has[c.span_id] for c in children.get(f.span_id, ()) if c.span_id in has]
+        docs = docs or any(d for d, _ in kids)
+        answer = answer or any(a for _, a in kids)
+        has[f.span_id] = (docs, answer)
+        if docs and answer and not any(d and a for d, a in kids):
+            roots.append(f)
+    return roots
+
+
+def _subtree(facts: list[SpanFacts], head: SpanFacts) -> list[SpanFacts]:
+    children: dict[int, list[SpanFacts]] = {}
+    for f in facts:
+        if f.parent_id is not None:
+            children.setdefault(f.parent_id, []).append(f)
+    out, stack, seen = [], [head], set()
+    while stack:
+        f = stack.pop()
+        if f.span_id in seen:
+            continue
+        seen.add(f.span_id)
+        out.append(f)
+        stack.extend(children.get(f.span_id, ()))
+    return out
 
 
 # -- text helpers -----------------------------------------------------------
@@ -564,7 +618,23 @@ class SpanExtractor:
 
     # one trace --------------------------------------------------------------
     def build(self, trace_id: int, facts: list[SpanFacts]) -> BuildResult:
-        """Turn one trace's facts into a :class:`RagTrace` (or say why it is not RAG)."""
+        """Turn one trace's facts into a :class:`RagTrace` (or say why it is not RAG).
+
+        A trace holding several RAG calls (disjoint subtrees with documents and an answer each) is built from
+        its last call (``BuildResult.calls`` says how many there were; the record carries ``rag_calls``): one
+        correct record instead of a mix of every call's documents under the last answer.
+        """
+        calls = _call_roots(facts)
+        if len(calls) > 1:
+            last = max(calls, key=lambda f: (f.end_ns, f.start_ns))
+            result = self._build(trace_id, _subtree(facts, last))
+            result.calls = len(calls)
+            if result.record is not None:
+                result.record.attributes["rag_calls"] = len(calls)
+            return result
+        return self._build(trace_id, facts)
+
+    def _build(self, trace_id: int, facts: list[SpanFacts]) -> BuildResult:
         by_id = {f.span_id: f for f in facts}
         depth_memo: dict[int, int] = {}
 

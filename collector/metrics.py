@@ -39,6 +39,7 @@ DROP_REASONS = frozenset(
         "serialise_error",
         "missing_content",
         "attribute_limit",
+        "multi_call",
         "internal",
     }
 )

@@ -192,6 +192,12 @@ class TracePipeline:
                                   reason=result.reason, dropped_attributes=dropped)
             self._explain_not_rag(result)
             return False
+        if result.calls > 1:
+            # several RAG calls in one trace: the record is the last call's; the earlier ones are counted and logged
+            m.drop("multi_call", result.calls - 1)
+            self.ratelog.warn("multi_call", "a trace holds several RAG calls (retrieval + answer each): only the "
+                              "last is judged (one record per trace id); start a new trace per call to judge each",
+                              calls=result.calls)
         if dropped:
             m.trace("incomplete")
             self.ratelog.warn("attribute_limit_incomplete", "spans lost attributes to the SDK's attribute count "

@@ -160,7 +160,7 @@ def _sdk_trace(tp: TracerProvider, n_docs: int) -> None:
 
 
 def test_sdk_attribute_limit_overflow_is_counted_and_a_raised_limit_gives_a_bounded_record():
-    """Default 128-attribute limit + 3,000 docs: the SDK evicts the span kind, trace counted not_rag; raised limit: bounded record."""
+    """Default 128-attribute limit + 3,000 docs: the SDK evicts the span kind, still a record flagged incomplete; raised limit: bounded record."""
     import logging
 
     logging.getLogger("opentelemetry.attributes").setLevel(logging.ERROR)  # the SDK warns once per evicted attribute
@@ -169,8 +169,10 @@ def test_sdk_attribute_limit_overflow_is_counted_and_a_raised_limit_gives_a_boun
     tp.add_span_processor(proc)
     _sdk_trace(tp, 3_000)
     assert proc.force_flush(5_000)
-    assert producer.values == []
-    assert reg.get_sample_value("claimwatch_collector_traces_total", {"outcome": "not_rag"}) == 1
+    [value] = producer.values
+    rec = check_bounded(value)
+    assert rec.attributes["incomplete"] == "attribute_limit" and rec.attributes["dropped_attributes"] > 0
+    assert reg.get_sample_value("claimwatch_collector_traces_total", {"outcome": "incomplete"}) == 1
     proc.shutdown()
     proc, producer, reg = make_processor()
     tp = TracerProvider(span_limits=SpanLimits(max_span_attributes=4_000))

@@ -185,3 +185,36 @@ def test_real_langchain_retriever_with_64_documents_gives_a_record_flagged_incom
     assert record.attributes["incomplete"] == "attribute_limit" and record.attributes["dropped_attributes"] > 0
     assert 0 < len(record.contexts) < 64  # the best-ranked document(s) evicted first by the Python SDK
     assert metric(registry, "claimwatch_collector_traces_total", outcome="incomplete") == 1
+
+
+def test_two_rag_calls_in_one_trace_give_the_last_calls_record_and_count_the_other():
+    """An agent retrieving and answering twice under one root: a correct record for the last call, the first counted."""
+    registry = CollectorRegistry()
+    sink = MemorySink()
+    proc = RagTraceProcessor(CollectorSettings(late_span_wait_s=0.01), sink=sink, registry=registry)
+    tp = TracerProvider()
+    tp.add_span_processor(proc)
+    tracer = tp.get_tracer("t")
+    calls = [("What is the refund window?", "30 days.", "Refunds: 30 days."),
+             ("And for damaged goods?", "60 days.", "Damaged goods: 60 days.")]
+    with capture_logs() as logs:
+        with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT",
+                                                               "input.value": "refunds?", "output.value": "done"}):
+            for q, a, doc in calls:
+                with tracer.start_as_current_span("call", attributes={"openinference.span.kind": "CHAIN",
+                                                                      "input.value": q, "output.value": a}):
+                    with tracer.start_as_current_span("retrieve", attributes={
+                            "openinference.span.kind": "RETRIEVER", "input.value": q,
+                            "retrieval.documents.0.document.content": doc}):
+                        pass
+                    with tracer.start_as_current_span("llm", attributes={
+                            "openinference.span.kind": "LLM", "llm.output_messages.0.message.content": a}):
+                        pass
+        assert proc.force_flush(5_000)
+    tp.shutdown()
+    [record] = sink.records
+    assert (record.question, record.answer) == ("And for damaged goods?", "60 days.")
+    assert [c.content for c in record.contexts] == ["Damaged goods: 60 days."]
+    assert record.attributes["rag_calls"] == 2
+    assert metric(registry, "claimwatch_collector_dropped_total", reason="multi_call") == 1
+    assert any(e.get("warning") == "multi_call" for e in logs)
