@@ -124,8 +124,8 @@ class JudgeSettings(BaseSettings):
     #: how contexts become premises: joined (all contexts one document cut into chunks, MiniCheck's way), per_chunk
     #: (each context windowed alone), auto (joined for binary/seq2seq, per_chunk for nli/nli2/hhem)
     nli_document: Literal["auto", "joined", "per_chunk"] = "auto"
-    #: joined documents are cut into sentence chunks of at most this many tokens (MiniCheck: ~400)
-    nli_chunk_tokens: int = Field(default=400, ge=16)
+    #: joined documents are cut into sentence chunks of at most this many tokens (MiniCheck: ~400; >= 16, checked at start-up)
+    nli_chunk_tokens: int = 400
     #: SUPPORTED when the best entailment (support) probability over the context reaches this
     nli_entail_threshold: float = Field(default=0.5, gt=0.0, le=1.0)
     #: CONTRADICTED (3-label NLI only) when, failing that, the best contradiction probability reaches this
