@@ -182,6 +182,11 @@ def overview() -> dict[str, Any]:
     lay.add(table(
         "Per-release comparison",
         [
+            (f'sum by (release) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+             "evaluated answers", "short"),
+            (f"sum by (release) (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
+             f'sum by (release) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+             "flagged answers", "percentunit"),
             (_claims(JUDGED, by="release"), "judged claims", "short"),
             (_claim_ratio("supported", by="release"), "faithfulness", "percentunit"),
             (_claim_ratio("unsupported", by="release"), "unsupported", "percentunit"),
@@ -189,7 +194,10 @@ def overview() -> dict[str, Any]:
             (f'sum by (release) (increase(claimwatch_answers_total{{outcome="abstained", {F}}}[{RANGE}]))\n/\n'
              f"sum by (release) (increase(claimwatch_answers_total{{{F}}}[{RANGE}]))", "abstained", "percentunit"),
         ],
-        description="Compare a candidate with the previous release; `claimwatch gate` tests the difference."),
+        description=("Compare a candidate with the previous release. `claimwatch gate` decides on the share of "
+                     "flagged answers (any UNSUPPORTED or CONTRADICTED claim): answers are independent trials, "
+                     "claims of one answer are not, so differences of the claim rates are descriptive only."),
+        sort_by="flagged answers"),
         w=12, h=9)
     lay.add(table(
         "Top slices by contradicted rate",
