@@ -34,6 +34,11 @@ baseline, never an absolute floor (a judge's style alone puts real releases'
 supported-claim ratio anywhere from 0.4 to 0.8): the release's flagged-answer
 share over the last hour against its share over the 24 hours before, with the
 same z test, ``faithfulness_max_rise`` and ``faithfulness_min_answers``.
+``ClaimwatchContradictedClaimsSpike`` pages on the share of *answers* with a
+CONTRADICTED claim over 5 minutes (one answer with many contradicted claims is
+one answer, not a spike): above ``spike_min_ratio`` and
+``spike_baseline_factor`` times the slice's own 24h share, with
+``spike_min_answers`` answers in the window.
 """
 
 from __future__ import annotations
@@ -46,9 +51,9 @@ from dashboards.catalog import SLICE_LABELS
 
 DEFAULT_THRESHOLDS: dict[str, Any] = {
     # ClaimwatchContradictedClaimsSpike (per slice, 5m window)
-    "spike_min_ratio": 0.05,  # absolute floor on the contradicted ratio
-    "spike_baseline_factor": 3.0,  # ... and this many times the slice's own 24h ratio (ending 1h ago)
-    "spike_min_claims": 50,  # judged claims in the 5m window
+    "spike_min_ratio": 0.10,  # floor on the share of evaluated answers with a CONTRADICTED claim
+    "spike_baseline_factor": 3.0,  # ... and this many times the slice's own 24h share (ending 1h ago)
+    "spike_min_answers": 20,  # evaluated answers in the 5m window
     "spike_for": "5m",
     # ClaimwatchFaithfulnessDrop (per release: last hour vs its own previous 24h, flagged-answer share)
     "faithfulness_max_rise": 0.10,  # absolute rise of the flagged-answer share tolerated
@@ -191,6 +196,10 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             "expr": f"sum by ({S}) (rate(claimwatch_answers_with_contradicted_total[5m]))",
         },
         {
+            "record": f"{SL}:claimwatch_answers_contradicted:ratio_rate5m",
+            "expr": _ratio(S, "rate(claimwatch_answers_with_contradicted_total[5m])", f"rate({EVALUATED}[5m])"),
+        },
+        {
             "record": f"{SL}:claimwatch_answer_faithfulness_ratio:mean5m",
             "expr": (
                 f"sum by ({S}) (rate(claimwatch_answer_faithfulness_ratio_sum[5m]))\n/\n"
@@ -209,6 +218,10 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
                 ),
             }
         )
+    trailing.append({
+        "record": f"{SL}:claimwatch_answers_contradicted:ratio_rate24h",
+        "expr": _ratio(S, "rate(claimwatch_answers_with_contradicted_total[24h])", f"rate({EVALUATED}[24h])"),
+    })
     trailing += _baseline_rules()
 
     release = _release_rules()
@@ -265,8 +278,8 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str, descrip
 
 def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
     """The alert groups for thresholds ``t`` (see :data:`DEFAULT_THRESHOLDS`)."""
-    ratio5 = f"{SL}:claimwatch_claims_contradicted:ratio_rate5m"
-    base24 = f"{SL}:claimwatch_claims_contradicted:ratio_rate24h"
+    ratio5 = f"{SL}:claimwatch_answers_contradicted:ratio_rate5m"
+    base24 = f"{SL}:claimwatch_answers_contradicted:ratio_rate24h"
     spike_window = _seconds("5m")
     p1, n1, x1 = ("release:claimwatch_answers_flagged:ratio_count1h", "release:claimwatch_answers_evaluated:count1h",
                   "release:claimwatch_answers_flagged:count1h")
@@ -279,15 +292,16 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             (
                 f"{ratio5} > {t['spike_min_ratio']}\n"
                 f"and\n{ratio5} > {t['spike_baseline_factor']} * ({base24} offset 1h or {ratio5} * 0)\n"
-                f"and\n{SL}:claimwatch_claims_judged:rate5m * {spike_window} >= {t['spike_min_claims']}"
+                f"and ignoring (outcome)\n"
+                f'{SL}:claimwatch_answers:rate5m{{outcome="evaluated"}} * {spike_window} >= {t["spike_min_answers"]}'
             ),
             t["spike_for"],
             t["severity_page"],
             "Contradicted claims spiking for release {{ $labels.release }} on route {{ $labels.route }}",
             (
-                "{{ $value | humanizePercentage }} of judged claims were CONTRADICTED by the retrieved context "
-                f"over the last 5m ({SLICE_TEMPLATE}); floor {t['spike_min_ratio']}, "
-                f"and more than {t['spike_baseline_factor']}x this slice's 24h ratio."
+                "{{ $value | humanizePercentage }} of evaluated answers had a claim CONTRADICTED by the retrieved "
+                f"context over the last 5m ({SLICE_TEMPLATE}); floor {t['spike_min_ratio']}, "
+                f"and more than {t['spike_baseline_factor']}x this slice's 24h share."
             ),
             t,
         ),

@@ -90,11 +90,11 @@ def test_quality_alerts_require_minimum_volume_and_a_for_duration():
 
 def test_thresholds_override_changes_the_rendered_alerts():
     """Rendering with overrides puts the new numbers in expr and description; unknown keys fail."""
-    text = rules_gen.render({"spike_min_ratio": 0.1, "spike_min_claims": 500})["claimwatch-alerts.yml"]
+    text = rules_gen.render({"spike_min_ratio": 0.2, "spike_min_answers": 500})["claimwatch-alerts.yml"]
     doc = yaml.safe_load(text)
     spike = next(r for g in doc["groups"] for r in g["rules"] if r["alert"] == "ClaimwatchContradictedClaimsSpike")
-    assert "> 0.1\n" in spike["expr"] and ">= 500" in spike["expr"]
-    assert "floor 0.1," in spike["annotations"]["description"]
+    assert "> 0.2\n" in spike["expr"] and ">= 500" in spike["expr"]
+    assert "floor 0.2," in spike["annotations"]["description"]
     with pytest.raises(KeyError):
         rules_gen.merge_thresholds({"spike_min_ratoi": 0.1})
 
