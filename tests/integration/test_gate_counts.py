@@ -87,7 +87,8 @@ def test_gate_counts_equal_the_worker_counts_for_long_lived_and_new_releases(scr
     time.sleep(3.5)  # scraped
     window = f"{math.floor(time.time() - mark)}s"
 
-    worker = counts_from_results([r.model_dump(mode="json") for r in second + new], ["v-old", "v-new"])
+    records = [r.model_dump(mode="json") for r in second + new]
+    worker = counts_from_results(records, ["v-old", "v-new"])
     assert worker["v-old"].answers > 200 and worker["v-new"].answers > 200
     for release in ("v-old", "v-new"):
         got = fetch_counts(Source(prom.url), release, window)
@@ -105,4 +106,9 @@ def test_gate_counts_equal_the_worker_counts_for_long_lived_and_new_releases(scr
     assert lower == pytest.approx(d.comparison.lower, abs=1e-9)
     assert (lower > 0.02) == (d.action == "rollback")
     assert d.action == "rollback"  # 45% vs 20% flagged answers on >200 answers each
-    assert isinstance(worker["v-old"], ReleaseCounts)
+    # `claimwatch report` (results topic) decides on the same counts, so it makes the same decision
+    from claimwatch.report import build_report
+
+    page = build_report(records, "v-old", "v-new")
+    assert (page.decision.baseline, page.decision.candidate) == (worker["v-old"], worker["v-new"])
+    assert page.decision.action == d.action and isinstance(page.decision.candidate, ReleaseCounts)
