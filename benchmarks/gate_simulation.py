@@ -100,12 +100,19 @@ def baseline_flagged_share(sc: Scenario, rho: float) -> float:
 
 
 def rollback_rates(sc: Scenario, pairs: int, seed: int, *, looks: int = 20, alpha: float = 0.05,
-                   max_increase: float = 0.0, min_answers: int = 50, tau: float | None = None) -> dict[str, float]:
-    """Share of ``pairs`` simulated release pairs each test rolls back (``tau``: the sequential test's, or its default)."""
+                   max_increase: float = 0.0, min_answers: int = 50, tau: float | None = None,
+                   baseline_ratio: int = 1) -> dict[str, float]:
+    """Share of ``pairs`` simulated release pairs each test rolls back.
+
+    ``tau``: the sequential test's (default: its default); ``baseline_ratio``: the baseline gets
+    this many answers for each candidate answer (a canary split, 9 for 10% canary traffic).
+    """
     rng = np.random.default_rng(seed)
     _, l2_over_l = length_moments(np.random.default_rng(seed + 1))
     rho = rho_for(sc.overdispersion, l2_over_l)
-    bc, bb, bf = release(rng, pairs, sc, rho, worse=False)
+    k = baseline_ratio
+    base_sc = Scenario(answers=sc.answers * k, claim_rate=sc.claim_rate, overdispersion=sc.overdispersion)
+    bc, bb, bf = release(rng, pairs, base_sc, rho, worse=False)
     cc, cb, cf = release(rng, pairs, sc, rho, worse=True)
     fixed = TestConfig(method="fixed", alpha=alpha, max_increase=max_increase)
     seq = TestConfig(method="sequential", alpha=alpha, max_increase=max_increase,
@@ -117,11 +124,11 @@ def rollback_rates(sc: Scenario, pairs: int, seed: int, *, looks: int = 20, alph
     out = {"fixed": 0, "sequential": 0, "old": 0}
     for i in range(pairs):
         xb, xc = int(bfc[i, -1]), int(cfc[i, -1])
-        out["fixed"] += rolls_back(compare_shares(xc, n, xb, n, fixed), fixed)
+        out["fixed"] += rolls_back(compare_shares(xc, n, xb, n * k, fixed), fixed)
         for m in ends:
             if m < min_answers:
                 continue
-            if rolls_back(compare_shares(int(cfc[i, m - 1]), m, int(bfc[i, m - 1]), m, seq), seq):
+            if rolls_back(compare_shares(int(cfc[i, m - 1]), m, int(bfc[i, m * k - 1]), m * k, seq), seq):
                 out["sequential"] += 1
                 break
         lower, _ = newcombe_interval(int(cb[i].sum()), int(cc[i].sum()), int(bb[i].sum()), int(bc[i].sum()), z)

@@ -69,3 +69,10 @@ def test_the_argo_analysis_with_a_sliding_baseline_window_keeps_alpha():
     from benchmarks.gate_simulation import argo_rollback_rate
 
     assert argo_rollback_rate(Scenario(answers=600, overdispersion=4.0), 2000, seed=43) <= ALPHA + SLACK
+
+
+def test_a_canary_split_keeps_alpha():
+    """A 10% canary (the baseline judges 9 answers per candidate answer), 4x overdispersion: both tests <= 5%."""
+    r = rollback_rates(Scenario(answers=300, overdispersion=4.0), 2000, seed=47, baseline_ratio=9)
+    assert r["fixed"] <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / 2000), r
+    assert r["sequential"] <= ALPHA + SLACK, r
