@@ -33,7 +33,11 @@ class Advice:
 
 
 def sampling_advice(d: GateDecision, window_s: float, advice: Advice) -> list[str]:
-    """How to get the answers a HOLD needs within ``advice.target_s`` (empty when none are needed)."""
+    """How to get the answers a HOLD needs within ``advice.target_s`` (empty when none are needed).
+
+    The candidate's pace is its answers over the whole window; a candidate born inside the window
+    is faster than that, so the advice errs towards more sampling, not less.
+    """
     more = d.power.more_candidate
     if d.action != HOLD or not more:
         return []
