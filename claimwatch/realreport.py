@@ -18,6 +18,9 @@ flagged", ECE of the answer call; beside them the AUC and FP rate at 70% recall 
 Style invariance: on human-faithful answers (or human-SUPPORTED claims) only, per source model, the
 judge's unsupported-claim rate and flagged share, and their spread (max - min over models with at
 least ``MIN_PER_MODEL`` items). A judge that measures hallucination, not style, has a small spread.
+
+``measure`` runs judges over one ``RealSet`` and prints the tables (``claimwatch calibrate --real`` and
+``benchmarks/real_judges.py`` both use it).
 """
 
 from __future__ import annotations
