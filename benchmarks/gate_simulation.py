@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from claimwatch.stats.answer_share import TestConfig, compare_shares, rolls_back
+from claimwatch.stats.answer_share import TestConfig, compare_shares
 from claimwatch.stats.proportions import newcombe_interval
 
 MAX_CLAIMS = 40
@@ -124,11 +124,11 @@ def rollback_rates(sc: Scenario, pairs: int, seed: int, *, looks: int = 20, alph
     out = {"fixed": 0, "sequential": 0, "old": 0}
     for i in range(pairs):
         xb, xc = int(bfc[i, -1]), int(cfc[i, -1])
-        out["fixed"] += rolls_back(compare_shares(xc, n, xb, n * k, fixed), fixed)
+        out["fixed"] += compare_shares(xc, n, xb, n * k, fixed).rolls_back
         for m in ends:
             if m < min_answers:
                 continue
-            if rolls_back(compare_shares(int(cfc[i, m - 1]), m, int(bfc[i, m * k - 1]), m * k, seq), seq):
+            if compare_shares(int(cfc[i, m - 1]), m, int(bfc[i, m * k - 1]), m * k, seq).rolls_back:
                 out["sequential"] += 1
                 break
         lower, _ = newcombe_interval(int(cb[i].sum()), int(cc[i].sum()), int(bb[i].sum()), int(bc[i].sum()), z)
@@ -168,7 +168,7 @@ def argo_rollback_rate(sc: Scenario, pairs: int, seed: int, *, looks: int = 12, 
             if nc < min_answers:
                 continue
             xb = int(bfc[i, step * k + nb] - bfc[i, step * k])
-            if rolls_back(compare_shares(int(cfc[i, nc - 1]), nc, xb, nb, seq), seq):
+            if compare_shares(int(cfc[i, nc - 1]), nc, xb, nb, seq).rolls_back:
                 rolled += 1
                 break
     return rolled / pairs

@@ -3,13 +3,14 @@
 It expresses the decision of ``claimwatch gate`` (sequential test, the default) in PromQL,
 from the same expressions the gate sends (:mod:`claimwatch.gate.promql`): exact counts of
 evaluated and flagged answers (``claimwatch_answers_total{outcome="evaluated"}``,
-``claimwatch_answers_with_unsupported_total``) per release over the window, and the lower end
-of the always-valid confidence sequence of the rise of the flagged-answer share
-(:mod:`claimwatch.stats.sequential`), so Argo may look every ``interval`` and the chance of a
-false rollback over the whole rollout stays at ``alpha``:
+``claimwatch_answers_with_unsupported_total``) per release over the window, and the log
+evidence of the always-valid one-sided test that the flagged-answer share rose by more than
+``max-increase`` (:mod:`claimwatch.stats.sequential`), so Argo may look every ``interval`` and
+the chance of a false rollback over the whole rollout stays at ``alpha``:
 
-- ``flagged-answers-significantly-worse`` returns that lower bound and **fails** the analysis
-  (rollout aborts = rollback) when it exceeds ``max-increase``;
+- ``flagged-answers-significantly-worse`` returns that log evidence and **fails** the analysis
+  (rollout aborts = rollback) when it is above 0 (the gate's ROLLBACK: its lower bound is above
+  ``max-increase``); no sample while the rise does not exceed ``max-increase``;
 - ``flagged-answers-within-tolerance`` returns the point rise and **succeeds** when it is within
   ``max-increase``; otherwise (thin traffic, or worse without significance) it is
   **inconclusive**, which pauses the rollout (= hold).
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from claimwatch.gate.promql import point_difference, sequential_lower_bound, share_counts
+from claimwatch.gate.promql import point_difference, sequential_log_evidence, share_counts
 from dashboards.rules_gen import to_yaml
 
 ARGS: dict[str, str | None] = {
@@ -38,7 +39,7 @@ ARGS: dict[str, str | None] = {
     "tau": "0.1",
     "interval": "5m",
 }
-KINDS = ("lower", "point")
+KINDS = ("evidence", "point")
 
 
 def _arg(name: str, values: Mapping[str, str] | None) -> str:
@@ -53,8 +54,8 @@ def query(kind: str, values: Mapping[str, str] | None = None) -> str:
     env = f'environment=~"{a("environment")}"'
     xc, nc = share_counts(a("candidate-release"), a("window"), env, quote=False)
     xb, nb = share_counts(a("baseline-release"), a("window"), env, quote=False)
-    if kind == "lower":
-        expr = sequential_lower_bound(xc, nc, xb, nb, a("alpha"), a("tau"))
+    if kind == "evidence":
+        expr = sequential_log_evidence(xc, nc, xb, nb, a("max-increase"), a("alpha"), a("tau"))
     elif kind == "point":
         expr = point_difference(xc, nc, xb, nb)
     else:
@@ -68,13 +69,14 @@ Argo Rollouts AnalysisTemplate: the claimwatch release gate in PromQL, the same 
 `claimwatch gate` (claimwatch/gate/, sequential test) on the same exact counts. The unit is the
 answer: the share of evaluated answers with an UNSUPPORTED or CONTRADICTED claim, candidate vs
 baseline (claims of one answer are correlated; answers are independent trials).
-  - rollback: flagged-answers-significantly-worse FAILS (the rollout aborts) when the lower end
-    of the always-valid confidence sequence of the rise exceeds max-increase;
+  - rollback: flagged-answers-significantly-worse FAILS (the rollout aborts) when the log
+    evidence of the always-valid one-sided test "the rise exceeds max-increase" is above 0
+    (the gate's lower bound of the rise is above max-increase);
   - hold: flagged-answers-within-tolerance is INCONCLUSIVE (the rollout pauses for a human)
     while either side has fewer than min-answers evaluated answers, or the point rise exceeds
     max-increase without significance;
   - promote: every metric Successful.
-The confidence sequence stays valid however often Argo looks (every `interval`): at most `alpha`
+The test stays valid however often Argo looks (every `interval`): at most `alpha`
 false rollbacks over the whole rollout (docs/gate.md has the simulation). Set `window` to at
 least the analysis' duration (count x interval), so every look counts the candidate from its
 first answer and each look's data contain the previous look's.
@@ -98,9 +100,9 @@ def template() -> dict:
             "interval": "{{args.interval}}",
             "count": 12,
             "failureLimit": 0,
-            "successCondition": "len(result) == 0 || result[0] <= {{args.max-increase}}",
-            "failureCondition": "len(result) > 0 && result[0] > {{args.max-increase}}",
-            "provider": provider("lower"),
+            "successCondition": "len(result) == 0 || result[0] <= 0",
+            "failureCondition": "len(result) > 0 && result[0] > 0",
+            "provider": provider("evidence"),
         },
         {
             "name": "flagged-answers-within-tolerance",

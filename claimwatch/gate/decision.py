@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from claimwatch.gate.counts import ReleaseCounts
 from claimwatch.stats import power
-from claimwatch.stats.answer_share import FIXED, ShareComparison, TestConfig, compare_shares, rolls_back
+from claimwatch.stats.answer_share import FIXED, ShareComparison, TestConfig, compare_shares
 
 PROMOTE, HOLD, ROLLBACK = "promote", "hold", "rollback"
 EXIT_CODES = {PROMOTE: 0, ROLLBACK: 1, HOLD: 2}
@@ -128,7 +128,7 @@ def decide(baseline: ReleaseCounts, candidate: ReleaseCounts, config: GateConfig
     ]
     if thin:
         return _with_more(done(HOLD, ["not enough evidence: " + "; ".join(thin) + " (widen the window or wait)"]))
-    if rolls_back(cmp, t):
+    if cmp.rolls_back:
         return done(ROLLBACK, [
             f"flagged answers rose from {_pct(cmp.baseline_rate).strip()} to {_pct(cmp.candidate_rate).strip()}: "
             f"even the lower bound of the rise ({_pts(cmp.lower)}) exceeds the tolerance ({_pts(t.max_increase)})"

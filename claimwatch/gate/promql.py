@@ -22,6 +22,7 @@ This is what the worker counted between those two scrapes, to the answer.
 
 from __future__ import annotations
 
+import math
 import re
 
 from contract.errors import ClaimwatchError
@@ -33,6 +34,8 @@ ANSWERS = "claimwatch_answers_total"
 FLAGGED = "claimwatch_answers_with_unsupported_total"
 CONTRADICTED = "claimwatch_answers_with_contradicted_total"
 CLAIMS = "claimwatch_claims_total"
+LN2 = math.log(2)
+SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 class GateError(ClaimwatchError):
@@ -99,13 +102,19 @@ def point_difference(xc: str, nc: str, xb: str, nb: str) -> str:
     return f"({xc} / {nc} - {xb} / {nb})"
 
 
-def sequential_lower_bound(xc: str, nc: str, xb: str, nb: str, alpha: str, tau: str) -> str:
-    """Lower end of the confidence sequence of :mod:`claimwatch.stats.sequential`, in PromQL."""
+def sequential_log_evidence(xc: str, nc: str, xb: str, nb: str, theta: str, alpha: str, tau: str) -> str:
+    """:func:`claimwatch.stats.sequential.log_evidence` of ``xc/nc - xb/nb > theta``, in PromQL (> 0 rejects).
+
+    No sample when the difference does not exceed ``theta`` (no evidence).
+    """
+    excess = f"({point_difference(xc, nc, xb, nb)} - {theta})"
     sc, sb = f"(({xc} + 1) / ({nc} + 2))", f"(({xb} + 1) / ({nb} + 2))"
     v = f"({sc} * (1 - {sc}) / {nc} + {sb} * (1 - {sb}) / {nb})"
     t2 = f"({tau} ^ 2)"
-    h = f"sqrt(2 * {v} * ({v} + {t2}) / {t2} * (0.5 * ln(({v} + {t2}) / {v}) - ln(vector({alpha}))))"
-    return f"{point_difference(xc, nc, xb, nb)} - {h}"
+    c = f"({excess} * {tau} / sqrt({v} * ({v} + {t2})))"
+    mills = f"clamp_min(1 - exp(-({c} ^ 2) / 2) / {SQRT_2PI!r} / {c}, 0.5)"
+    evidence = (f"{LN2!r} + 0.5 * ln({v} / ({v} + {t2})) + {c} ^ 2 / 2 + ln({mills}) + ln(vector({alpha}))")
+    return f"({evidence})\nand on ()\n{excess} > 0"
 
 
 _UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}

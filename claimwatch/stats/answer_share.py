@@ -13,7 +13,7 @@ H0: ``p_candidate - p_baseline <= max_increase``. The candidate is rolled back w
 one-sided lower bound of the difference exceeds ``max_increase``:
 
 - ``fixed``: Newcombe's score interval at ``1 - alpha`` (one look, planned in advance);
-- ``sequential``: the normal-mixture confidence sequence (:mod:`claimwatch.stats.sequential`),
+- ``sequential``: the one-sided normal-mixture test (:mod:`claimwatch.stats.sequential`),
   valid over any number of looks.
 
 Either way the chance of rolling back a release that is not worse is at most ``alpha``;
@@ -23,10 +23,11 @@ Either way the chance of rolling back a release that is not worse is at most ``a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from statistics import NormalDist
 
 from claimwatch.stats.proportions import newcombe_interval
-from claimwatch.stats.sequential import DEFAULT_TAU, confidence_sequence
+from claimwatch.stats.sequential import DEFAULT_TAU, confidence_sequence, rejects
 
 FIXED, SEQUENTIAL = "fixed", "sequential"
 METHODS = (SEQUENTIAL, FIXED)
@@ -59,33 +60,60 @@ class TestConfig:
 
 @dataclass(frozen=True)
 class ShareComparison:
-    """Candidate vs baseline share of flagged answers, with the test's bounds on the difference."""
+    """Candidate (``xc`` flagged of ``nc``) vs baseline (``xb`` of ``nb``) under ``config``'s test.
 
-    baseline_rate: float
-    candidate_rate: float
-    lower: float
-    upper: float
-    method: str
+    ``rolls_back`` is the decision; ``lower``/``upper`` bound the difference for display (for the
+    sequential test each is an always-valid one-sided bound at ``alpha``, and ``lower >
+    max_increase`` exactly when it rolls back).
+    """
+
+    xc: int
+    nc: int
+    xb: int
+    nb: int
+    config: TestConfig
+
+    @property
+    def method(self) -> str:
+        return self.config.method
+
+    @property
+    def baseline_rate(self) -> float:
+        return self.xb / self.nb if self.nb else 0.0
+
+    @property
+    def candidate_rate(self) -> float:
+        return self.xc / self.nc if self.nc else 0.0
 
     @property
     def difference(self) -> float:
         return self.candidate_rate - self.baseline_rate
 
+    @cached_property
+    def bounds(self) -> tuple[float, float]:
+        cfg = self.config
+        if cfg.method == FIXED:
+            return newcombe_interval(self.xc, self.nc, self.xb, self.nb, cfg.z)
+        return confidence_sequence(self.xc, self.nc, self.xb, self.nb, cfg.alpha, cfg.tau)
 
-def difference_bounds(xc: int, nc: int, xb: int, nb: int, cfg: TestConfig) -> tuple[float, float]:
-    """Lower and upper bound of ``xc/nc - xb/nb`` under ``cfg``'s method."""
-    if cfg.method == FIXED:
-        return newcombe_interval(xc, nc, xb, nb, cfg.z)
-    return confidence_sequence(xc, nc, xb, nb, cfg.alpha, cfg.tau)
+    @property
+    def lower(self) -> float:
+        return self.bounds[0]
+
+    @property
+    def upper(self) -> float:
+        return self.bounds[1]
+
+    @cached_property
+    def rolls_back(self) -> bool:
+        """The decision rule: the rise is above the tolerance, significantly (the lower bound above it)."""
+        cfg = self.config
+        if cfg.method == FIXED:
+            return self.lower > cfg.max_increase
+        return rejects(self.xc, self.nc, self.xb, self.nb, cfg.max_increase, cfg.alpha, cfg.tau)
 
 
 def compare_shares(xc: int, nc: int, xb: int, nb: int, cfg: TestConfig) -> ShareComparison:
     """Flagged ``xc`` of ``nc`` candidate answers vs ``xb`` of ``nb`` baseline answers."""
-    xc, xb = max(0, min(xc, nc)), max(0, min(xb, nb))  # counters read at one scrape never disagree; stay safe
-    lower, upper = difference_bounds(xc, nc, xb, nb, cfg)
-    return ShareComparison(xb / nb if nb else 0.0, xc / nc if nc else 0.0, lower, upper, cfg.method)
-
-
-def rolls_back(c: ShareComparison, cfg: TestConfig) -> bool:
-    """The decision rule: the lower bound of the increase is above the tolerance."""
-    return c.lower > cfg.max_increase
+    # counters read at one instant never have more flagged than answers; stay safe anyway
+    return ShareComparison(max(0, min(xc, nc)), nc, max(0, min(xb, nb)), nb, cfg)

@@ -17,7 +17,7 @@ import math
 from statistics import NormalDist
 
 from claimwatch.stats.answer_share import FIXED, TestConfig
-from claimwatch.stats.sequential import mixture_half_width
+from claimwatch.stats.sequential import half_width
 
 #: a rate assumed when nothing is flagged yet (the margin at p = 0 would be 0)
 FLOOR_RATE = 0.01
@@ -38,7 +38,7 @@ def margin(p: float, nc: float, nb: float, cfg: TestConfig, pb: float | None = N
     if nc <= 0 or nb <= 0:
         return math.inf
     v = _variance(p, nc, nb, pb)
-    return cfg.z * math.sqrt(v) if cfg.method == FIXED else mixture_half_width(v, cfg.alpha, cfg.tau)
+    return cfg.z * math.sqrt(v) if cfg.method == FIXED else half_width(v, cfg.alpha, cfg.tau)
 
 
 def min_detectable_increase(p: float, nc: float, nb: float, cfg: TestConfig) -> float:

@@ -23,6 +23,7 @@ from prometheus_client import start_http_server
 
 from claimwatch.embedded import EmbeddedPrometheus, free_port
 from claimwatch.gate import GateConfig, ReleaseCounts, Source, counts_from_results, decide, fetch_counts
+from claimwatch.stats.sequential import difference_variance, log_evidence
 from dashboards import argo_gen
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Verdict
 from evaluator_worker.metrics import WorkerMetrics
@@ -98,14 +99,18 @@ def test_gate_counts_equal_the_worker_counts_for_long_lived_and_new_releases(scr
     inc = _query(prom.url, f'sum(increase(claimwatch_answers_total{{release="v-old", outcome="evaluated"}}[{window}]))')
     assert round(float(inc[0]["value"][1])) != worker["v-old"].answers
 
-    # the Argo analysis, on the same Prometheus, computes the gate's sequential lower bound and decision
+    # the Argo analysis, on the same Prometheus, computes the gate's sequential test and decision
     d = decide(worker["v-old"], worker["v-new"], GateConfig())
     args = {"environment": "prod", "window": window, "min-answers": "50", "alpha": "0.05", "tau": "0.1",
-            "baseline-release": "v-old", "candidate-release": "v-new"}
-    lower = float(_query(prom.url, argo_gen.query("lower", args))[0]["value"][1])
-    assert lower == pytest.approx(d.comparison.lower, abs=1e-9)
-    assert (lower > 0.02) == (d.action == "rollback")
+            "max-increase": "0.02", "baseline-release": "v-old", "candidate-release": "v-new"}
+    evidence = float(_query(prom.url, argo_gen.query("evidence", args))[0]["value"][1])
+    o, n = worker["v-old"], worker["v-new"]
+    expected = log_evidence(n.flagged_share - o.flagged_share - 0.02,
+                            difference_variance(n.flagged, n.answers, o.flagged, o.answers), 0.05, 0.1)
+    assert evidence == pytest.approx(expected, abs=1e-9)
+    assert (evidence > 0) == (d.action == "rollback") == (d.comparison.lower > 0.02)
     assert d.action == "rollback"  # 45% vs 20% flagged answers on >200 answers each
+
     # `claimwatch report` (results topic) decides on the same counts, so it makes the same decision
     from claimwatch.report import build_report
 

@@ -30,7 +30,7 @@ from claimwatch.gate import (
 from claimwatch.gate.promql import count_query, duration_seconds, exact_increase
 from claimwatch.stats import power
 from claimwatch.stats.proportions import newcombe_interval, wilson_interval, z_test_p_value
-from claimwatch.stats.sequential import confidence_sequence, mixture_half_width
+from claimwatch.stats.sequential import confidence_sequence, half_width, log_evidence, rejects
 
 Z95 = 1.959963984540054  # two-sided 95%
 FIXED = GateConfig(TestConfig(method="fixed"))
@@ -62,11 +62,24 @@ def test_z_test_p_value_hand_computed():
     assert z_test_p_value(10, 1000, 10, 1000) == pytest.approx(0.5)
 
 
-def test_mixture_half_width_hand_computed():
-    """V = 0.001, tau = 0.1, alpha = 0.05: sqrt(2 * 0.001 * 0.011 / 0.01 * (0.5 ln 11 + ln 20)) = 0.0961."""
-    expected = math.sqrt(2 * 0.001 * 0.011 / 0.01 * (0.5 * math.log(11) + math.log(20)))
-    assert mixture_half_width(0.001, 0.05, 0.1) == pytest.approx(expected, rel=1e-12)
-    assert round(expected, 4) == 0.0961
+def test_log_evidence_hand_computed():
+    """V = 0.001, tau = 0.1, alpha = 0.05, excess 0.1: c = 3.0151, L = 1 - phi(c)/c = 0.99860,
+    ln 2 + 0.5 ln(1/11) + c^2/2 + ln L + ln 0.05 = 1.04252 (> 0: rejects)."""
+    assert log_evidence(0.1, 0.001, 0.05, 0.1) == pytest.approx(1.042516, abs=1e-6)
+    assert log_evidence(0.0, 0.001, 0.05, 0.1) == -math.inf  # no excess, no evidence
+
+
+def test_half_width_is_where_the_evidence_reaches_zero_and_decisions_match_the_bound():
+    """log_evidence crosses 0 at h(V); rejecting theta is the same as theta below the lower bound d - h(V)."""
+    for v in (1e-4, 1e-3, 1e-2):
+        h = half_width(v, 0.05)
+        assert log_evidence(h * (1 + 1e-6), v, 0.05) > 0 > log_evidence(h * (1 - 1e-6), v, 0.05)
+    z = TestConfig().z
+    assert 1.5 * z < half_width(1e-3, 0.05) / math.sqrt(1e-3) < 1.8 * z  # ~1.7x one look at its sweet spot
+    for xc in range(60, 140, 7):
+        lower, _ = confidence_sequence(xc, 400, 80, 400, 0.05)
+        for theta in (0.0, 0.02, 0.05):
+            assert rejects(xc, 400, 80, 400, theta, 0.05) == (lower > theta)
 
 
 def test_confidence_sequence_is_wider_than_one_look_and_shrinks_with_answers():
@@ -126,10 +139,14 @@ def test_sequential_needs_more_evidence_than_one_look():
     assert d.action == "hold" and "not significantly" in d.reasons[0]
     assert d.power.more_candidate is not None and 0 < d.power.more_candidate < 10_000
     assert f"about {d.power.more_candidate} more evaluated candidate answers" in d.reasons[1]
-    # and that many more, at the same shares, does roll back
+    # about that many more, at the same shares, rolls back; well short of it still holds
     k = 1 + d.power.more_candidate / 400
-    bigger = decide(ReleaseCounts(round(400 * k), round(80 * k)), ReleaseCounts(round(400 * k), round(112 * k)), SEQ)
-    assert bigger.action == "rollback"
+
+    def at(scale: float) -> str:
+        return decide(ReleaseCounts(round(400 * scale), round(80 * scale)),
+                      ReleaseCounts(round(400 * scale), round(112 * scale)), SEQ).action
+
+    assert at(k * 1.05) == "rollback" and at(1 + (k - 1) * 0.7) == "hold"
 
 
 def test_thin_evidence_holds_even_when_shares_look_terrible():

@@ -126,9 +126,9 @@ def _argo_promtool_test(tmp_path: Path, series: dict[str, str], cases: list[dict
 
 def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
     """The AnalysisTemplate's PromQL and the gate's count queries, on one promtool history, give the gate's numbers:
-    exact counts for a long-lived and a born-in-window release, and the sequential lower bound the gate computes."""
+    exact counts for a long-lived and a born-in-window release, and the sequential test's log evidence the gate computes."""
     from claimwatch.gate.promql import ANSWERS, CLAIMS, FLAGGED, count_query
-    from claimwatch.stats.sequential import confidence_sequence
+    from claimwatch.stats.sequential import difference_variance, log_evidence
     from dashboards import argo_gen
 
     promtool = _promtool()
@@ -153,10 +153,11 @@ def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
         # v4 restarted at minute 151 under the same labels: counts from the reset on (295), never more than 595
         f'claimwatch_answers_total{{release="v4", outcome="evaluated", {labels}}}': "0+10x150 5+10x29",
     }
-    args = {"environment": "prod", "window": "1h", "min-answers": "50", "alpha": "0.05", "tau": "0.1"}
+    args = {"environment": "prod", "window": "1h", "min-answers": "50", "alpha": "0.05", "tau": "0.1",
+            "max-increase": "0.02"}
     v1v2 = {**args, "baseline-release": "v1", "candidate-release": "v2"}
-    lower = confidence_sequence(200, 500, 120, 600, 0.05, 0.1)[0]
-    assert 0.1 < lower < 0.2
+    evidence = log_evidence(0.4 - 0.2 - 0.02, difference_variance(200, 500, 120, 600), 0.05, 0.1)
+    assert evidence > 0
     at = "180m"
 
     def case(expr: str, value: float | None, labels_: str = "{}") -> dict:
@@ -170,10 +171,12 @@ def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
         case(count_query(ANSWERS, "v2", "1h"), 500),
         case(count_query(FLAGGED, "v2", "1h"), 200),
         case(count_query(ANSWERS, "v4", "1h"), 295),
-        case(f"round({argo_gen.query('lower', v1v2)}, 0.0001)", round(lower, 4)),
+        case(f"round({argo_gen.query('evidence', v1v2)}, 0.0001)", round(evidence, 4)),
+        # a rise within the tolerance has no evidence: no sample (the metric succeeds)
+        case(argo_gen.query("evidence", {**v1v2, "max-increase": "0.25"}), None),
         case(f"round({argo_gen.query('point', v1v2)}, 0.0001)", 0.2),
         # thin candidate (10 answers < 50): no sample -> inconclusive / not failed
-        case(argo_gen.query("lower", {**v1v2, "candidate-release": "v3"}), None),
+        case(argo_gen.query("evidence", {**v1v2, "candidate-release": "v3"}), None),
         case(argo_gen.query("point", {**v1v2, "candidate-release": "v3"}), None),
     ]
     path = _argo_promtool_test(tmp_path, series, cases)
@@ -182,14 +185,18 @@ def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
 
 
 def test_argo_and_the_gate_decide_alike_on_the_same_counts():
-    """Argo's rule (fail when the sequential lower bound > max-increase) is the gate's ROLLBACK on the same counts."""
+    """Argo's rule (fail when the log evidence at max-increase > 0) is the gate's ROLLBACK on the same counts."""
     from claimwatch.gate import GateConfig, ReleaseCounts, decide
-    from claimwatch.stats.sequential import confidence_sequence
+    from claimwatch.stats.sequential import difference_variance, log_evidence
     from dashboards import argo_gen
 
     tol = float(argo_gen.ARGS["max-increase"] or 0)
     alpha, tau = float(argo_gen.ARGS["alpha"] or 0), float(argo_gen.ARGS["tau"] or 0)
-    for nb, xb, nc, xc in [(600, 120, 500, 200), (600, 120, 500, 120), (600, 120, 500, 160), (60, 6, 55, 20)]:
-        argo_fails = confidence_sequence(xc, nc, xb, nb, alpha, tau)[0] > tol
+    cases = [(600, 120, 500, 200), (600, 120, 500, 120), (600, 120, 500, 160), (600, 120, 500, 150), (60, 6, 55, 20)]
+    seen = set()
+    for nb, xb, nc, xc in cases:
+        argo_fails = log_evidence(xc / nc - xb / nb - tol, difference_variance(xc, nc, xb, nb), alpha, tau) > 0
         d = decide(ReleaseCounts(nb, xb), ReleaseCounts(nc, xc), GateConfig(min_answers=int(argo_gen.ARGS["min-answers"] or 0)))
         assert argo_fails == (d.action == "rollback"), (nb, xb, nc, xc)
+        seen.add(argo_fails)
+    assert seen == {True, False}
