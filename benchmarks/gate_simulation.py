@@ -14,7 +14,7 @@ unsupported with probability 0.5): its flagged-answer share rises by ``delta``.
 Tests compared (all through the project's code: :mod:`claimwatch.stats`):
 
 - ``fixed``: the gate's answer-share test, one look at ``n`` answers per release;
-- ``sequential``: the gate's confidence sequence, ``looks`` looks at ``n/looks, 2n/looks, ... n``
+- ``sequential``: the gate's always-valid sequential test, ``looks`` looks at ``n/looks, 2n/looks, ... n``
   answers per release (the data accumulate: what ``claimwatch gate --follow`` and the Argo
   analysis see); a rollback at any look counts;
 - ``old``: the claim-level gate before issue 29 (Newcombe on claim counts, every claim an

@@ -1,7 +1,7 @@
 """Statistics of the release gate, with no I/O: proportions, a sequential test, power.
 
 - :mod:`claimwatch.stats.proportions`: Wilson and Newcombe score intervals (fixed horizon).
-- :mod:`claimwatch.stats.sequential`: a normal-mixture confidence sequence (always valid:
+- :mod:`claimwatch.stats.sequential`: a one-sided normal-mixture test and its bounds (always valid:
   look as often as you like, the error rate holds over all looks).
 - :mod:`claimwatch.stats.answer_share`: the gate's test on the share of flagged answers,
   each answer one independent trial, in either mode.
