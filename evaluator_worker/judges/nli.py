@@ -406,6 +406,14 @@ class NLIJudge(JudgeBase):
             verdicts.append(self._decide(claim, windows, best_e, pe, best_c, pc))
         return Verification(verdicts=verdicts, usage=usage)
 
+    def support_probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """The model's raw support probability for each (document, claim) pair, fed exactly as in ``verify``
+        but unwindowed: P(entailment) for NLI kinds, P(supported) for the verifiers (``claimwatch selfcheck``)."""
+        loaded = self._get()
+        rows = self._score(loaded, [d for d, _ in pairs], [c for _, c in pairs], Usage(model=self.model_name))
+        ent = loaded.labels["entailment"]
+        return [_unit(row[ent]) for row in rows]
+
     def _decide(self, claim: Claim, windows: list[tuple[int, str]], best_e: int, pe: float, best_c: int, pc: float) -> ClaimVerdict:
         """The SAFE rule: entailment anywhere wins, then contradiction, else unsupported."""
         if pe >= self.entail_threshold:
