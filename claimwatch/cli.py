@@ -1,4 +1,4 @@
-"""``claimwatch`` command line: worker, score, verify, calibrate, gate, demo.
+"""``claimwatch`` command line: worker, score, verify, calibrate (files, HaluEval, the real labelled sets), gate, demo, and the subcommands their modules register (receiver, bridge, soak, claims, report, audit, selfcheck).
 
 Settings come from ``CLAIMWATCH_*`` environment variables (see
 ``evaluator_worker.config``); flags override the most common ones.
@@ -147,6 +147,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise ConfigError("calibrate --fit-confidence fits on labeled claims: give a claims file, not --answers/--halueval")
         settings = settings.model_copy(update={"confidence_calibration": "none"})  # fit on the raw confidences
     judge = get_judge(settings.judge, settings)
+    if args.real:
+        return _calibrate_real(args, judge)
     report: calibration.AnswerReport | calibration.ClaimReport
     if args.halueval or args.answers:
         if args.halueval:
@@ -188,20 +190,44 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_gate(args: argparse.Namespace) -> int:
-    from claimwatch.gate import run_gate
+def _calibrate_real(args: argparse.Namespace, judge) -> int:
+    """``calibrate --real SET``: the judge on one split of a public human-labelled set, baselines beside."""
+    import io
 
-    code, text = run_gate(
-        args.prometheus,
-        baseline=args.baseline,
-        candidate=args.candidate,
-        window=args.window,
-        label=args.label,
-        extra_selector=args.selector,
-        min_claims=args.min_claims,
-        alpha=args.alpha,
-        max_increase=args.max_increase,
-    )
+    from claimwatch import realdata, realreport
+
+    if args.input or args.answers or args.halueval or args.fit_confidence:
+        raise ConfigError("calibrate --real reads its own data: give no file, --answers, --halueval or --fit-confidence")
+    data = realdata.load_real(args.real, args.split, limit=args.limit)
+    if not data.claims and not data.answers:
+        raise ConfigError(f"--real {args.real} --split {args.split}: no items")
+    print(f"{args.real}, split {args.split or 'all'}: {json.dumps(data.summary())}", file=sys.stderr)
+    out = io.StringIO() if args.json else sys.stdout
+    result = realreport.measure(data, {judge.name: judge}, out=out)
+    if args.json:
+        print(json.dumps({"set": args.real, "split": args.split, "data": data.summary(), **result},
+                         indent=None if args.compact else 2, ensure_ascii=False))
+    return 0
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from claimwatch.gate import Advice, Follow, GateConfig, Source, TestConfig, follow, run_gate
+    from claimwatch.gate.promql import duration_seconds
+
+    source = Source(args.prometheus, label=args.label, extra_selector=args.selector)
+    try:
+        config = GateConfig(TestConfig(method=args.test, alpha=args.alpha, max_increase=args.max_increase,
+                                       tau=args.tau), min_answers=args.min_answers)
+        advice = Advice(target_s=duration_seconds(args.target), sampling_ratio=args.sampling_ratio)
+        plan = Follow(every_s=duration_seconds(args.every), duration_s=duration_seconds(args.duration))
+    except ValueError as exc:
+        raise ConfigError(f"gate: {exc}") from exc
+    if args.follow:
+        if config.test.method != "sequential":
+            raise ConfigError("gate: --follow needs --test sequential (the fixed test is valid for one look)")
+        return follow(source, args.baseline, args.candidate, window=args.window, config=config, plan=plan,
+                      advice=advice)
+    code, text = run_gate(source, args.baseline, args.candidate, window=args.window, config=config, advice=advice)
     print(text)
     return code
 
@@ -269,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--answers", action="store_true", help="input is labeled answers (faithful/hallucinated)")
     c.add_argument("--halueval", choices=["dialogue", "summarization", "qa"], help="HaluEval split (length-matched pairs)")
     c.add_argument("--limit", type=int, default=None)
+    c.add_argument("--real", choices=["factcheck-gpt", "summedits", "expertqa", "wice", "faithbench"], default=None,
+                   help="a public human-labelled set of real LLM answers (data/real/; see docs/judge-quality.md)")
+    c.add_argument("--split", choices=["train", "dev", "eval"], default="dev",
+                   help="with --real: train, dev (default) or eval (run eval once per judge version)")
     c.add_argument("--plot", default=None, help="write the reliability diagram (confidence vs accuracy) as a PNG")
     c.add_argument("--fit-confidence", default=None, metavar="PATH",
                    help="fit a confidence map (isotonic) on the judge's raw confidences and write it to PATH "
@@ -279,12 +309,23 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--prometheus", required=True, help="Prometheus base URL")
     g.add_argument("--baseline", required=True)
     g.add_argument("--candidate", required=True)
-    g.add_argument("--window", default="1h")
-    g.add_argument("--min-claims", type=int, default=200, help="judged claims each release needs before a decision")
-    g.add_argument("--alpha", type=float, default=0.05, help="one-sided significance level")
-    g.add_argument("--max-increase", type=float, default=0.02, help="tolerated rise of the contradicted/unsupported rate")
+    g.add_argument("--window", default="1h", help="counts over this window (with --follow: its start stays put)")
+    g.add_argument("--test", choices=["sequential", "fixed"], default="sequential",
+                   help="sequential: valid over any number of looks (default); fixed: one planned look, more power")
+    g.add_argument("--min-answers", type=int, default=50, help="evaluated answers each release needs before a decision")
+    g.add_argument("--alpha", type=float, default=0.05, help="false-rollback rate (over all looks when sequential)")
+    g.add_argument("--max-increase", type=float, default=0.02,
+                   help="tolerated rise of the share of flagged answers (any UNSUPPORTED or CONTRADICTED claim)")
+    g.add_argument("--tau", type=float, default=0.1,
+                   help="sequential test: mixing sd (the Argo template's tau; see docs/gate.md)")
     g.add_argument("--label", default="release", help="label that names releases")
     g.add_argument("--selector", default="", help='extra matchers, e.g. environment="prod"')
+    g.add_argument("--follow", action="store_true", help="look again every --every until --duration or a rollback")
+    g.add_argument("--every", default="5m", help="--follow: time between looks")
+    g.add_argument("--duration", default="1h", help="--follow: how long to keep looking")
+    g.add_argument("--target", default="1h", help="on HOLD, recommend sampling to settle it within this time")
+    g.add_argument("--sampling-ratio", type=float, default=None,
+                   help="the collector's current sampling ratio for the candidate (for the recommendation)")
     g.set_defaults(func=cmd_gate)
 
     pr = sub.add_parser("probe", help="active consistency probe: ask paraphrases of questions, judge the answers")
@@ -299,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     from claimwatch.audit import add_cli as add_audit
     from claimwatch.claims_query import add_cli as add_claims
     from claimwatch.report import add_cli as add_report
+    from claimwatch.selfcheck import add_cli as add_selfcheck
     from claimwatch.soak import add_cli as add_soak
     from collector.otlp_bridge import add_cli as add_bridge
     from collector.receiver import add_cli as add_receiver  # noqa: E402 (subcommands owned by their modules)
@@ -309,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_claims(sub)
     add_report(sub)
     add_audit(sub)
+    add_selfcheck(sub)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
     judge_flag(d)
@@ -318,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--no-prometheus", action="store_true", help="don't start Prometheus even if installed")
     d.add_argument("--workers", type=int, default=1)
     d.add_argument("--seed", type=int, default=7)
-    d.add_argument("--gate-min-claims", type=int, default=100, help="judged claims per release the gate needs")
+    d.add_argument("--gate-min-answers", type=int, default=50, help="evaluated answers per release the gate needs")
     d.add_argument("--report", default="claimwatch-demo-report.html",
                    help="write the HTML release report here ('' to skip)")
     d.set_defaults(func=cmd_demo)
