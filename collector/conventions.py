@@ -115,7 +115,7 @@ class BuildResult:
     had_retriever: bool = False
     had_answer: bool = False
     #: RAG calls found in the trace (disjoint subtrees each with retrieved documents and an answer); when more than
-    #: one, the record is built from the last call only
+    #: one, each call is a result (and a record) of its own
     calls: int = 1
 
 
@@ -617,22 +617,28 @@ class SpanExtractor:
         f.convention = f.convention or "traceloop"
 
     # one trace --------------------------------------------------------------
-    def build(self, trace_id: int, facts: list[SpanFacts]) -> BuildResult:
-        """Turn one trace's facts into a :class:`RagTrace` (or say why it is not RAG).
+    def build(self, trace_id: int, facts: list[SpanFacts]) -> list[BuildResult]:
+        """Turn one trace's facts into :class:`RagTrace` records, one per RAG call (or say why it is not RAG).
 
-        A trace holding several RAG calls (disjoint subtrees with documents and an answer each) is built from
-        its last call (``BuildResult.calls`` says how many there were; the record carries ``rag_calls``): one
-        correct record instead of a mix of every call's documents under the last answer.
+        Usually a trace is one call and gives one result. A trace holding several RAG calls (disjoint subtrees
+        with documents and an answer each: an agent that retrieves and answers twice under one root) gives one
+        result per call, in the order the calls started, each built from its own subtree only (its question,
+        its documents, its answer) and carrying ``call_id`` (the span id heading it) so that it is a record of
+        its own downstream (``RagTrace.record_key``), plus ``rag_calls`` / ``rag_call`` attributes.
         """
         calls = _call_roots(facts)
-        if len(calls) > 1:
-            last = max(calls, key=lambda f: (f.end_ns, f.start_ns))
-            result = self._build(trace_id, _subtree(facts, last))
+        if len(calls) <= 1:
+            return [self._build(trace_id, facts)]
+        out = []
+        for i, call in enumerate(sorted(calls, key=lambda f: (f.start_ns, f.end_ns)), start=1):
+            result = self._build(trace_id, _subtree(facts, call))
             result.calls = len(calls)
             if result.record is not None:
+                result.record.call_id = format(call.span_id, "016x")
                 result.record.attributes["rag_calls"] = len(calls)
-            return result
-        return self._build(trace_id, facts)
+                result.record.attributes["rag_call"] = i
+            out.append(result)
+        return out
 
     def _build(self, trace_id: int, facts: list[SpanFacts]) -> BuildResult:
         by_id = {f.span_id: f for f in facts}

@@ -39,11 +39,11 @@ DROP_REASONS = frozenset(
         "serialise_error",
         "missing_content",
         "attribute_limit",
-        "multi_call",
         "internal",
     }
 )
-TRACE_OUTCOMES = frozenset({"assembled", "not_rag", "incomplete", "sampled_in", "sampled_out", "queued"})
+#: multi_call: a trace holding several RAG calls (each becomes a record of its own)
+TRACE_OUTCOMES = frozenset({"assembled", "not_rag", "incomplete", "multi_call", "sampled_in", "sampled_out", "queued"})
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 

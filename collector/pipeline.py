@@ -174,10 +174,17 @@ class TracePipeline:
             return self.assembler.drop_incomplete()
 
     def emit(self, completed: CompletedTrace) -> bool:
-        """Build, sample, redact, limit and submit one complete trace; True when the sink took it."""
+        """Build, sample, redact, limit and submit one complete trace (a record per RAG call in it); True when the
+        sink took every record."""
+        self.metrics.trace("assembled")
+        results = self.extractor.build(completed.trace_id, completed.facts)
+        if len(results) > 1:
+            self.metrics.trace("multi_call")
+        return all([self._emit_one(completed, result) for result in results])
+
+    def _emit_one(self, completed: CompletedTrace, result: Any) -> bool:
+        """Sample, redact, limit and submit one call's record (or count why there is none)."""
         m = self.metrics
-        m.trace("assembled")
-        result = self.extractor.build(completed.trace_id, completed.facts)
         if result.missing_content:
             m.drop("missing_content", result.missing_content)
         dropped = sum(f.dropped_attributes for f in completed.facts)
@@ -192,12 +199,6 @@ class TracePipeline:
                                   reason=result.reason, dropped_attributes=dropped)
             self._explain_not_rag(result)
             return False
-        if result.calls > 1:
-            # several RAG calls in one trace: the record is the last call's; the earlier ones are counted and logged
-            m.drop("multi_call", result.calls - 1)
-            self.ratelog.warn("multi_call", "a trace holds several RAG calls (retrieval + answer each): only the "
-                              "last is judged (one record per trace id); start a new trace per call to judge each",
-                              calls=result.calls)
         if dropped:
             m.trace("incomplete")
             self.ratelog.warn("attribute_limit_incomplete", "spans lost attributes to the SDK's attribute count "

@@ -66,6 +66,9 @@ class RagTrace(BaseModel):
     #: W3C trace ids are 32 hex digits; the bound keeps Kafka keys and result records small
     trace_id: str = Field(max_length=MAX_TRACE_ID_CHARS)
     root_span_id: str | None = None
+    #: set only when the trace holds several RAG calls (an agent that retrieves and answers twice under one root):
+    #: the span id heading this call; each call is its own record, identified by :attr:`record_key`
+    call_id: str | None = Field(default=None, max_length=64)
     span_ids: list[str] = Field(default_factory=list)
     start_time_unix_nano: int | None = None
     end_time_unix_nano: int | None = None
@@ -133,6 +136,16 @@ class RagTrace(BaseModel):
     def key(self) -> bytes:
         """Kafka key: the trace id, so a trace's records share a partition."""
         return self.trace_id.encode("ascii", "replace")
+
+    @property
+    def record_key(self) -> str:
+        """What identifies this record (dedupe, results): :func:`record_key` of its trace and call."""
+        return record_key(self.trace_id, self.call_id)
+
+
+def record_key(trace_id: str, call_id: str | None) -> str:
+    """A record's identity: the trace id, or ``trace_id/call_id`` for one of several RAG calls in a trace."""
+    return trace_id if not call_id else f"{trace_id}/{call_id}"
 
 
 def _cut(text: str, limit: int) -> tuple[str, int]:

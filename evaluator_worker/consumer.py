@@ -560,11 +560,11 @@ class Worker:
         except RecordDecodeError as exc:
             self._dead_letter(job, exc.reason, str(exc))
             return
-        trace_id = job.trace.trace_id
-        if trace_id in self.dedupe:
+        key = job.trace.record_key  # the trace id, or trace/call for one of several RAG calls in a trace
+        if key in self.dedupe:
             self._duplicate(job)
             return
-        leader = self._leaders.get(trace_id)
+        leader = self._leaders.get(key)
         if leader is not None and not leader.abandoned:
             leader.followers.append(job)  # finished when the leader's result is durable
             job.kind, job.state = "duplicate", "judging"
@@ -573,7 +573,7 @@ class Worker:
 
     def _dispatch(self, job: _Job) -> None:
         assert job.trace is not None and self._pool is not None
-        self._leaders[job.trace.trace_id] = job
+        self._leaders[job.trace.record_key] = job
         job.kind, job.state = "result", "judging"
         self._judging += 1
         self._pool.submit(job)
@@ -746,7 +746,7 @@ class Worker:
             result = job.result
             trace = job.trace
             self.metrics.observe(result, trace_exemplar(result.trace_id, trace.root_span_id if trace else None))
-            self.dedupe.add(result.trace_id)
+            self.dedupe.add(result.record_key)
             self.processed += 1
             self.metrics.records.labels("processed").inc()
             self.metrics.evaluation_duration.observe(max(0.0, self._clock() - job.admitted))
@@ -763,8 +763,8 @@ class Worker:
             job.state = "done"
             return
         self._done(job)
-        if job.trace is not None and self._leaders.get(job.trace.trace_id) is job:
-            del self._leaders[job.trace.trace_id]
+        if job.trace is not None and self._leaders.get(job.trace.record_key) is job:
+            del self._leaders[job.trace.record_key]
             for f in job.followers:
                 if not f.abandoned:
                     self._duplicate(f)
@@ -788,8 +788,8 @@ class Worker:
         jobs = self._jobs.get(job.tp)
         if jobs is not None:
             jobs.discard(job)
-        if job.trace is not None and self._leaders.get(job.trace.trace_id) is job:
-            del self._leaders[job.trace.trace_id]
+        if job.trace is not None and self._leaders.get(job.trace.record_key) is job:
+            del self._leaders[job.trace.record_key]
             followers, job.followers = job.followers, []
             for f in followers:  # a follower on a partition we still own becomes the leader
                 if not f.abandoned and f.tp in self._jobs and self._fatal is None and not self._stop.is_set():

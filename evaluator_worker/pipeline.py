@@ -157,6 +157,7 @@ class Evaluator:
             answer=trace.answer if self.include_text else None,
             usage=usages,
             error=error,
+            call_id=trace.call_id,
         )
         _attach_chunks(result, trace, include_text=self.include_text)
         p = self.parity

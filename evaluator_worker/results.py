@@ -110,7 +110,7 @@ SHRINK_STAGES: tuple[Callable[[AnswerResult], list[str]], ...] = (
 
 def encode_result(result: AnswerResult, budget: int) -> tuple[bytes, bytes, list[Header], list[str]]:
     """Key, value and headers of a result that fit ``budget`` bytes; the last item lists what was dropped."""
-    key, headers = fit_key(result.trace_id.encode("utf-8", "replace"))
+    key, headers = fit_key(result.record_key.encode("utf-8", "replace"))  # what the dedupe window is seeded with
     value = result.model_dump_json().encode("utf-8")
     if len(key or b"") + len(value) <= budget:
         return key or b"", value, headers, []
@@ -123,8 +123,8 @@ def encode_result(result: AnswerResult, budget: int) -> tuple[bytes, bytes, list
         if len(key or b"") + len(value) <= budget:
             break
     else:  # pathological (a budget below a few hundred bytes): the counts alone
-        value = json.dumps({"trace_id": shrunk.trace_id, "outcome": shrunk.outcome, "counts": shrunk.counts,
-                            "truncated": ["all"]}).encode()
+        value = json.dumps({"trace_id": shrunk.trace_id, "call_id": shrunk.call_id, "outcome": shrunk.outcome,
+                            "counts": shrunk.counts, "truncated": ["all"]}).encode()
         dropped.append("all")
     return key or b"", value, headers, dropped
 

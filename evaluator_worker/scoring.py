@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel, Field
 
+from contract.record import record_key
 from evaluator_worker.consistency import ConsistencyResult
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Usage, Verdict
 from evaluator_worker.parity import ParityScores
@@ -49,6 +50,8 @@ class AnswerResult(BaseModel):
     """One evaluated answer, as written to the results topic and ``claimwatch score`` output."""
 
     trace_id: str
+    #: the RAG call's span id when the trace held several calls (one result each); None otherwise
+    call_id: str | None = None
     judge: str
     outcome: str  # evaluated | abstained | failed
     slices: dict[str, str] = Field(default_factory=dict)
@@ -67,6 +70,11 @@ class AnswerResult(BaseModel):
     evaluated_at: float = Field(default_factory=time.time)
     #: fields dropped or cut to fit the results topic's size limit (``evaluator_worker.results.encode_result``)
     truncated: list[str] = Field(default_factory=list)
+
+    @property
+    def record_key(self) -> str:
+        """The evaluated record's identity (``contract.record.record_key``): dedupe and the results key."""
+        return record_key(self.trace_id, self.call_id)
 
     @property
     def has_unsupported(self) -> bool:
@@ -119,6 +127,7 @@ def score(
     answer: str | None = None,
     usage: Usage | Sequence[Usage] | None = None,
     error: str | None = None,
+    call_id: str | None = None,
 ) -> AnswerResult:
     """Build the result; ``verdicts`` must already be complete (one per claim, in order)."""
     if len(verdicts) != len(claims):
@@ -135,6 +144,7 @@ def score(
     halluc = (counts["UNSUPPORTED"] + counts["CONTRADICTED"]) / judged if judged else None
     return AnswerResult(
         trace_id=trace_id,
+        call_id=call_id,
         judge=judge,
         outcome=outcome,
         slices=dict(slices or {}),

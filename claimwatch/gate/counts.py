@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from contract.record import record_key
+
 VERDICTS = ("supported", "unsupported", "contradicted", "error")
 
 
@@ -86,10 +88,11 @@ def record_verdicts(record: Mapping[str, Any]) -> Counts:
 
 
 def latest_per_trace(results: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """One record per trace id, the last one (the results topic is at-least-once; the worker counts once)."""
+    """One record per evaluated record (trace id, and call id for one of several RAG calls in a trace), the last
+    one (the results topic is at-least-once; the worker counts once)."""
     latest: dict[str, Mapping[str, Any]] = {}
     for r in results:
-        latest[str(r.get("trace_id"))] = r
+        latest[record_key(str(r.get("trace_id")), r.get("call_id"))] = r
     return list(latest.values())
 
 

@@ -115,6 +115,30 @@ def test_replayed_record_is_not_counted_twice(kafka_bootstrap, topic_name):
     assert (got("claimwatch_records_total", {"outcome": "duplicate"}) or 0) + (got2("claimwatch_records_total", {"outcome": "duplicate"}) or 0) == 2
 
 
+def test_two_rag_calls_of_one_trace_are_two_records_and_each_is_deduped_on_its_own(kafka_bootstrap, topic_name):
+    """Calls a and b of one trace are both judged (not duplicates of each other); a replay of either is a duplicate,
+    also for a fresh worker that seeds its window from the results topic (keyed trace/call)."""
+    create_topic(kafka_bootstrap, topic_name, partitions=1)
+    calls = [RagTrace(trace_id=f"{9:032x}", call_id=call, question=f"q-{call}", answer="Good claim.",
+                      contexts=[{"content": "ctx"}], slices={"release": "v1", "route": "faq"}) for call in ("a" * 16, "b" * 16)]
+    a, b = ((t.key, t.to_json_bytes()) for t in calls)
+    produce(kafka_bootstrap, topic_name, [a, b, a])
+    settings = worker_settings(kafka_bootstrap, topic_name)
+    metrics = WorkerMetrics()
+    Worker(settings, Evaluator(TagJudge(), metrics)).run(idle_timeout_s=10.0, max_records=3)
+    got = metrics.registry.get_sample_value
+    assert got("claimwatch_records_total", {"outcome": "processed"}) == 2
+    assert got("claimwatch_records_total", {"outcome": "duplicate"}) == 1
+    results = drain(kafka_bootstrap, settings.results_topic, 2, 20)
+    assert sorted(m.key.decode() for m in results) == sorted(t.record_key for t in calls)
+    assert sorted(json.loads(m.value)["call_id"] for m in results) == ["a" * 16, "b" * 16]
+    produce(kafka_bootstrap, topic_name, [b])
+    metrics2 = WorkerMetrics()
+    Worker(settings, Evaluator(TagJudge(), metrics2)).run(idle_timeout_s=8.0)
+    assert metrics2.registry.get_sample_value("claimwatch_records_total", {"outcome": "duplicate"}) == 1
+    assert not metrics2.registry.get_sample_value("claimwatch_records_total", {"outcome": "processed"})
+
+
 def _spawn_worker(settings, port: int, env_extra: dict) -> subprocess.Popen:
     return spawn_worker(settings, port, CLAIMWATCH_JUDGE="tests.fakes.judges:slow_factory", **env_extra)
 

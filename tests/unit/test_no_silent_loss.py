@@ -187,8 +187,8 @@ def test_real_langchain_retriever_with_64_documents_gives_a_record_flagged_incom
     assert metric(registry, "claimwatch_collector_traces_total", outcome="incomplete") == 1
 
 
-def test_two_rag_calls_in_one_trace_give_the_last_calls_record_and_count_the_other():
-    """An agent retrieving and answering twice under one root: a correct record for the last call, the first counted."""
+def test_two_rag_calls_in_one_trace_give_two_records_each_with_its_own_question_documents_and_answer():
+    """An agent retrieving and answering twice under one root: one record per call, told apart by call_id."""
     registry = CollectorRegistry()
     sink = MemorySink()
     proc = RagTraceProcessor(CollectorSettings(late_span_wait_s=0.01), sink=sink, registry=registry)
@@ -197,7 +197,7 @@ def test_two_rag_calls_in_one_trace_give_the_last_calls_record_and_count_the_oth
     tracer = tp.get_tracer("t")
     calls = [("What is the refund window?", "30 days.", "Refunds: 30 days."),
              ("And for damaged goods?", "60 days.", "Damaged goods: 60 days.")]
-    with capture_logs() as logs:
+    with capture_logs():
         with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT",
                                                                "input.value": "refunds?", "output.value": "done"}):
             for q, a, doc in calls:
@@ -212,9 +212,13 @@ def test_two_rag_calls_in_one_trace_give_the_last_calls_record_and_count_the_oth
                         pass
         assert proc.force_flush(5_000)
     tp.shutdown()
-    [record] = sink.records
-    assert (record.question, record.answer) == ("And for damaged goods?", "60 days.")
-    assert [c.content for c in record.contexts] == ["Damaged goods: 60 days."]
-    assert record.attributes["rag_calls"] == 2
-    assert metric(registry, "claimwatch_collector_dropped_total", reason="multi_call") == 1
-    assert any(e.get("warning") == "multi_call" for e in logs)
+    first, second = sink.records
+    for record, (q, a, doc), i in ((first, calls[0], 1), (second, calls[1], 2)):
+        assert (record.question, record.answer) == (q, a)
+        assert [c.content for c in record.contexts] == [doc]
+        assert record.attributes["rag_calls"] == 2 and record.attributes["rag_call"] == i
+    assert first.trace_id == second.trace_id and first.call_id and second.call_id and first.call_id != second.call_id
+    assert first.record_key == f"{first.trace_id}/{first.call_id}" != second.record_key
+    assert metric(registry, "claimwatch_collector_traces_total", outcome="multi_call") == 1
+    assert metric(registry, "claimwatch_collector_traces_total", outcome="queued") == 2
+    assert not metric(registry, "claimwatch_collector_dropped_total", reason="multi_call")
