@@ -1,0 +1,113 @@
+"""``claimwatch label``: draw (once) a stratified sample of judged claims, then label it in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from typing import Any, Sequence
+
+from claimwatch.labeling.sample import (
+    draw_plan,
+    load_plan,
+    plan_path,
+    population,
+    read_results_file,
+    read_results_topic,
+    save_plan,
+)
+from claimwatch.labeling.session import run_session, skipped_path
+from contract.errors import ClaimwatchError, ConfigError
+
+#: median 95% interval half-width of the corrected flagged rate (judge Se = Sp = 0.8, true rate 10%, 5,000 judged
+#: claims measured), from ``python -m claimwatch.judge_profile simulate`` (docs/labeling.md)
+PRECISION_HINT = "about +-5.6 points with 100 labels, +-4.2 with 200, +-3.1 with 500, +-2.7 with 1,000"
+
+
+def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--out", "-o", required=True, help="labels JSONL (appended to; its plan is OUT.plan.json)")
+    src = p.add_argument_group("where the claims come from (first session only: later ones resume the plan)")
+    src.add_argument("--results", help="a results JSONL file (claimwatch score output, or the topic dumped)")
+    src.add_argument("--bootstrap", help="Kafka bootstrap servers (CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
+    src.add_argument("--topic", help="results topic (CLAIMWATCH_RESULTS_TOPIC, default claimwatch.results)")
+    src.add_argument("--since", default="7d", help="results newer than this, e.g. 24h, 7d (default 7d)")
+    src.add_argument("--from-offset", type=int, default=None, help="read every partition from this offset instead")
+    src.add_argument("--max-records", type=int, default=200_000, help="results read at most")
+    for name in ("release", "route", "model", "environment"):
+        src.add_argument(f"--{name}", help=f"only answers of this {name}")
+    s = p.add_argument_group("the sample")
+    s.add_argument("--n", type=int, default=200, help="claims to label (default 200; " + PRECISION_HINT + ")")
+    s.add_argument("--by", default=None, help="also stratify by this slice, e.g. route or release")
+    s.add_argument("--confidence-cuts", default="0.8", help="confidence band edges, comma-separated (default 0.8)")
+    s.add_argument("--flagged-share", type=float, default=0.5,
+                   help="share of the sample from claims the judge flagged (default 0.5)")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--plan-only", action="store_true", help="write the plan and stop")
+    p.add_argument("--blind", action="store_true", help="hide the judge's verdict (no anchoring on it)")
+    p.add_argument("--labeller", default=None, help="your name in the label records (default: the login name)")
+    p.set_defaults(func=cmd_label)
+    return p
+
+
+def add_cli(sub: Any) -> argparse.ArgumentParser:
+    """Register ``claimwatch label`` on an argparse subparsers object."""
+    return configure(sub.add_parser("label", help="label a stratified sample of judged claims in the terminal "
+                                                  "(for claimwatch calibrate --profile-out)"))
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    path = plan_path(args.out)
+    if path.exists():
+        plan = load_plan(path)
+        print(f"resuming the plan in {path} ({plan['n']} claims from {plan['source'] or '?'})", file=sys.stderr)
+    else:
+        cuts = tuple(float(x) for x in str(args.confidence_cuts).split(",") if x.strip())
+        if not cuts:
+            raise ConfigError("--confidence-cuts needs at least one number")
+        filters = {k: getattr(args, k) for k in ("release", "route", "model", "environment")}
+        if args.results:
+            results = list(read_results_file(args.results))
+            source = args.results
+        else:
+            results = read_results_topic(args.bootstrap, args.topic, since=args.since, from_offset=args.from_offset,
+                                         max_records=args.max_records)
+            source = f"topic {args.topic or 'claimwatch.results'}"
+        cands = population(results, cuts=cuts, by=args.by, filters=filters)
+        plan = draw_plan(cands, args.n, seed=args.seed, flagged_share=args.flagged_share, source=source, cuts=cuts,
+                         by=args.by)
+        save_plan(plan, path)
+        print(f"plan: {plan['n']} of {plan['population_total']} judged claims in {len(plan['strata'])} strata "
+              f"-> {path}", file=sys.stderr)
+        for key, st in plan["strata"].items():
+            print(f"  {key:<40} population {st['population']:>7}  sampled {st['sampled']:>5}", file=sys.stderr)
+    if args.plan_only:
+        return 0
+    labeller = args.labeller or _login()
+    summary = run_session(plan, args.out, sys.stdin, sys.stdout, blind=args.blind, labeller=labeller)
+    print(f"\n{summary.labelled} labelled, {summary.skipped} skipped of {summary.total} "
+          f"({summary.this_session} this session) -> {args.out}"
+          + ("" if summary.finished else "; run the same command again to go on"), file=sys.stderr)
+    if summary.labelled:
+        print(f"next: claimwatch calibrate {args.out} --profile-out judge-profile.json "
+              f"(corrected-rate precision: {PRECISION_HINT}; skips in {skipped_path(args.out)})", file=sys.stderr)
+    return 0
+
+
+def _login() -> str | None:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 (no login name in some containers: the label just has none)
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m claimwatch.labeling ARGS`` (the same arguments as ``claimwatch label``)."""
+    p = configure(argparse.ArgumentParser(prog="claimwatch label", description=__doc__))
+    args = p.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (ClaimwatchError, OSError, ValueError) as exc:
+        print(f"claimwatch label: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
