@@ -7,6 +7,7 @@ support probabilities with the published ones, before anyone trusts its verdicts
 
     claimwatch selfcheck --model /models/MiniCheck-Flan-T5-Large            # kind read from the config
     claimwatch selfcheck --model ./minicheck-roberta --kind binary
+    claimwatch selfcheck --judge bespoke-minicheck   # the server in CLAIMWATCH_BESPOKE__BASE_URL
 
 Examples are data (:data:`EXAMPLES`), each with the family it applies to, the source it
 was published in, the published label and, where the source gives one, the published
@@ -47,9 +48,10 @@ EXAMPLES: tuple[Example, ...] = (
     Example(("seq2seq",), MINICHECK_DOC, "The students are preparing for an examination.", 1, 0.9805923700332642,
             MINICHECK_SOURCE),
     Example(("seq2seq",), MINICHECK_DOC, "The students are on vacation.", 0, 0.007121307775378227, MINICHECK_SOURCE),
-    Example(("binary", "nli", "nli2"), MINICHECK_DOC, "The students are preparing for an examination.", 1, None,
+    Example(("binary", "nli", "nli2", "bespoke-minicheck"), MINICHECK_DOC,
+            "The students are preparing for an examination.", 1, None, MINICHECK_SOURCE),
+    Example(("binary", "nli", "nli2", "bespoke-minicheck"), MINICHECK_DOC, "The students are on vacation.", 0, None,
             MINICHECK_SOURCE),
-    Example(("binary", "nli", "nli2"), MINICHECK_DOC, "The students are on vacation.", 0, None, MINICHECK_SOURCE),
 )
 
 
@@ -74,9 +76,8 @@ def examples_for(kind: str) -> list[Example]:
     return [e for e in EXAMPLES if kind in e.kinds]
 
 
-def run(judge: Any, *, kind: str | None = None) -> list[Row]:
+def run(judge: Any, *, kind: str) -> list[Row]:
     """Score every example of the judge's family with ``judge.support_probabilities``."""
-    kind = kind or judge._get().kind
     chosen = examples_for(kind)
     probabilities = judge.support_probabilities([(e.document, e.claim) for e in chosen]) if chosen else []
     return [Row(e, p, judge.entail_threshold) for e, p in zip(chosen, probabilities)]
@@ -98,19 +99,31 @@ def render(rows: Sequence[Row], kind: str, model: str, tolerance: float) -> str:
 
 
 def cmd_selfcheck(args: argparse.Namespace) -> int:
-    from evaluator_worker.judges.nli import NLIJudge
+    judge: Any
+    if args.judge == "bespoke-minicheck":
+        from evaluator_worker.judges.bespoke import BespokeMiniCheckJudge
+        from evaluator_worker.judges.settings import JudgeSettings
 
-    judge = NLIJudge(args.model, kind=args.kind, device=args.device, support_label=args.support_label).load()
-    kind = judge._get().kind
+        judge, kind = BespokeMiniCheckJudge(JudgeSettings().bespoke), "bespoke-minicheck"
+        model = judge.settings.model
+    else:
+        from evaluator_worker.judges.nli import NLIJudge
+
+        if not args.model:
+            raise SystemExit("claimwatch selfcheck: --model is required for the nli judge")
+        judge = NLIJudge(args.model, kind=args.kind, device=args.device, support_label=args.support_label).load()
+        kind, model = judge._get().kind, args.model
     rows = run(judge, kind=kind)
-    print(render(rows, kind, args.model, args.tolerance))
+    print(render(rows, kind, model, args.tolerance))
     return 0 if rows and all(r.passed(args.tolerance) for r in rows) else 1
 
 
 def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``claimwatch selfcheck`` on an argparse subparsers object."""
     p = subparsers.add_parser("selfcheck", help="run the model authors' published examples through the nli judge's adapter")
-    p.add_argument("--model", required=True, help="the model directory (or an id already in the local HF cache)")
+    p.add_argument("--judge", default="nli", choices=["nli", "bespoke-minicheck"],
+                   help="nli: a local model (--model); bespoke-minicheck: the server in CLAIMWATCH_BESPOKE__*")
+    p.add_argument("--model", default=None, help="nli: the model directory (or an id already in the local HF cache)")
     p.add_argument("--kind", default="auto", choices=["auto", "nli", "nli2", "binary", "seq2seq", "hhem"])
     p.add_argument("--device", default="cpu")
     p.add_argument("--support-label", type=int, default=None, help="binary models: the supported class index")

@@ -11,7 +11,7 @@ from evaluator_worker.errors import ConfigError
 from evaluator_worker.judges.base import Judge
 from evaluator_worker.judges.settings import JudgeSettings
 
-JUDGES = ("heuristic", "hybrid", "anthropic", "openai", "nli", "cascade", "verifier", "offline")
+JUDGES = ("heuristic", "hybrid", "anthropic", "openai", "bespoke-minicheck", "nli", "cascade", "verifier", "offline")
 
 
 def get_judge(name: str, settings: JudgeSettings | None = None) -> Judge:
@@ -48,6 +48,10 @@ def _build(name: str, settings: JudgeSettings) -> Judge:
         from evaluator_worker.judges.openai_compat import OpenAIJudge
 
         return OpenAIJudge(settings.openai)
+    if name == "bespoke-minicheck":
+        from evaluator_worker.judges.bespoke import BespokeMiniCheckJudge
+
+        return BespokeMiniCheckJudge(settings.bespoke)
     if name == "nli":
         from evaluator_worker.judges.nli import NLIJudge
 

@@ -103,6 +103,25 @@ class OpenAISettings(BaseModel):
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
+class BespokeSettings(BaseModel):
+    """Bespoke-MiniCheck-7B behind an OpenAI-compatible server (``CLAIMWATCH_BESPOKE__*``): vLLM, Ollama."""
+
+    #: the API root, e.g. http://vllm:8000/v1
+    base_url: str | None = None
+    #: bearer key (default: OPENAI_API_KEY; local servers usually accept any value)
+    api_key: SecretStr | None = None
+    #: the model as the server names it
+    model: str = "bespokelabs/Bespoke-MiniCheck-7B"
+    #: the document (all contexts joined) is cut into sentence chunks of at most this many words (>= 50)
+    chunk_words: int = 2000
+    #: SUPPORTED when the best chunk's P(Yes) reaches this (the authors' cut: 0.5)
+    threshold: float = Field(default=0.5, gt=0.0, le=1.0)
+    #: seconds per call
+    timeout_s: float = 60.0
+    #: retries inside the SDK. Keep 0: the worker's flow layer is the one retry layer
+    max_retries: int = 0
+
+
 class JudgeSettings(BaseSettings):
     """What building any judge by name needs (``CLAIMWATCH_ANTHROPIC__*``, ``CLAIMWATCH_OPENAI__*``,
     ``CLAIMWATCH_CASCADE__*``, ``CLAIMWATCH_NLI_MODEL``)."""
@@ -112,6 +131,7 @@ class JudgeSettings(BaseSettings):
     anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
     cascade: CascadeSettings = Field(default_factory=CascadeSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
+    bespoke: BespokeSettings = Field(default_factory=BespokeSettings)
     #: the nli judge's model: a Hugging Face id or a local directory
     nli_model: str | None = None
     #: its interface: auto (from the config's architectures and id2label), nli (3-label NLI, BART-MNLI too),

@@ -210,6 +210,18 @@ def oracle_responder(request: dict) -> dict:
     return text_response("ok", model=model)
 
 
+def minicheck_responder(request: dict) -> dict:
+    """Bespoke-MiniCheck's one-token answer to ``Document: ...\nClaim: ...``, with log-probabilities:
+    P(Yes) = the share of the claim's words found in the document (clamped to [0.02, 0.98])."""
+    text = user_text(request)
+    document, _, claim = text.partition("\nClaim: ")
+    seen = set(re.findall(r"\w+", document.removeprefix("Document: ").lower()))
+    words = re.findall(r"\w+", claim.lower())
+    p = min(0.98, max(0.02, sum(w in seen for w in words) / max(1, len(words))))
+    return {"content": [{"type": "text", "text": "Yes" if p >= 0.5 else "No"}], "stop_reason": "max_tokens",
+            "_logprobs": [("Yes", math.log(p)), ("No", math.log(1 - p)), ("yes", math.log(p) - 6)]}
+
+
 def drop_claims(responder: Responder, ids: set[str] | Callable[[str], bool]) -> Responder:
     """Wrap a responder so verdicts for the given claim ids (or ids matching a predicate) are left out."""
     match = ids if callable(ids) else (lambda cid: cid in ids)
@@ -266,6 +278,8 @@ class Recorded:
     #: openai requests: "tools" (function calling) or "json_schema" (response_format)
     chat_format: str = "tools"
     response: dict | None = field(default=None, repr=False)
+    #: openai requests: the chat-completions body exactly as sent (``body`` is its Messages translation)
+    chat_request: dict | None = field(default=None, repr=False)
 
 
 CHAT_PATH = "/v1/chat/completions"
@@ -278,7 +292,8 @@ def chat_to_messages(req: dict) -> dict:
     messages = [{"role": m["role"], "content": m.get("content") or ""} for m in req.get("messages", [])
                 if m.get("role") in ("user", "assistant")]
     out: dict = {"model": req.get("model"), "max_tokens": req.get("max_tokens") or req.get("max_completion_tokens"),
-                 "system": system, "messages": messages, "_chat_format": "tools"}
+                 "system": system, "messages": messages, "_chat_format": "tools",
+                 "_top_logprobs": int(req.get("top_logprobs") or 0) if req.get("logprobs") else -1}
     tools = [{"name": t["function"]["name"], "input_schema": t["function"].get("parameters") or {}}
              for t in req.get("tools") or [] if t.get("type") == "function"]
     fmt = req.get("response_format") or {}
@@ -317,10 +332,16 @@ def messages_to_chat(out: dict, request: dict, chat_format: str) -> dict:
     finish = "length" if cut else ("tool_calls" if calls and request.get("_chat_format") != "json_schema" else "stop")
     u = out.get("usage") or {}
     prompt = int(u.get("input_tokens", 0)) + int(u.get("cache_read_input_tokens", 0) or 0)
+    choice: dict = {"index": 0, "message": message, "finish_reason": finish}
+    top = request.get("_top_logprobs", -1)
+    if top >= 0 and out.get("_logprobs"):  # a responder's [(token, logprob), ...] for the first generated token
+        ranked = sorted(out["_logprobs"], key=lambda t: -t[1])
+        entry = lambda t: {"token": t[0], "logprob": t[1], "bytes": list(t[0].encode())}  # noqa: E731
+        choice["logprobs"] = {"content": [{**entry(ranked[0]), "top_logprobs": [entry(t) for t in ranked[:top]]}]}
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:20]}", "object": "chat.completion", "created": int(time.time()),
         "model": out.get("model") or request.get("model"),
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "choices": [choice],
         "usage": {"prompt_tokens": prompt, "completion_tokens": int(u.get("output_tokens", 0)),
                   "total_tokens": prompt + int(u.get("output_tokens", 0)),
                   "prompt_tokens_details": {"cached_tokens": int(u.get("cache_read_input_tokens", 0) or 0)}},
@@ -610,6 +631,7 @@ class MessagesServer:
         rec = Recorded(path=path.split("?")[0], headers={k.lower(): v for k, v in headers.items()}, body=body, at=time.monotonic())
         chat = rec.path == CHAT_PATH and isinstance(body, dict)
         if chat:
+            rec.chat_request = body
             rec.platform, body = "openai", chat_to_messages(body)
             rec.body, rec.chat_format = body, body["_chat_format"]
         routed = _platform_model(rec.path)

@@ -678,7 +678,7 @@ def test_secrets_are_flagged_and_never_printed(monkeypatch):
     assert secrets == {
         "CLAIMWATCH_ANTHROPIC__API_KEY", "CLAIMWATCH_KAFKA__SASL_PLAIN_PASSWORD", "CLAIMWATCH_ANTHROPIC__AWS_ACCESS_KEY",
         "CLAIMWATCH_ANTHROPIC__AWS_SECRET_KEY", "CLAIMWATCH_ANTHROPIC__AWS_SESSION_TOKEN",
-        "CLAIMWATCH_ANTHROPIC__ACCESS_TOKEN", "CLAIMWATCH_OPENAI__API_KEY",
+        "CLAIMWATCH_ANTHROPIC__ACCESS_TOKEN", "CLAIMWATCH_OPENAI__API_KEY", "CLAIMWATCH_BESPOKE__API_KEY",
     }
     text = ref.render_markdown()
     assert "sk-ant-very-secret-value" not in text and "hunter2-kafka" not in text

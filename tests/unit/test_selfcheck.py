@@ -81,3 +81,17 @@ def test_the_command_runs_a_real_small_model_and_fails_honestly(tmp_path, capsys
     [p] = judge.support_probabilities([("the tower is tall.", "the tower is tall")])
     v = judge.verify([Claim(id="c1", text="the tower is tall")], ["the tower is tall."]).verdicts[0]
     assert (v.confidence if v.verdict is Verdict.SUPPORTED else 1 - v.confidence) == pytest.approx(p, abs=1e-6)
+
+
+def test_bespoke_minicheck_is_checked_through_its_server(monkeypatch, capsys):
+    """--judge bespoke-minicheck runs the published pair through the OpenAI-compatible server named in the settings."""
+    pytest.importorskip("openai")
+    from tests.fakes import MessagesServer, minicheck_responder
+
+    with MessagesServer(responder=minicheck_responder) as srv:
+        monkeypatch.setenv("CLAIMWATCH_BESPOKE__BASE_URL", f"{srv.base_url}/v1")
+        code = selfcheck.main(["--judge", "bespoke-minicheck"])
+    out = capsys.readouterr().out
+    assert "read as kind 'bespoke-minicheck', 2 published example(s)" in out
+    # the word-overlap fake is no verifier: 3 of 7 words of the supported claim are in the document, so it says No
+    assert code == 1 and "selfcheck: 1 passed, 1 failed" in out
