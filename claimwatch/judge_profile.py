@@ -48,7 +48,7 @@ from claimwatch.calibration import LABELS, DataError
 __all__ = [
     "FLAGGED_VERDICTS", "Stratum", "Interval", "ErrorRates", "CorrectedRate", "strata_from_labels",
     "error_rates", "corrected_rate", "corrected_difference", "fit_profile", "load_profile",
-    "simulate_coverage", "SimResult", "main",
+    "simulate_coverage", "SimResult", "claim_counts", "main",
 ]
 
 FLAGGED_VERDICTS = ("UNSUPPORTED", "CONTRADICTED")
@@ -468,11 +468,40 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def claim_counts(results: Iterable[Mapping[str, Any]], label: str = "release") -> dict[str, tuple[int, int]]:
+    """``(flagged, judged)`` claims per value of the slice ``label``, one result record per trace (the last)."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for r in results:
+        latest[str(r.get("trace_id"))] = r
+    out: dict[str, tuple[int, int]] = {}
+    for r in latest.values():
+        key = str((r.get("slices") or {}).get(label, "?"))
+        f, n = out.get(key, (0, 0))
+        for c in r.get("claims") or []:
+            v = c.get("verdict") if isinstance(c, Mapping) else None
+            if v in LABELS:
+                f, n = f + (v in FLAGGED_VERDICTS), n + 1
+        out[key] = (f, n)
+    return out
+
+
 def cmd_correct(args: argparse.Namespace) -> int:
-    """``python -m claimwatch.judge_profile correct --profile P --flagged K --judged M``."""
+    """``python -m claimwatch.judge_profile correct --profile P (--flagged K --judged M | --results FILE)``."""
     _, strata = load_profile(args.profile)
-    r = corrected_rate(strata, args.flagged, args.judged, level=args.level)
-    print(json.dumps(r.to_json()) if args.json else r.to_text())
+    if args.results:
+        from claimwatch.labeling.sample import read_results_file
+
+        counts = claim_counts(read_results_file(args.results), args.label)
+    elif args.flagged is not None and args.judged is not None:
+        counts = {"": (args.flagged, args.judged)}
+    else:
+        raise SystemExit("correct needs --results FILE, or --flagged K and --judged M")
+    for key, (f, n) in sorted(counts.items()):
+        r = corrected_rate(strata, f, n, level=args.level)
+        if args.json:
+            print(json.dumps({args.label: key, **r.to_json()} if key else r.to_json()))
+        else:
+            print((f"{args.label} {key}: " if key else "") + "unsupported+contradicted claims " + r.to_text())
     return 0
 
 
@@ -500,8 +529,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.set_defaults(func=cmd_profile)
     c = sub.add_parser("correct", help="a raw flagged count corrected with a judge profile")
     c.add_argument("--profile", required=True)
-    c.add_argument("--flagged", type=int, required=True)
-    c.add_argument("--judged", type=int, required=True)
+    c.add_argument("--flagged", type=int, help="claims the judge flagged (UNSUPPORTED or CONTRADICTED)")
+    c.add_argument("--judged", type=int, help="claims the judge gave a verdict")
+    c.add_argument("--results", help="or count them per release in a results JSONL file")
+    c.add_argument("--label", default="release", help="the slice to count per (default release)")
     c.add_argument("--level", type=float, default=0.95)
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_correct)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from scipy.stats import binomtest
@@ -116,3 +117,21 @@ def test_a_shifted_deployment_is_covered_too():
     """The error rates measured at one true rate correct a deployment whose true rate differs (transport)."""
     r = simulate_coverage(labels=300, se=0.8, sp=0.9, true_rate=0.05, target_rate=0.25, reps=400, seed=7)
     assert r.coverage >= 0.93
+
+
+def test_correct_command_counts_claims_per_release(tmp_path, capsys):
+    """`correct --results` counts judged and flagged claims per release (last record per trace) and corrects each."""
+    from claimwatch.judge_profile import claim_counts, main
+
+    recs = [{"trace_id": "a", "slices": {"release": "v1"}, "claims": [{"verdict": "UNSUPPORTED"}]},
+            {"trace_id": "a", "slices": {"release": "v1"}, "claims": [{"verdict": "SUPPORTED"}, {"verdict": "ERROR"}]},
+            {"trace_id": "b", "slices": {"release": "v2"}, "claims": [{"verdict": "CONTRADICTED"}]}]
+    assert claim_counts(recs) == {"v1": (0, 1), "v2": (1, 1)}
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    prof = fit_profile([{"stratum": s.key, "judge_verdict": s.judge_verdict, "stratum_population": s.population,
+                         "label": lab} for s in _strata(0.9, 0.9, 0.2, 60, 60) for lab, k in s.labels.items()
+                        for _ in range(k)])
+    (tmp_path / "p.json").write_text(json.dumps(prof))
+    assert main(["correct", "--profile", str(tmp_path / "p.json"), "--results", str(tmp_path / "r.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("release v1: ") and "release v2: " in out and "corrected" in out
