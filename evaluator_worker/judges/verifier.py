@@ -98,7 +98,7 @@ def require_backend(importer: Callable[[], tuple[Any, Any]] = _import_backend) -
 
 
 def load_verifier(
-    model_dir: str | Path, max_length: int = 256, torch_threads: int | None = None,
+    model_dir: str | Path, max_length: int = 192, torch_threads: int | None = None,
     importer: Callable[[], tuple[Any, Any]] = _import_backend,
 ) -> LoadedVerifier:
     """Load a verifier directory: int8 (``WEIGHTS_FILE``) or a ``save_pretrained`` fp32 model. Fully offline."""
@@ -132,7 +132,7 @@ def load_verifier(
     limit = min(max_length, int(getattr(model.config, "max_position_embeddings", max_length)))
 
     def score(premises: list[str], hypotheses: list[str]) -> list[list[float]]:
-        enc = tokenizer(premises, hypotheses, padding=True, truncation="longest_first", max_length=limit, return_tensors="pt")
+        enc = tokenizer(premises, hypotheses, padding=True, truncation="only_first", max_length=limit, return_tensors="pt")
         with torch.inference_mode():
             rows: list[list[float]] = model(**enc).logits.float().tolist()
             return rows
@@ -186,7 +186,7 @@ class VerifierJudge(JudgeBase):
         model_dir: str | Path | None = None,
         *,
         batch_size: int = 32,
-        max_length: int = 256,
+        max_length: int = 192,
         entail_threshold: float | None = None,
         contradict_threshold: float | None = None,
         temperature: float | None = None,
