@@ -26,6 +26,10 @@ true rates 2-40% is in ``docs/labeling.md`` (every cell >= 93%).
 (0.1 by default: the judge barely separates the classes, the correction divides by a number
 near 0) or the corrected interval is wider than ``max_width`` (0.2 by default).
 
+The same holds for whole answers (``claimwatch label --unit answer``: the judge calls an answer hallucinated
+when one of its claims is flagged, a human labels it faithful/hallucinated): the profile then has
+``"unit": "answer"`` and corrects the share of flagged answers, the release gate's unit.
+
 Assumptions it cannot check: labels are right (one labeller, no adjudication), claims are
 independent (claims of one answer are not: intervals on claims are somewhat optimistic), and
 the judge's error rates are the same in the labelled and the measured traffic.
@@ -43,15 +47,17 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from claimwatch.calibration import LABELS, DataError
+from claimwatch.calibration import ANSWER_LABELS, LABELS, DataError
 
 __all__ = [
     "FLAGGED_VERDICTS", "Stratum", "Interval", "ErrorRates", "CorrectedRate", "strata_from_labels",
     "error_rates", "corrected_rate", "corrected_difference", "fit_profile", "load_profile",
-    "simulate_coverage", "SimResult", "claim_counts", "main",
+    "simulate_coverage", "SimResult", "claim_counts", "answer_counts", "positive_for", "main",
 ]
 
 FLAGGED_VERDICTS = ("UNSUPPORTED", "CONTRADICTED")
+#: ``--unit answer``: the judge's call and the human label of a whole answer
+HALLUCINATED = ("hallucinated",)
 PROFILE_KIND = "claimwatch.judge_profile"
 DRAWS = 4000
 #: the Beta/Dirichlet prior count added to every cell
@@ -222,9 +228,9 @@ def _summarise(pi: np.ndarray, point: float | None, youden: np.ndarray, level: f
         interval = _interval(point, pi[~np.isnan(pi)], level)
     why = None
     if j_low <= min_youden:
-        why = f"the judge's Se + Sp - 1 may be as low as {j_low:.2f} (needs > {min_youden:g}): label more claims"
+        why = f"the judge's Se + Sp - 1 may be as low as {j_low:.2f} (needs > {min_youden:g}): label more"
     elif interval.width > max_width:
-        why = f"the corrected interval is {interval.width:.2f} wide (at most {max_width:g}): label more claims"
+        why = f"the corrected interval is {interval.width:.2f} wide (at most {max_width:g}): label more"
     return interval, j_low, why is None, why
 
 
@@ -246,7 +252,8 @@ def corrected_rate(strata: Sequence[Stratum], flagged: int, judged: int, *, posi
 
 
 def corrected_difference(strata: Sequence[Stratum], candidate: tuple[int, int], baseline: tuple[int, int], *,
-                         level: float = 0.95, draws: int = DRAWS, seed: int | np.random.Generator | None = 0) -> Interval:
+                         positive: Sequence[str] = FLAGGED_VERDICTS, level: float = 0.95, draws: int = DRAWS,
+                         seed: int | np.random.Generator | None = 0) -> Interval:
     """Candidate minus baseline true flagged rate, ``(flagged, judged)`` each, with one judge's error rates.
 
     With the same judge on both releases the difference is ``(q_c - q_b) / (Se + Sp - 1)``: its sign is the raw
@@ -254,12 +261,12 @@ def corrected_difference(strata: Sequence[Stratum], candidate: tuple[int, int], 
     true-rate units is ``raw tolerance / (Se + Sp - 1)``.
     """
     rng = _rng(seed)
-    se, sp, _ = _draws(strata, FLAGGED_VERDICTS, rng, draws)
+    se, sp, _ = _draws(strata, positive, rng, draws)
     qc = rng.beta(candidate[0] + PRIOR, candidate[1] - candidate[0] + PRIOR, size=draws)
     qb = rng.beta(baseline[0] + PRIOR, baseline[1] - baseline[0] + PRIOR, size=draws)
     d = _rogan_gladen(qc, se, sp) - _rogan_gladen(qb, se, sp)
     d = d[~np.isnan(d)]
-    se_hat, sp_hat, _ = _plugin(strata, FLAGGED_VERDICTS)
+    se_hat, sp_hat, _ = _plugin(strata, positive)
     point = None
     if se_hat is not None and sp_hat is not None and se_hat + sp_hat - 1 > 0 and candidate[1] and baseline[1]:
         point = (candidate[0] / candidate[1] - baseline[0] / baseline[1]) / (se_hat + sp_hat - 1)
@@ -282,14 +289,17 @@ def _read_labels(path: str | Path) -> list[dict[str, Any]]:
                 obj = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise DataError(p, lineno, f"invalid JSON: {exc.msg}") from None
-            if not isinstance(obj, dict) or obj.get("label") not in LABELS:
-                raise DataError(p, lineno, f"expected a labelled claim with label one of {', '.join(LABELS)}")
+            labels = ANSWER_LABELS if isinstance(obj, dict) and obj.get("unit") == "answer" else LABELS
+            if not isinstance(obj, dict) or obj.get("label") not in labels:
+                raise DataError(p, lineno, f"expected a labelled item with label one of {', '.join(labels)}")
             for key in ("stratum", "judge_verdict"):
                 if not isinstance(obj.get(key), str):
                     raise DataError(p, lineno, f"field {key!r} missing: is this a file written by `claimwatch label`?")
             if not isinstance(obj.get("stratum_population"), int):
                 raise DataError(p, lineno, "field 'stratum_population' must be an integer")
             out.append(obj)
+    if len({r.get("unit", "claim") for r in out}) > 1:
+        raise DataError(p, 0, "claims and answers mixed in one labels file")
     return out
 
 
@@ -304,21 +314,29 @@ def strata_from_labels(records: Iterable[Mapping[str, Any]], *, slice_value: str
     for key, st in (plan_strata or {}).items():
         if slice_value is None or st.get("slice") == slice_value:
             acc[key] = {"verdict": st["judge_verdict"], "population": int(st["population"]),
-                        "labels": dict.fromkeys(LABELS, 0), "slice": st.get("slice")}
+                        "labels": {}, "slice": st.get("slice")}
     for r in records:
         if slice_value is not None and r.get("stratum_slice") != slice_value:
             continue
         s = acc.setdefault(r["stratum"], {"verdict": r["judge_verdict"], "population": r["stratum_population"],
-                                          "labels": dict.fromkeys(LABELS, 0), "slice": r.get("stratum_slice")})
+                                          "labels": {}, "slice": r.get("stratum_slice")})
         s["population"] = max(s["population"], int(r["stratum_population"]))
-        s["labels"][r["label"]] += 1
+        s["labels"][r["label"]] = s["labels"].get(r["label"], 0) + 1
     return [Stratum(k, v["verdict"], v["population"], v["labels"], v["slice"]) for k, v in sorted(acc.items())]
 
 
-def _profile_block(strata: Sequence[Stratum], level: float, seed: int) -> dict[str, Any]:
+def _profile_block(strata: Sequence[Stratum], level: float, seed: int, unit: str = "claim") -> dict[str, Any]:
+    if unit == "answer":
+        flagged = error_rates(strata, HALLUCINATED, level=level, seed=seed)
+        return {"labelled": sum(s.labelled for s in strata), "flagged": flagged.to_json(), "per_verdict": {}}
     flagged = error_rates(strata, FLAGGED_VERDICTS, level=level, seed=seed)
     per_verdict = {v: error_rates(strata, (v,), level=level, seed=seed).to_json() for v in LABELS}
     return {"labelled": sum(s.labelled for s in strata), "flagged": flagged.to_json(), "per_verdict": per_verdict}
+
+
+def positive_for(profile: Mapping[str, Any]) -> tuple[str, ...]:
+    """The positive class of a profile: flagged claims, or hallucinated answers (``unit`` answer)."""
+    return HALLUCINATED if profile.get("unit") == "answer" else FLAGGED_VERDICTS
 
 
 def fit_profile(records: Sequence[Mapping[str, Any]], *, level: float = 0.95, fitted_on: str = "",
@@ -329,23 +347,25 @@ def fit_profile(records: Sequence[Mapping[str, Any]], *, level: float = 0.95, fi
     strata = strata_from_labels(records, plan_strata=plan_strata)
     if not strata:
         raise ValueError("no labelled claims")
+    unit = "answer" if any(r.get("unit") == "answer" for r in records) else "claim"
     judges = sorted({str(r.get("judge") or "?") for r in records})
     profile: dict[str, Any] = {
-        "kind": PROFILE_KIND, "version": 1, "judge": judges[0] if len(judges) == 1 else judges,
+        "kind": PROFILE_KIND, "version": 1, "unit": unit, "judge": judges[0] if len(judges) == 1 else judges,
         "fitted_on": fitted_on, "created_at": round(time.time(), 3), "level": level,
-        "positive": "flagged = UNSUPPORTED or CONTRADICTED (human label vs judge verdict)",
+        "positive": ("hallucinated answer = at least one claim not supported (human label vs judge call)"
+                     if unit == "answer" else "flagged = UNSUPPORTED or CONTRADICTED (human label vs judge verdict)"),
         "method": "stratified posterior (Jeffreys Beta per stratum, Dirichlet stratum shares), Rogan-Gladen",
         "decision": {"min_youden": MIN_YOUDEN, "max_width": MAX_WIDTH},
         "strata": [{"stratum": s.key, "judge_verdict": s.judge_verdict, "slice": s.slice, "population": s.population,
                     "labelled": s.labelled, "labels": dict(s.labels)} for s in strata],
-        **_profile_block(strata, level, seed),
+        **_profile_block(strata, level, seed, unit),
         "slices": {},
     }
     for value in sorted({s.slice for s in strata if s.slice is not None}):
         sub = [s for s in strata if s.slice == value]
-        flagged_side = sum(s.labelled for s in sub if s.judge_flagged)
+        flagged_side = sum(s.labelled for s in sub if s.judge_verdict in positive_for(profile))
         if flagged_side >= min_slice_labels and sum(s.labelled for s in sub) - flagged_side >= min_slice_labels:
-            profile["slices"][value] = _profile_block(sub, level, seed)
+            profile["slices"][value] = _profile_block(sub, level, seed, unit)
     return profile
 
 
@@ -365,9 +385,13 @@ def profile_text(profile: Mapping[str, Any]) -> str:
         e = d["estimate"]
         return f"{'n/a' if e is None else f'{e:.3f}'} [{d['low']:.3f}, {d['high']:.3f}]"
 
+    answers = profile.get("unit") == "answer"
+    positive = "hallucinated answers" if answers else "flagged (UNSUPPORTED|CONTRADICTED)"
+    classes = ANSWER_LABELS if answers else LABELS
+
     def block(b: Mapping[str, Any], indent: str = "") -> list[str]:
         f = b["flagged"]
-        out = [f"{indent}flagged (UNSUPPORTED|CONTRADICTED): sensitivity {rng(f['sensitivity'])}  specificity "
+        out = [f"{indent}{positive}: sensitivity {rng(f['sensitivity'])}  specificity "
                f"{rng(f['specificity'])}  Se+Sp-1 {rng(f['youden'])}  true rate {rng(f['population_rate'])}"]
         for v, r in b["per_verdict"].items():
             out.append(f"{indent}  {v:<13} sensitivity {rng(r['sensitivity'])}  specificity {rng(r['specificity'])}")
@@ -375,11 +399,11 @@ def profile_text(profile: Mapping[str, Any]) -> str:
 
     lines = [f"judge profile: judge={profile['judge']}  labelled={profile['labelled']}  level={profile['level']:.0%}"]
     lines += block(profile)
-    lines.append(f"{'stratum':<40}{'population':>11}{'labelled':>9}  labels (S/U/C)")
+    lines.append(f"{'stratum':<40}{'population':>11}{'labelled':>9}  labels ({'/'.join(c[:4] for c in classes)})")
     for s in profile["strata"]:
         lab = s["labels"]
         lines.append(f"{s['stratum']:<40}{s['population']:>11}{s['labelled']:>9}  "
-                     f"{lab.get('SUPPORTED', 0)}/{lab.get('UNSUPPORTED', 0)}/{lab.get('CONTRADICTED', 0)}")
+                     + "/".join(str(lab.get(c, 0)) for c in classes))
     for value, b in profile.get("slices", {}).items():
         lines += [f"slice {value} ({b['labelled']} labels):"] + block(b, "  ")
     return "\n".join(lines)
@@ -485,23 +509,43 @@ def claim_counts(results: Iterable[Mapping[str, Any]], label: str = "release") -
     return out
 
 
+def answer_counts(results: Iterable[Mapping[str, Any]], label: str = "release") -> dict[str, tuple[int, int]]:
+    """``(answers with a flagged claim, answers with a judged claim)`` per value of ``label`` (the gate's counts)."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for r in results:
+        latest[str(r.get("trace_id"))] = r
+    out: dict[str, tuple[int, int]] = {}
+    for r in latest.values():
+        verdicts = [c.get("verdict") for c in r.get("claims") or [] if isinstance(c, Mapping)]
+        judged = [v for v in verdicts if v in LABELS]
+        if not judged:
+            continue
+        key = str((r.get("slices") or {}).get(label, "?"))
+        f, n = out.get(key, (0, 0))
+        out[key] = (f + any(v in FLAGGED_VERDICTS for v in judged), n + 1)
+    return out
+
+
 def cmd_correct(args: argparse.Namespace) -> int:
     """``python -m claimwatch.judge_profile correct --profile P (--flagged K --judged M | --results FILE)``."""
-    _, strata = load_profile(args.profile)
+    profile, strata = load_profile(args.profile)
+    answers = profile.get("unit") == "answer"
     if args.results:
         from claimwatch.labeling.sample import read_results_file
 
-        counts = claim_counts(read_results_file(args.results), args.label)
+        counts = (answer_counts if answers else claim_counts)(read_results_file(args.results), args.label)
     elif args.flagged is not None and args.judged is not None:
         counts = {"": (args.flagged, args.judged)}
     else:
         raise SystemExit("correct needs --results FILE, or --flagged K and --judged M")
     for key, (f, n) in sorted(counts.items()):
-        r = corrected_rate(strata, f, n, level=args.level)
+        r = corrected_rate(strata, f, n, positive=positive_for(profile), level=args.level)
         if args.json:
             print(json.dumps({args.label: key, **r.to_json()} if key else r.to_json()))
         else:
-            print((f"{args.label} {key}: " if key else "") + "unsupported+contradicted claims " + r.to_text())
+            what = "answers with a hallucination " if answers else "unsupported+contradicted claims "
+            print((f"{args.label} {key}: " if key else "") + what + r.to_text().replace("judged claims",
+                  "judged answers" if answers else "judged claims"))
     return 0
 
 

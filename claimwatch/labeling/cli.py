@@ -1,4 +1,4 @@
-"""``claimwatch label``: draw (once) a stratified sample of judged claims, then label it in the terminal."""
+"""``claimwatch label``: draw (once) a stratified sample of judged claims (or answers), then label it in the terminal."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import sys
 from typing import Any, Sequence
 
 from claimwatch.labeling.sample import (
+    UNITS,
     draw_plan,
     load_plan,
     plan_path,
     population,
+    population_answers,
     read_results_file,
     read_results_topic,
     save_plan,
@@ -36,7 +38,10 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     for name in ("release", "route", "model", "environment"):
         src.add_argument(f"--{name}", help=f"only answers of this {name}")
     s = p.add_argument_group("the sample")
-    s.add_argument("--n", type=int, default=200, help="claims to label (default 200; " + PRECISION_HINT + ")")
+    s.add_argument("--unit", choices=UNITS, default="claim",
+                   help="label claims (default; claimwatch calibrate reads them) or whole answers, the release "
+                        "gate's unit (faithful/hallucinated; calibrate --answers reads them)")
+    s.add_argument("--n", type=int, default=200, help="items to label (default 200; " + PRECISION_HINT + ")")
     s.add_argument("--by", default=None, help="also stratify by this slice, e.g. route or release")
     s.add_argument("--confidence-cuts", default="0.8", help="confidence band edges, comma-separated (default 0.8)")
     s.add_argument("--flagged-share", type=float, default=0.5,
@@ -59,7 +64,8 @@ def cmd_label(args: argparse.Namespace) -> int:
     path = plan_path(args.out)
     if path.exists():
         plan = load_plan(path)
-        print(f"resuming the plan in {path} ({plan['n']} claims from {plan['source'] or '?'})", file=sys.stderr)
+        print(f"resuming the plan in {path} ({plan['n']} {plan.get('unit', 'claim')}s from {plan['source'] or '?'})",
+              file=sys.stderr)
     else:
         cuts = tuple(float(x) for x in str(args.confidence_cuts).split(",") if x.strip())
         if not cuts:
@@ -72,11 +78,12 @@ def cmd_label(args: argparse.Namespace) -> int:
             results = read_results_topic(args.bootstrap, args.topic, since=args.since, from_offset=args.from_offset,
                                          max_records=args.max_records)
             source = f"topic {args.topic or 'claimwatch.results'}"
-        cands = population(results, cuts=cuts, by=args.by, filters=filters)
+        pick = population_answers if args.unit == "answer" else population
+        cands = pick(results, cuts=cuts, by=args.by, filters=filters)
         plan = draw_plan(cands, args.n, seed=args.seed, flagged_share=args.flagged_share, source=source, cuts=cuts,
-                         by=args.by)
+                         by=args.by, unit=args.unit)
         save_plan(plan, path)
-        print(f"plan: {plan['n']} of {plan['population_total']} judged claims in {len(plan['strata'])} strata "
+        print(f"plan: {plan['n']} of {plan['population_total']} judged {args.unit}s in {len(plan['strata'])} strata "
               f"-> {path}", file=sys.stderr)
         for key, st in plan["strata"].items():
             print(f"  {key:<40} population {st['population']:>7}  sampled {st['sampled']:>5}", file=sys.stderr)

@@ -25,6 +25,11 @@ from claimwatch.claims_query import matches
 from contract.errors import ConfigError
 
 FLAGGED = ("UNSUPPORTED", "CONTRADICTED")
+#: the judge's call on a whole answer (``--unit answer``): hallucinated = at least one flagged claim
+HALLUCINATED, FAITHFUL = "hallucinated", "faithful"
+#: judge calls that put an item on the flagged side of the sample
+FLAGGED_CALLS = (*FLAGGED, HALLUCINATED)
+UNITS = ("claim", "answer")
 PLAN_VERSION = 1
 NO_CONTEXT = "(the result record kept no evidence chunk for this claim)"
 
@@ -114,6 +119,35 @@ def population(results: Iterable[Mapping[str, Any]], *, cuts: Sequence[float] = 
 FLOOR = 2
 
 
+def population_answers(results: Iterable[Mapping[str, Any]], *, cuts: Sequence[float] = (0.8,), by: str | None = None,
+                       filters: Mapping[str, str | None] | None = None) -> list[Candidate]:
+    """Every evaluated answer with text (last record per trace, matching ``filters``): the gate's unit. The judge
+    calls it hallucinated when one of its claims is UNSUPPORTED or CONTRADICTED; its band is that of its least
+    confident judged claim."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for r in results:
+        latest[str(r.get("trace_id"))] = r
+    out = []
+    for trace_id, r in latest.items():
+        if filters and not matches(dict(r), dict(filters)):
+            continue
+        judged = [c for c in r.get("claims") or [] if isinstance(c, dict) and c.get("verdict") in LABELS]
+        if not judged or not r.get("answer"):
+            continue
+        slices = {k: str(v) for k, v in (r.get("slices") or {}).items()}
+        call = HALLUCINATED if any(c["verdict"] in FLAGGED for c in judged) else FAITHFUL
+        low = min(float(c["confidence"]) if c.get("confidence") is not None else 0.5 for c in judged)
+        sl = f"{by}={slices.get(by, '?')}" if by else None
+        stratum = "|".join(x for x in (sl, f"answer:{call}", band(low, cuts)) if x)
+        claims = [{k: c.get(k) for k in ("id", "text", "verdict", "confidence", "evidence", "context_excerpt",
+                                         "context_id", "context_source", "reason")} for c in judged]
+        item = {"id": trace_id, "unit": "answer", "trace_id": trace_id, "judge": str(r.get("judge") or "?"),
+                "judge_verdict": call, "judge_confidence": low, "question": r.get("question"),
+                "answer": r["answer"], "claims": claims, "slices": slices}
+        out.append(Candidate(trace_id, stratum, sl, item))
+    return out
+
+
 def _allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
     """``n`` split over strata: ``FLOOR`` each first (when ``n`` allows), the rest proportionally to ``sizes``
     (largest remainders), none above its size."""
@@ -138,15 +172,16 @@ def _allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
 
 
 def draw_plan(candidates: Sequence[Candidate], n: int, *, seed: int = 1, flagged_share: float = 0.5,
-              source: str = "", cuts: Sequence[float] = (0.8,), by: str | None = None) -> dict[str, Any]:
+              source: str = "", cuts: Sequence[float] = (0.8,), by: str | None = None,
+              unit: str = "claim") -> dict[str, Any]:
     """The labelling plan: strata populations and a shuffled stratified sample of ``n`` claims."""
     if not candidates:
-        raise ConfigError("no judged claims with text to label (wrong source or filters, or the results omit text)")
+        raise ConfigError(f"no judged {unit}s with text to label (wrong source or filters, or the results omit text)")
     strata: dict[str, list[Candidate]] = {}
     for c in candidates:
         strata.setdefault(c.stratum, []).append(c)
     sizes = {k: len(v) for k, v in strata.items()}
-    flagged = {k: v for k, v in sizes.items() if strata[k][0].item["judge_verdict"] in FLAGGED}
+    flagged = {k: v for k, v in sizes.items() if strata[k][0].item["judge_verdict"] in FLAGGED_CALLS}
     passed = {k: v for k, v in sizes.items() if k not in flagged}
     want_f = min(round(n * flagged_share), sum(flagged.values()))
     want_p = min(n - want_f, sum(passed.values()))
@@ -163,7 +198,8 @@ def draw_plan(candidates: Sequence[Candidate], n: int, *, seed: int = 1, flagged
                           "population_total": total})
     rng.shuffle(items)
     return {
-        "version": PLAN_VERSION, "source": source, "seed": seed, "n": len(items), "flagged_share": flagged_share,
+        "version": PLAN_VERSION, "unit": unit, "source": source, "seed": seed, "n": len(items),
+        "flagged_share": flagged_share,
         "confidence_cuts": list(cuts), "by": by, "population_total": total,
         "strata": {k: {"judge_verdict": strata[k][0].item["judge_verdict"], "slice": strata[k][0].stratum_slice,
                        "population": sizes[k], "sampled": alloc[k]} for k in sorted(strata)},
@@ -186,6 +222,29 @@ def load_plan(path: Path) -> dict[str, Any]:
     if not isinstance(plan, dict) or plan.get("version") != PLAN_VERSION or not isinstance(plan.get("items"), list):
         raise ConfigError(f"{path}: not a labelling plan this version can read")
     return plan
+
+
+def answer_label_record(item: Mapping[str, Any], label: str, *, labeller: str | None, at: float) -> dict[str, Any]:
+    """An answer's label line: ``claimwatch calibrate --answers``' fields (id, question, context, answer, label
+    faithful/hallucinated) and the stratum, its population and the judge's call, as for claims."""
+    chunks = [c.get("context_excerpt") or c.get("evidence") for c in item.get("claims") or []]
+    context = list(dict.fromkeys(x for x in chunks if x)) or [NO_CONTEXT]
+    slices = item.get("slices") or {}
+    rec: dict[str, Any] = {
+        "id": item["id"], "question": item.get("question"), "context": context, "answer": item["answer"],
+        "label": label, "unit": "answer", "judge": item.get("judge"), "judge_verdict": item["judge_verdict"],
+        "stratum": item["stratum"], "stratum_population": item["stratum_population"],
+        "stratum_share": item["stratum_share"], "population_total": item["population_total"],
+        "judge_confidence": item.get("judge_confidence"),
+    }
+    if item.get("stratum_slice"):
+        rec["stratum_slice"] = item["stratum_slice"]
+    for key in ("release", "route"):
+        if slices.get(key):
+            rec[key] = slices[key]
+    rec["source"] = {"trace_id": item.get("trace_id"), "claims": item.get("claims"), "slices": slices,
+                     "labelled_at": round(at, 3), "labeller": labeller}
+    return rec
 
 
 def label_record(item: Mapping[str, Any], label: str, *, labeller: str | None, at: float) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The terminal labelling session: one claim at a time, one key and Enter, resumable, scriptable through a pipe.
 
-Keys: ``s`` SUPPORTED, ``u`` UNSUPPORTED, ``c`` CONTRADICTED, ``k`` skip, ``b`` back (undo the last answer
-of this session), ``q`` quit (so does end of input). Each label is appended to the labels file (and flushed)
+Keys: ``s`` SUPPORTED, ``u`` UNSUPPORTED, ``c`` CONTRADICTED (``--unit answer``: ``f`` faithful, ``h``
+hallucinated), ``k`` skip, ``b`` back (undo the last answer of this session), ``q`` quit (so does end of input). Each label is appended to the labels file (and flushed)
 the moment it is given; a skip goes to ``<labels>.skipped`` (the labels file holds labels only, so
 ``claimwatch calibrate`` reads it as it is). Claims already in either file are not shown again.
 """
@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Mapping, Sequence
 
-from claimwatch.labeling.sample import label_record
+from claimwatch.labeling.sample import FAITHFUL, HALLUCINATED, answer_label_record, label_record
 
 KEYS = {"s": "SUPPORTED", "u": "UNSUPPORTED", "c": "CONTRADICTED"}
 HELP = "[s]upported  [u]nsupported  [c]ontradicted  [k] skip  [b]ack  [q]uit"
+ANSWER_KEYS = {"f": FAITHFUL, "h": HALLUCINATED}
+ANSWER_HELP = "[f]aithful  [h]allucinated (a claim not supported)  [k] skip  [b]ack  [q]uit"
 
 
 def skipped_path(labels_path: str | Path) -> Path:
@@ -68,18 +70,33 @@ def _wrap(label: str, text: str, width: int = 100) -> str:
     return textwrap.fill(text, width=width, initial_indent=f"{label:<10}", subsequent_indent=" " * 10)
 
 
-def render(item: Mapping[str, Any], position: int, total: int, *, blind: bool = False) -> str:
-    """What the labeller sees for one claim."""
+def _header(item: Mapping[str, Any], position: int, total: int, unit: str) -> list[str]:
     slices = item.get("slices") or {}
     where = "  ".join(f"{k} {slices[k]}" for k in ("release", "route") if slices.get(k))
     share = item.get("stratum_share") or 0.0
-    lines = [
-        "",
-        f"[{position}/{total}]  stratum {item['stratum']} ({share:.0%} of {item['population_total']} claims)"
-        + (f"  {where}" if where else ""),
-        _wrap("question", item.get("question") or "(not kept in the result record)"),
-        _wrap("claim", item["claim"]),
-    ]
+    return ["", f"[{position}/{total}]  stratum {item['stratum']} ({share:.0%} of {item['population_total']} "
+                f"{unit}s)" + (f"  {where}" if where else ""),
+            _wrap("question", item.get("question") or "(not kept in the result record)")]
+
+
+def render_answer(item: Mapping[str, Any], position: int, total: int, *, blind: bool = False) -> str:
+    """What the labeller sees for one answer: the answer, then each claim with its chunk (and the judge's verdict)."""
+    lines = _header(item, position, total, "answer") + [_wrap("answer", item["answer"])]
+    for c in item.get("claims") or []:
+        verdict = "" if blind else f"  [{c.get('verdict')}" + (
+            "" if c.get("confidence") is None else f" {float(c['confidence']):.2f}") + "]"
+        lines.append(_wrap(f"  {c.get('id')}", f"{c.get('text')}{verdict}"))
+        lines.append(_wrap("", f"chunk: {c.get('context_excerpt') or c.get('evidence') or '(none kept)'}"))
+    if not blind:
+        lines.append(_wrap("judge", str(item["judge_verdict"])))
+    return "\n".join(lines)
+
+
+def render(item: Mapping[str, Any], position: int, total: int, *, blind: bool = False) -> str:
+    """What the labeller sees for one claim (or answer)."""
+    if item.get("unit") == "answer":
+        return render_answer(item, position, total, blind=blind)
+    lines = _header(item, position, total, "claim") + [_wrap("claim", item["claim"])]
     chunk = item.get("context_excerpt")
     origin = " ".join(str(x) for x in (item.get("context_source"), item.get("context_id")) if x)
     if item.get("evidence"):
@@ -104,15 +121,17 @@ def run_session(plan: Mapping[str, Any], labels_path: str | Path, stdin: IO[str]
     queue = [it for it in items if it["id"] not in done]
     total = len(items)
     history: list[tuple[Mapping[str, Any], Path]] = []
+    answers = plan.get("unit") == "answer"
+    keys, help_, record = (ANSWER_KEYS, ANSWER_HELP, answer_label_record) if answers else (KEYS, HELP, label_record)
     i = 0
     quit_ = False
     if not queue:
-        stdout.write(f"all {total} claims of the plan are labelled or skipped ({labels})\n")
+        stdout.write(f"all {total} items of the plan are labelled or skipped ({labels})\n")
     while i < len(queue) and not quit_:
         item = queue[i]
         stdout.write(render(item, total - len(queue) + i + 1, total, blind=blind) + "\n")
         while True:
-            stdout.write(f"label? {HELP} > ")
+            stdout.write(f"label? {help_} > ")
             stdout.flush()
             line = stdin.readline()
             if not line:  # end of input: stop, everything given so far is saved
@@ -120,8 +139,8 @@ def run_session(plan: Mapping[str, Any], labels_path: str | Path, stdin: IO[str]
                 stdout.write("\n")
                 break
             key = line.strip().lower()[:1]
-            if key in KEYS:
-                _append(labels, label_record(item, KEYS[key], labeller=labeller, at=time.time()))
+            if key in keys:
+                _append(labels, record(item, keys[key], labeller=labeller, at=time.time()))
                 history.append((item, labels))
                 i += 1
                 break
@@ -141,7 +160,7 @@ def run_session(plan: Mapping[str, Any], labels_path: str | Path, stdin: IO[str]
             if key == "q":
                 quit_ = True
                 break
-            stdout.write(f"? one of: {HELP}\n")
+            stdout.write(f"? one of: {help_}\n")
     labelled = len(_ids(labels))
     skipped = len(_ids(skips))
     return Summary(total, labelled, skipped, len(history), labelled + skipped >= total)

@@ -142,3 +142,34 @@ def test_end_to_end_label_200_claims_then_profile_then_corrected_rate(tmp_path):
     # 200 labels on a mediocre judge: an honest interval, too wide to roll back on (the command says so)
     assert r.decidable == (r.youden_low > 0.1 and r.corrected.width <= 0.2)
     assert r.raw is not None and r.raw > true_share + 0.05
+
+
+def test_answer_unit_labels_whole_answers_for_the_gate(tmp_path):
+    """--unit answer: answers stratified by the judge's call, labelled faithful/hallucinated through the real
+    command, readable by `calibrate --answers`, and a profile whose corrected answer share covers the truth."""
+    from claimwatch.calibration import load_labeled_answers
+    from claimwatch.judge_profile import answer_counts, positive_for
+
+    results, labels = tmp_path / "results.jsonl", tmp_path / "answers.jsonl"
+    truth = deployment(results, answers=3000, true_rate=0.08, se=0.85, sp=0.95, seed=2)
+    assert main(["--unit", "answer", "--results", str(results), "--out", str(labels), "--n", "300",
+                 "--plan-only"]) == 0
+    items = json.loads(plan_path(labels).read_text())["items"]
+    bad = {it["id"]: any(truth[f"{it['id']}/{c['id']}"] for c in it["claims"]) for it in items}
+    keys = "".join(("h" if bad[it["id"]] else "f") + "\n" for it in items)
+    proc = subprocess.run([sys.executable, "-m", "claimwatch.labeling", "--out", str(labels)], input=keys,
+                          text=True, capture_output=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "[300/300]" in proc.stdout and "[f]aithful" in proc.stdout
+    answers = load_labeled_answers(labels)
+    assert len(answers) == 300 and {a.label for a in answers} == {"faithful", "hallucinated"}
+    profile = tmp_path / "p.json"
+    assert profile_main(["fit", str(labels), "--profile-out", str(profile)]) == 0
+    data, strata = load_profile(profile)
+    assert data["unit"] == "answer" and positive_for(data) == ("hallucinated",)
+    cand = tmp_path / "cand.jsonl"
+    ctruth = deployment(cand, answers=4000, true_rate=0.15, se=0.85, sp=0.95, seed=5, release="v2")
+    (flagged, judged), = answer_counts(read_results_file(cand)).values()
+    true_share = sum(any(ctruth[f"v2-{a:06d}/c{c}"] for c in range(2)) for a in range(4000)) / 4000
+    r = corrected_rate(strata, flagged, judged, positive=positive_for(data))
+    assert r.corrected.low <= true_share <= r.corrected.high
