@@ -291,7 +291,7 @@ class NLIJudge(JudgeBase):
             config = AutoConfig.from_pretrained(source, trust_remote_code=self.kind == "hhem", **local)
             kind = self.kind if self.kind != "auto" else detect_kind(config)
             if kind == "hhem":  # HHEM brings its own code and tokenization (predict); runs as shipped
-                model = AutoModelForSequenceClassification.from_pretrained(source, trust_remote_code=True, **local)
+                model = _load_remote_code_model(AutoModelForSequenceClassification, source, self.model_name, local)
                 tokenizer = None
             else:
                 tokenizer = AutoTokenizer.from_pretrained(source, **local)
@@ -604,6 +604,35 @@ def minicheck_input(premise: str, claim: str, eos: str, *, seq2seq: bool = False
     (``"predict: "`` first for Flan-T5); Liyan06/MiniCheck ``minicheck/inference.py`` ``batch_tokenize``."""
     text = eos.join([premise, claim])
     return "predict: " + text if seq2seq else text
+
+
+def _load_remote_code_model(auto: Any, source: str, name: str, local: dict[str, Any]) -> Any:
+    """A ``trust_remote_code`` model (HHEM), or one clear ``ConfigError``: its code failing under this transformers
+    version (HHEM-2.1-open's file raised AttributeError on transformers 5), or weights left missing (a model
+    scoring with randomly initialised weights would give confident nonsense with only a warning)."""
+    try:
+        model, info = auto.from_pretrained(source, trust_remote_code=True, output_loading_info=True, **local)
+    except (OSError, ValueError):
+        raise
+    except Exception as exc:  # the model's own code: any error it raises is a start-up error, not a traceback
+        raise ConfigError(f"the model code shipped with {name!r} fails under transformers "
+                          f"{_transformers_version()} ({type(exc).__name__}: {str(exc)[:200]}); use a transformers "
+                          "version its authors support, or a model without remote code") from exc
+    missing = [k for k in (info or {}).get("missing_keys", []) if not k.endswith("position_ids")]
+    if missing:
+        raise ConfigError(f"{name!r} loaded with {len(missing)} weight(s) missing (e.g. {missing[0]!r}): it would "
+                          "score with random weights; re-save the model or use a transformers version that ties "
+                          "its shared weights")
+    return model
+
+
+def _transformers_version() -> str:
+    try:
+        import transformers
+
+        return str(transformers.__version__)
+    except ImportError:  # pragma: no cover - checked before loading
+        return "?"
 
 
 def _single_overhead(tokenizer: Any, seq2seq: bool) -> int:

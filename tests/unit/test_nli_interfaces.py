@@ -338,3 +338,32 @@ def test_joined_chunks_know_which_context_they_start_in(models):
     assert [i for i, _ in windows] == sorted(i for i, _ in windows) and {i for i, _ in windows} == {0, 1}
     for i, text in windows:
         assert text.split("\n\n")[0] in contexts[i]
+
+
+@needs_ml
+def test_hhem_with_missing_weights_is_refused_not_scored(models, tmp_path):
+    """A remote-code model whose weights file lacks a tensor fails at load with one line, never scores randomly."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    broken = tmp_path / "hhem-missing"
+    shutil.copytree(models["hhem"], broken)
+    weights = broken / "model.safetensors"
+    tensors = load_file(str(weights))
+    save_file({k: v for k, v in tensors.items() if k != "scale"}, str(weights), metadata={"format": "pt"})
+    with pytest.raises(ConfigError, match="missing"):
+        NLIJudge(str(broken), kind="hhem").load()
+
+
+@needs_ml
+def test_hhem_whose_own_code_fails_is_a_start_up_error(models, tmp_path):
+    """Model code that raises under this transformers version is one ConfigError naming it, not a traceback."""
+    import shutil
+
+    broken = tmp_path / "hhem-code"
+    shutil.copytree(models["hhem"], broken)
+    code = broken / "tiny_hhem.py"
+    code.write_text(code.read_text().replace("self.post_init()", "self.post_init()\n        raise AttributeError('all_tied_weights_keys')"))
+    with pytest.raises(ConfigError, match="all_tied_weights_keys"):
+        NLIJudge(str(broken), kind="hhem").load()
