@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 from claimwatch.labeling.sample import (
@@ -49,6 +50,10 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--plan-only", action="store_true", help="write the plan and stop")
     p.add_argument("--blind", action="store_true", help="hide the judge's verdict (no anchoring on it)")
+    p.add_argument("--html", metavar="PAGE", default=None,
+                   help="instead of the terminal: write the unlabelled items as a self-contained HTML page")
+    p.add_argument("--import", dest="import_file", metavar="FILE", default=None,
+                   help="append the labels downloaded from the HTML page to --out (ids already there are kept)")
     p.add_argument("--labeller", default=None, help="your name in the label records (default: the login name)")
     p.set_defaults(func=cmd_label)
     return p
@@ -90,6 +95,19 @@ def cmd_label(args: argparse.Namespace) -> int:
     if args.plan_only:
         return 0
     labeller = args.labeller or _login()
+    if args.import_file:
+        from claimwatch.labeling.html import import_labels
+
+        added, kept = import_labels(args.out, args.import_file)
+        print(f"imported {added} lines into {args.out} ({kept} already there)", file=sys.stderr)
+        return 0
+    if args.html:
+        from claimwatch.labeling.html import render_page
+
+        Path(args.html).write_text(render_page(plan, args.out, blind=args.blind, labeller=labeller), encoding="utf-8")
+        print(f"labelling page written to {args.html}: open it in a browser, label, download, then "
+              f"claimwatch label --out {args.out} --import labels-new.jsonl", file=sys.stderr)
+        return 0
     summary = run_session(plan, args.out, sys.stdin, sys.stdout, blind=args.blind, labeller=labeller)
     print(f"\n{summary.labelled} labelled, {summary.skipped} skipped of {summary.total} "
           f"({summary.this_session} this session) -> {args.out}"
