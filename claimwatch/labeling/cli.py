@@ -71,6 +71,9 @@ def cmd_label(args: argparse.Namespace) -> int:
         plan = load_plan(path)
         print(f"resuming the plan in {path} ({plan['n']} {plan.get('unit', 'claim')}s from {plan['source'] or '?'})",
               file=sys.stderr)
+        if args.results or args.bootstrap or args.topic or args.unit != plan.get("unit", "claim"):
+            print(f"  (the source and sample options are the plan's; delete {path} to draw a new sample)",
+                  file=sys.stderr)
     else:
         cuts = tuple(float(x) for x in str(args.confidence_cuts).split(",") if x.strip())
         if not cuts:
