@@ -1,4 +1,4 @@
-"""``claimwatch`` command line: worker, score, verify, calibrate (files, HaluEval, the real labelled sets), gate, demo, and the subcommands their modules register (receiver, bridge, soak, claims, report, audit, selfcheck).
+"""``claimwatch`` command line: worker, score, verify, calibrate (files, HaluEval, the real labelled sets), gate, demo, and the subcommands their modules register (receiver, bridge, soak, claims, report, audit, selfcheck, label).
 
 Settings come from ``CLAIMWATCH_*`` environment variables (see
 ``evaluator_worker.config``); flags override the most common ones.
@@ -141,6 +141,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from claimwatch.progress import Progress
     from evaluator_worker.judges.registry import get_judge
 
+    if args.profile_out:  # a `claimwatch label` file: the judge profile from the verdicts recorded in traffic
+        try:
+            from claimwatch.judge_profile import cmd_profile
+        except ImportError as exc:  # numpy: the calibration extra
+            raise ConfigError(f"calibrate --profile-out needs numpy ({exc}): pip install 'claimwatch[calibration]'") from exc
+        return cmd_profile(args)
     settings = _settings(args)
     if args.fit_confidence:
         if args.halueval or args.answers or not args.input:
@@ -303,6 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--fit-confidence", default=None, metavar="PATH",
                    help="fit a confidence map (isotonic) on the judge's raw confidences and write it to PATH "
                         "(use it with CLAIMWATCH_CONFIDENCE_CALIBRATION=PATH)")
+    c.add_argument("--profile-out", default=None, metavar="PATH",
+                   help="INPUT is a `claimwatch label` file: write the judge profile (sensitivity/specificity per "
+                        "verdict and slice, with intervals; the recorded verdicts are compared, the judge is not re-run)")
     c.set_defaults(func=cmd_calibrate)
 
     g = sub.add_parser("gate", help="release gate: promote (0) / rollback (1) / hold (2) from Prometheus")
@@ -339,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from claimwatch.audit import add_cli as add_audit
     from claimwatch.claims_query import add_cli as add_claims
+    from claimwatch.labeling import add_cli as add_label
     from claimwatch.report import add_cli as add_report
     from claimwatch.selfcheck import add_cli as add_selfcheck
     from claimwatch.soak import add_cli as add_soak
@@ -352,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report(sub)
     add_audit(sub)
     add_selfcheck(sub)
+    add_label(sub)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
     judge_flag(d)

@@ -129,6 +129,11 @@ def test_end_to_end_label_200_claims_then_profile_then_corrected_rate(tmp_path):
     assert profile_main(["fit", str(labels), "--profile-out", str(profile)]) == 0
     data, strata = load_profile(profile)
     f = data["flagged"]
+    from claimwatch.cli import main as cli_main  # the documented command writes the same profile
+
+    assert cli_main(["calibrate", str(labels), "--profile-out", str(tmp_path / "via-cli.json")]) == 0
+    via_cli = json.loads((tmp_path / "via-cli.json").read_text())["flagged"]
+    assert via_cli["sensitivity"]["estimate"] == f["sensitivity"]["estimate"]
     assert f["sensitivity"]["low"] < 0.7 < f["sensitivity"]["high"]
     assert f["specificity"]["low"] < 0.85 < f["specificity"]["high"]
     # another deployment (say the candidate release) with a true rate of 20%, judged by the same judge
