@@ -232,8 +232,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         if config.test.method != "sequential":
             raise ConfigError("gate: --follow needs --test sequential (the fixed test is valid for one look)")
         return follow(source, args.baseline, args.candidate, window=args.window, config=config, plan=plan,
-                      advice=advice)
-    code, text = run_gate(source, args.baseline, args.candidate, window=args.window, config=config, advice=advice)
+                      advice=advice, profile=args.profile)
+    code, text = run_gate(source, args.baseline, args.candidate, window=args.window, config=config, advice=advice,
+                          profile=args.profile)
     print(text)
     return code
 
@@ -333,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--every", default="5m", help="--follow: time between looks")
     g.add_argument("--duration", default="1h", help="--follow: how long to keep looking")
     g.add_argument("--target", default="1h", help="on HOLD, recommend sampling to settle it within this time")
+    g.add_argument("--profile", default=None, metavar="PATH",
+                   help="a judge profile (claimwatch calibrate LABELS --profile-out): print corrected shares; an answer "
+                        "profile holds a rollback its measured error rates cannot support")
     g.add_argument("--sampling-ratio", type=float, default=None,
                    help="the collector's current sampling ratio for the candidate (for the recommendation)")
     g.set_defaults(func=cmd_gate)

@@ -48,11 +48,13 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from claimwatch.calibration import ANSWER_LABELS, LABELS, DataError
+from claimwatch.gate.counts import ReleaseCounts, latest_per_trace
 
 __all__ = [
     "FLAGGED_VERDICTS", "Stratum", "Interval", "ErrorRates", "CorrectedRate", "strata_from_labels",
     "error_rates", "corrected_rate", "corrected_difference", "fit_profile", "load_profile",
-    "simulate_coverage", "SimResult", "claim_counts", "answer_counts", "positive_for", "main",
+    "simulate_coverage", "SimResult", "claim_counts", "answer_counts", "release_counts", "counts_for",
+    "positive_for", "main",
 ]
 
 FLAGGED_VERDICTS = ("UNSUPPORTED", "CONTRADICTED")
@@ -492,38 +494,32 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def claim_counts(results: Iterable[Mapping[str, Any]], label: str = "release") -> dict[str, tuple[int, int]]:
-    """``(flagged, judged)`` claims per value of the slice ``label``, one result record per trace (the last)."""
-    latest: dict[str, Mapping[str, Any]] = {}
-    for r in results:
-        latest[str(r.get("trace_id"))] = r
-    out: dict[str, tuple[int, int]] = {}
-    for r in latest.values():
+def release_counts(results: Iterable[Mapping[str, Any]], label: str = "release") -> dict[str, ReleaseCounts]:
+    """The gate's counts per value of the slice ``label`` from result records (one per record, the last), counted
+    as the worker counts them, so corrected rates sit beside the gate's raw ones."""
+    out: dict[str, ReleaseCounts] = {}
+    for r in latest_per_trace(results):
         key = str((r.get("slices") or {}).get(label, "?"))
-        f, n = out.get(key, (0, 0))
-        for c in r.get("claims") or []:
-            v = c.get("verdict") if isinstance(c, Mapping) else None
-            if v in LABELS:
-                f, n = f + (v in FLAGGED_VERDICTS), n + 1
-        out[key] = (f, n)
+        out[key] = out.get(key, ReleaseCounts()).add_result(r)
     return out
+
+
+def claim_counts(results: Iterable[Mapping[str, Any]], label: str = "release") -> dict[str, tuple[int, int]]:
+    """``(flagged, judged)`` claims per value of the slice ``label``."""
+    return {k: (c.claims.unsupported + c.claims.contradicted, c.claims.judged)
+            for k, c in release_counts(results, label).items()}
 
 
 def answer_counts(results: Iterable[Mapping[str, Any]], label: str = "release") -> dict[str, tuple[int, int]]:
-    """``(answers with a flagged claim, answers with a judged claim)`` per value of ``label`` (the gate's counts)."""
-    latest: dict[str, Mapping[str, Any]] = {}
-    for r in results:
-        latest[str(r.get("trace_id"))] = r
-    out: dict[str, tuple[int, int]] = {}
-    for r in latest.values():
-        verdicts = [c.get("verdict") for c in r.get("claims") or [] if isinstance(c, Mapping)]
-        judged = [v for v in verdicts if v in LABELS]
-        if not judged:
-            continue
-        key = str((r.get("slices") or {}).get(label, "?"))
-        f, n = out.get(key, (0, 0))
-        out[key] = (f + any(v in FLAGGED_VERDICTS for v in judged), n + 1)
-    return out
+    """``(answers with a flagged claim, evaluated answers)`` per value of ``label`` (the gate's counts)."""
+    return {k: (c.flagged, c.answers) for k, c in release_counts(results, label).items() if c.answers}
+
+
+def counts_for(profile: Mapping[str, Any], counts: ReleaseCounts) -> tuple[int, int]:
+    """``(flagged, judged)`` in the profile's unit: answers (the gate's) or claims."""
+    if profile.get("unit") == "answer":
+        return counts.flagged, counts.answers
+    return counts.claims.unsupported + counts.claims.contradicted, counts.claims.judged
 
 
 def cmd_correct(args: argparse.Namespace) -> int:

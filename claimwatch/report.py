@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping
 
 from claimwatch.claims_query import FLAGGED, FlaggedClaim, flagged_claims, trace_url
 from claimwatch.gate import DEFAULT_MIN_ANSWERS, Counts, GateConfig, GateDecision, ReleaseCounts, TestConfig, decide
+from claimwatch.gate.correction import correct
 from claimwatch.gate.counts import latest_per_trace, record_verdicts
 from claimwatch.stats.proportions import wilson_interval
 from contract.errors import ConfigError
@@ -56,6 +57,8 @@ class ReleaseReport:
     worst: list[FlaggedClaim]
     answers: dict[str, int] = field(default_factory=dict)
     generated_at: float = field(default_factory=time.time)
+    #: with a judge profile: raw vs corrected shares per release (``claimwatch.gate.correction``)
+    corrected: tuple[str, ...] = ()
 
 
 def build_report(
@@ -66,8 +69,10 @@ def build_report(
     label: str = "release",
     slice_label: str = "route",
     gate: GateConfig | None = None,
+    profile: str | None = None,
 ) -> ReleaseReport:
-    """Counts per release and slice, the gate's decision, verdicts over time, the worst claims."""
+    """Counts per release and slice, the gate's decision, verdicts over time, the worst claims; with a judge
+    ``profile``, the shares corrected for its measured error rates (and a rollback they cannot support held)."""
     releases = {baseline: ReleaseCounts(), candidate: ReleaseCounts()}
     by_slice: dict[tuple[str, str], Counts] = defaultdict(Counts)
     answers: dict[str, int] = defaultdict(int)
@@ -90,9 +95,13 @@ def build_report(
             worst += flagged_claims(dict(r), FLAGGED, int(at * 1000))
     decision = decide(releases[baseline], releases[candidate], gate,
                       labels={"baseline": baseline, "candidate": candidate})
+    corrected: tuple[str, ...] = ()
+    if profile:
+        correction = correct(decision, profile)
+        decision, corrected = correction.apply(decision), correction.lines
     worst.sort(key=lambda f: f.rank)
     return ReleaseReport(baseline, candidate, label, decision, dict(by_slice), slice_label,
-                         _bucket(stamped), worst[:WORST_CLAIMS], dict(answers))
+                         _bucket(stamped), worst[:WORST_CLAIMS], dict(answers), corrected=corrected)
 
 
 def _bucket(stamped: list[tuple[float, str, str]]) -> dict[tuple[float, str, str], int]:
@@ -245,6 +254,8 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
         f'<tr><td class="l">flagged answers</td><td>{c.difference * 100:+.1f} pts</td>'
         f"<td>[{c.lower * 100:+.1f}, {c.upper * 100:+.1f}]</td><td>{d.power.min_detectable * 100:+.1f} pts</td></tr>"
     )
+    corrected = ("<h2>Corrected for the judge's measured error rates</h2><pre id=\"corrected\">"
+                 + html.escape("\n".join(line.strip() for line in report.corrected)) + "</pre>") if report.corrected else ""
     charts = [rates_spec(report, v) for v in RATES]
     if report.over_time:
         charts.append(over_time_spec(report))
@@ -264,7 +275,7 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
 <th>judged claims</th><th>contradicted</th><th>unsupported</th><th>errors</th></tr>{''.join(rows)}</table>
 <table><tr><th class="l">decided on</th><th>candidate − baseline</th><th>bounds ({t.method})</th>
 <th>smallest rise detectable (power {t.power:g})</th></tr>{comparisons}</table>
-<h2>Rates per {html.escape(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
+{corrected}<h2>Rates per {html.escape(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
 <h2>Worst claims of {html.escape(report.candidate)}</h2>{worst}
 </body></html>
 """
@@ -286,7 +297,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         consumer.close()
     report = build_report(results, args.baseline, args.candidate, label=args.label, slice_label=args.slice,
                           gate=GateConfig(TestConfig(method=args.test, alpha=args.alpha,
-                                                     max_increase=args.max_increase), min_answers=args.min_answers))
+                                                     max_increase=args.max_increase), min_answers=args.min_answers),
+                          profile=args.profile)
     Path(args.out).write_text(render_html(report, trace_url_template=args.trace_url_template), encoding="utf-8")
     print(f"claimwatch report: {report.decision.action.upper()} -> {args.out}")
     return report.decision.exit_code
@@ -308,6 +320,8 @@ def add_cli(sub: Any) -> None:
     p.add_argument("--min-answers", type=int, default=DEFAULT_MIN_ANSWERS,
                    help="evaluated answers per release the gate needs")
     p.add_argument("--test", choices=["sequential", "fixed"], default="sequential", help="the gate's test")
+    p.add_argument("--profile", default=None, metavar="PATH",
+                   help="a judge profile (claimwatch calibrate LABELS --profile-out): show corrected shares")
     p.add_argument("--alpha", type=float, default=0.05, help="false-rollback rate of the gate")
     p.add_argument("--max-increase", type=float, default=0.02,
                    help="tolerated rise of the share of flagged answers (0.02 = 2 points)")

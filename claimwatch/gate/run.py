@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from claimwatch.gate.correction import correct
 from claimwatch.gate.counts import ReleaseCounts
 from claimwatch.gate.decision import EXIT_CODES, HOLD, ROLLBACK, GateConfig, GateDecision, decide
 from claimwatch.gate.prometheus import Source, fetch_counts
@@ -82,13 +83,21 @@ def _report(d: GateDecision, source: Source, window: str, advice: Advice) -> str
 
 def run_gate(source: Source, baseline: str, candidate: str, *, window: str = "1h",
              config: GateConfig | None = None, advice: Advice | None = None,
-             fetch: Fetch = fetch_counts) -> tuple[int, str]:
-    """One look: ``(exit code, report)``; 0 promote, 1 rollback, 2 hold."""
+             fetch: Fetch = fetch_counts, profile: str | None = None) -> tuple[int, str]:
+    """One look: ``(exit code, report)``; 0 promote, 1 rollback, 2 hold. With a judge ``profile``, the corrected
+    shares are printed and a rollback the judge's measured error rates cannot support is held
+    (:mod:`claimwatch.gate.correction`)."""
     try:
         d = look(source, baseline, candidate, window, config or GateConfig(), fetch)
+        correction = correct(d, profile) if profile else None
     except GateError as exc:
         return EXIT_CODES[HOLD], f"claimwatch gate: HOLD (exit 2)\n  - could not read counts: {exc}"
-    return d.exit_code, _report(d, source, window, advice or Advice())
+    if correction is not None:
+        d = correction.apply(d)
+    text = _report(d, source, window, advice or Advice())
+    if correction is not None:
+        text += "\n  " + "\n  ".join(correction.lines)
+    return d.exit_code, text
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,8 @@ class Follow:
 def follow(source: Source, baseline: str, candidate: str, *, window: str = "1h",
            config: GateConfig | None = None, plan: Follow | None = None, advice: Advice | None = None,
            fetch: Fetch = fetch_counts, clock: Callable[[], float] = time.time,
-           sleep: Callable[[float], None] = time.sleep, emit: Callable[[str], None] = print) -> int:
+           sleep: Callable[[float], None] = time.sleep, emit: Callable[[str], None] = print,
+           profile: str | None = None) -> int:
     """Repeated looks on growing data; the exit code of the first rollback or of the last look."""
     cfg = config or GateConfig()
     if cfg.test.method != SEQUENTIAL:
@@ -116,7 +126,8 @@ def follow(source: Source, baseline: str, candidate: str, *, window: str = "1h",
         n += 1
         elapsed = clock() - start
         grown = f"{int(round(base_s + elapsed))}s"
-        code, text = run_gate(source, baseline, candidate, window=grown, config=cfg, advice=advice, fetch=fetch)
+        code, text = run_gate(source, baseline, candidate, window=grown, config=cfg, advice=advice, fetch=fetch,
+                              profile=profile)
         emit(f"look {n} at +{elapsed:.0f}s\n{text}")
         if code == EXIT_CODES[ROLLBACK] or elapsed + plan.every_s > plan.duration_s:
             return code
