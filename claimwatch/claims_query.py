@@ -26,6 +26,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from kafka import KafkaConsumer, TopicPartition
@@ -147,6 +148,21 @@ def read_results(
                 ts = int(m.timestamp or 0)
                 if isinstance(value, dict) and ts >= at:
                     yield value, ts
+
+
+def read_results_file(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Result records from a JSONL file (``claimwatch score`` output, or the results topic dumped one per line)."""
+    p = Path(path)
+    with p.open(encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                raise ConfigError(f"{p}:{lineno}: not a JSON result record") from None
+            if isinstance(value, dict):
+                yield value
 
 
 def open_results(bootstrap: str | None = None, topic: str | None = None) -> tuple[KafkaConsumer, str]:

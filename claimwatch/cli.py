@@ -377,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--workers", type=int, default=1)
     d.add_argument("--seed", type=int, default=7)
     d.add_argument("--gate-min-answers", type=int, default=50, help="evaluated answers per release the gate needs")
+    d.add_argument("--results-out", default="claimwatch-demo-results.jsonl",
+                   help="write the results topic here at the end ('' to skip): the broker ends with the demo, and "
+                        "claimwatch label / report --results read the file")
     d.add_argument("--report", default="claimwatch-demo-report.html",
                    help="write the HTML release report here ('' to skip)")
     d.set_defaults(func=cmd_demo)

@@ -527,7 +527,7 @@ def cmd_correct(args: argparse.Namespace) -> int:
     profile, strata = load_profile(args.profile)
     answers = profile.get("unit") == "answer"
     if args.results:
-        from claimwatch.labeling.sample import read_results_file
+        from claimwatch.claims_query import read_results_file
 
         counts = (answer_counts if answers else claim_counts)(read_results_file(args.results), args.label)
     elif args.flagged is not None and args.judged is not None:

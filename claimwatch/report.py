@@ -285,16 +285,20 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from claimwatch.claims_query import open_results, parse_since, read_results
+    from claimwatch.claims_query import open_results, parse_since, read_results, read_results_file
 
-    since_s = parse_since(args.since) if args.since else None
-    consumer, topic = open_results(args.bootstrap, args.topic)
-    try:
-        results = [value for value, _ in read_results(
-            consumer, topic, since_s=since_s, from_offset=None,
-            max_records=args.max_records)]
-    finally:
-        consumer.close()
+    results: list[dict[str, Any]]
+    if args.results:  # a results file (claimwatch score output, the demo's --results-out)
+        results = list(read_results_file(args.results))
+    else:
+        since_s = parse_since(args.since) if args.since else None
+        consumer, topic = open_results(args.bootstrap, args.topic)
+        try:
+            results = [value for value, _ in read_results(
+                consumer, topic, since_s=since_s, from_offset=None,
+                max_records=args.max_records)]
+        finally:
+            consumer.close()
     report = build_report(results, args.baseline, args.candidate, label=args.label, slice_label=args.slice,
                           gate=GateConfig(TestConfig(method=args.test, alpha=args.alpha,
                                                      max_increase=args.max_increase), min_answers=args.min_answers),
@@ -314,6 +318,8 @@ def add_cli(sub: Any) -> None:
     p.add_argument("--since", default="24h", help="results newer than this (e.g. 30m, 2h, 1d)")
     p.add_argument("--label", default="release", help="slice label that names releases")
     p.add_argument("--slice", default="route", help="slice label the charts break rates down by")
+    p.add_argument("--results", default=None, metavar="FILE",
+                   help="read result records from this JSONL file instead of the results topic")
     p.add_argument("--bootstrap", help="Kafka bootstrap servers (default: CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
     p.add_argument("--topic", help="results topic (default: CLAIMWATCH_RESULTS_TOPIC)")
     p.add_argument("--max-records", type=int, default=200_000, help="read at most this many results")

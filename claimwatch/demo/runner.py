@@ -342,10 +342,18 @@ def run_demo(args: argparse.Namespace, on_finished: Callable[[DemoEnv], None] | 
         ]
         report = getattr(args, "report", None)
         summary["report"] = write_report(topic_results, report, args.gate_min_answers) if report else None
+        results_out = getattr(args, "results_out", None)
+        if results_out:  # the broker lives in memory and ends with the demo: keep its results for label/report
+            Path(results_out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in topic_results),
+                                         encoding="utf-8")
+        summary["results_file"] = results_out or None
         summary["elapsed_s"] = round(time.monotonic() - started, 1)
         print(render(summary))
         if summary["report"]:
             print(f"\nRelease report (HTML, offline): {summary['report']}")
+        if summary["results_file"]:
+            print(f"Results ({len(topic_results)} records; label your judge on them: claimwatch label --results "
+                  f"{summary['results_file']} --out labels.jsonl): {summary['results_file']}")
         print(f"\n{len(collected)}/{len(sent)} answers judged in {summary['elapsed_s']} s", file=sys.stderr)
         if args.summary_json:
             Path(args.summary_json).write_text(json.dumps(summary, indent=2, ensure_ascii=False))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from claimwatch.claims_query import read_results_file
 from claimwatch.labeling.sample import (
     UNITS,
     draw_plan,
@@ -15,7 +16,6 @@ from claimwatch.labeling.sample import (
     plan_path,
     population,
     population_answers,
-    read_results_file,
     read_results_topic,
     save_plan,
 )

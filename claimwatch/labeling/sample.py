@@ -18,7 +18,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from claimwatch.calibration import LABELS
 from claimwatch.claims_query import matches
@@ -32,21 +32,6 @@ FLAGGED_CALLS = (*FLAGGED, HALLUCINATED)
 UNITS = ("claim", "answer")
 PLAN_VERSION = 1
 NO_CONTEXT = "(the result record kept no evidence chunk for this claim)"
-
-
-def read_results_file(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Result records from a JSONL file (``claimwatch score`` output, or the results topic dumped one per line)."""
-    p = Path(path)
-    with p.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                raise ConfigError(f"{p}:{lineno}: not a JSON result record") from None
-            if isinstance(value, dict):
-                yield value
 
 
 def read_results_topic(bootstrap: str | None, topic: str | None, *, since: str | None, from_offset: int | None,

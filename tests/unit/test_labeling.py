@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from claimwatch.calibration import load_labeled_claims
+from claimwatch.claims_query import read_results_file
 from claimwatch.judge_profile import corrected_rate, load_profile
 from claimwatch.judge_profile import main as profile_main
 from claimwatch.labeling import main
-from claimwatch.labeling.sample import _allocate, band, draw_plan, plan_path, population, read_results_file
+from claimwatch.labeling.sample import _allocate, band, draw_plan, plan_path, population
 from claimwatch.labeling.session import run_session, skipped_path
 from tests.unit.labeling_sim import deployment
 
