@@ -606,12 +606,47 @@ def minicheck_input(premise: str, claim: str, eos: str, *, seq2seq: bool = False
     return "predict: " + text if seq2seq else text
 
 
+def _completed_post_init(cls: Any) -> Any:
+    """``cls`` (a model class shipped as remote code) whose ``__init__`` ends with ``post_init()`` when it did not.
+
+    transformers 5 registers a model's tied weights (``all_tied_weights_keys``, its children's included) in
+    ``post_init``; a class written for 4.x that never calls it (HHEM-2.1-open's wrapper around a T5 classifier)
+    fails to load (``AttributeError: all_tied_weights_keys``), and patched to an empty mapping it loads the T5
+    embedding stored once as missing, i.e. random. Completing the constructor lets transformers tie the
+    embedding as the checkpoint intends; the model's file itself is loaded unchanged.
+    """
+    if getattr(cls, "_claimwatch_post_init", False):
+        return cls
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        cls.__init__(self, *args, **kwargs)
+        if "all_tied_weights_keys" not in vars(self) and hasattr(self, "post_init"):
+            self.post_init()
+
+    return type(cls.__name__, (cls,), {"__init__": __init__, "_claimwatch_post_init": True,
+                                       "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+
+
+def _remote_class(source: str, local: dict[str, Any]) -> Any:
+    """The sequence-classification class a remote-code model's config names (``auto_map``), or None."""
+    from transformers import AutoConfig
+    from transformers.dynamic_module_utils import get_class_from_dynamic_module
+
+    config = AutoConfig.from_pretrained(source, trust_remote_code=True, **local)
+    ref = (getattr(config, "auto_map", None) or {}).get("AutoModelForSequenceClassification")
+    if not ref:
+        return None
+    return get_class_from_dynamic_module(ref, source, **local)
+
+
 def _load_remote_code_model(auto: Any, source: str, name: str, local: dict[str, Any]) -> Any:
     """A ``trust_remote_code`` model (HHEM), or one clear ``ConfigError``: its code failing under this transformers
-    version (HHEM-2.1-open's file raised AttributeError on transformers 5), or weights left missing (a model
+    version even with its ``post_init`` completed (:func:`_completed_post_init`), or weights left missing (a model
     scoring with randomly initialised weights would give confident nonsense with only a warning)."""
     try:
-        model, info = auto.from_pretrained(source, trust_remote_code=True, output_loading_info=True, **local)
+        cls = _remote_class(source, local)
+        loader = auto if cls is None else _completed_post_init(cls)
+        model, info = loader.from_pretrained(source, trust_remote_code=True, output_loading_info=True, **local)
     except (OSError, ValueError):
         raise
     except Exception as exc:  # the model's own code: any error it raises is a start-up error, not a traceback

@@ -130,6 +130,72 @@ def build_classifier(directory: Path, id2label: dict[int, str], *, bart: bool = 
     return directory
 
 
+HHEM_T5_CODE = '''"""A toy with HHEM-2.1-open's shape: a T5 token classifier inside a wrapper, predict() on (premise, hypothesis)."""
+import torch
+from transformers import AutoConfig, AutoTokenizer, PretrainedConfig, PreTrainedModel, T5ForTokenClassification
+
+
+class TinyHHEMT5Config(PretrainedConfig):
+    model_type = "tiny-hhem-t5"
+
+    def __init__(self, foundation=None, **kwargs):
+        super().__init__(**kwargs)
+        self.foundation = foundation
+
+
+class TinyHHEMT5(PreTrainedModel):
+    config_class = TinyHHEMT5Config
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.t5 = T5ForTokenClassification(AutoConfig.from_pretrained(config.foundation))
+        self.tokenizer = AutoTokenizer.from_pretrained(config.foundation)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("use predict()")
+
+    def predict(self, text_pairs):
+        texts = [f"premise: {p} hypothesis: {h}" for p, h in text_pairs]
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            logits = self.t5(**enc).logits[:, 0, :]
+        return torch.softmax(logits, dim=-1)[:, 1]
+'''
+
+
+def build_hhem_t5(directory: Path, seed: int = 0) -> Path:
+    """A remote-code model shaped like HHEM-2.1-open (a T5 encoder whose embedding is tied to ``shared``), saved the
+    way its checkpoint is: the tied embedding stored once (``transformer.shared``), ``encoder.embed_tokens`` absent."""
+    import importlib.util
+
+    import torch
+    from safetensors.torch import save_file
+    from transformers import T5Config
+
+    directory.mkdir(parents=True, exist_ok=True)
+    foundation = directory / "foundation"
+    foundation.mkdir(exist_ok=True)
+    _tokenizer(foundation)
+    T5Config(vocab_size=256, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2, num_labels=2,
+             pad_token_id=0, eos_token_id=5).save_pretrained(foundation)
+    code = directory / "tiny_hhem_t5.py"
+    code.write_text(HHEM_T5_CODE, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("tiny_hhem_t5_build", code)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(seed)
+    model = module.TinyHHEMT5(module.TinyHHEMT5Config(foundation=str(foundation)))
+    model.config.save_pretrained(directory)
+    state = {k: v.contiguous() for k, v in model.state_dict().items() if not k.endswith("encoder.embed_tokens.weight")}
+    save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((directory / "config.json").read_text())
+    config["auto_map"] = {"AutoConfig": "tiny_hhem_t5.TinyHHEMT5Config",
+                          "AutoModelForSequenceClassification": "tiny_hhem_t5.TinyHHEMT5"}
+    (directory / "config.json").write_text(json.dumps(config, indent=2))
+    return directory
+
+
 def build_hhem(directory: Path) -> Path:
     """A remote-code model directory with HHEM's predict() interface."""
     import importlib.util

@@ -367,3 +367,28 @@ def test_hhem_whose_own_code_fails_is_a_start_up_error(models, tmp_path):
     code.write_text(code.read_text().replace("self.post_init()", "self.post_init()\n        raise AttributeError('all_tied_weights_keys')"))
     with pytest.raises(ConfigError, match="all_tied_weights_keys"):
         NLIJudge(str(broken), kind="hhem").load()
+
+
+@needs_ml
+def test_an_hhem_shaped_remote_model_loads_unchanged_with_its_t5_embedding_tied(tmp_path):
+    """A wrapper around a T5 classifier that never calls post_init (HHEM-2.1-open's shape), its embedding stored once:
+    plain loading fails on transformers 5; the judge loads the same file with the embedding tied to the saved one."""
+    import torch
+    import transformers
+    from safetensors.torch import load_file
+    from transformers import AutoModelForSequenceClassification
+
+    from tests.fakes.tiny_verifiers import build_hhem_t5
+
+    directory = build_hhem_t5(tmp_path / "hhem-t5")
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        with pytest.raises(AttributeError, match="all_tied_weights_keys"):
+            AutoModelForSequenceClassification.from_pretrained(str(directory), trust_remote_code=True)
+    judge = NLIJudge(str(directory), kind="hhem").load()
+    t5 = judge._get().model.t5.transformer
+    saved = load_file(str(directory / "model.safetensors"))
+    assert "t5.transformer.encoder.embed_tokens.weight" not in saved
+    assert torch.equal(t5.encoder.embed_tokens.weight, saved["t5.transformer.shared.weight"])
+    assert t5.encoder.embed_tokens.weight.data_ptr() == t5.shared.weight.data_ptr()
+    [p] = judge.support_probabilities([(CONTEXT, "the tower is tall")])
+    assert p == pytest.approx(float(judge._get().model.predict([(CONTEXT, "the tower is tall")])[0]), abs=1e-6)
