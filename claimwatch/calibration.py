@@ -132,7 +132,7 @@ class LabeledAnswer:
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
-def _read_jsonl(path: str | Path) -> Iterable[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: str | Path) -> Iterable[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line; bad JSON raises ``DataError``."""
     p = Path(path)
     with p.open(encoding="utf-8") as fh:
@@ -178,7 +178,7 @@ def load_labeled_claims(path: str | Path) -> list[LabeledClaim]:
     p = Path(path)
     items: list[LabeledClaim] = []
     seen: dict[str, int] = {}
-    for lineno, obj in _read_jsonl(p):
+    for lineno, obj in read_jsonl(p):
         ident = _req_str(obj, "id", p, lineno)
         if ident in seen:
             raise DataError(p, lineno, f"duplicate id {ident!r} (first on line {seen[ident]})")
@@ -200,7 +200,7 @@ def load_labeled_answers(path: str | Path) -> list[LabeledAnswer]:
     """
     p = Path(path)
     items: list[LabeledAnswer] = []
-    for lineno, obj in _read_jsonl(p):
+    for lineno, obj in read_jsonl(p):
         ident = obj.get("id") or f"line-{lineno}"
         question = obj.get("question")
         if question is not None and not isinstance(question, str):

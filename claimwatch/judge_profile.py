@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from claimwatch.calibration import ANSWER_LABELS, LABELS, DataError
+from claimwatch.calibration import ANSWER_LABELS, LABELS, DataError, read_jsonl
 from claimwatch.gate.counts import ReleaseCounts, latest_per_trace
 
 __all__ = [
@@ -283,23 +283,16 @@ def corrected_difference(strata: Sequence[Stratum], candidate: tuple[int, int], 
 def _read_labels(path: str | Path) -> list[dict[str, Any]]:
     p = Path(path)
     out = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise DataError(p, lineno, f"invalid JSON: {exc.msg}") from None
-            labels = ANSWER_LABELS if isinstance(obj, dict) and obj.get("unit") == "answer" else LABELS
-            if not isinstance(obj, dict) or obj.get("label") not in labels:
-                raise DataError(p, lineno, f"expected a labelled item with label one of {', '.join(labels)}")
-            for key in ("stratum", "judge_verdict"):
-                if not isinstance(obj.get(key), str):
-                    raise DataError(p, lineno, f"field {key!r} missing: is this a file written by `claimwatch label`?")
-            if not isinstance(obj.get("stratum_population"), int):
-                raise DataError(p, lineno, "field 'stratum_population' must be an integer")
-            out.append(obj)
+    for lineno, obj in read_jsonl(p):
+        labels = ANSWER_LABELS if obj.get("unit") == "answer" else LABELS
+        if obj.get("label") not in labels:
+            raise DataError(p, lineno, f"expected a labelled item with label one of {', '.join(labels)}")
+        for key in ("stratum", "judge_verdict"):
+            if not isinstance(obj.get(key), str):
+                raise DataError(p, lineno, f"field {key!r} missing: is this a file written by `claimwatch label`?")
+        if not isinstance(obj.get("stratum_population"), int):
+            raise DataError(p, lineno, "field 'stratum_population' must be an integer")
+        out.append(obj)
     if len({r.get("unit", "claim") for r in out}) > 1:
         raise DataError(p, 0, "claims and answers mixed in one labels file")
     return out
