@@ -216,6 +216,14 @@ def strip_citations(text: str) -> str:
     return s
 
 
+def claim_content(text: str) -> str:
+    """What a claim asserts, as the rule judge should read it: citation markers and leading discourse markers
+    ("Furthermore,", "Based on the context,") removed, as :func:`extract_claims` removes them. Claims that come
+    from elsewhere (an LLM's extraction, a labelled set) carry them too: "Furthermore" is not a word the context
+    must contain (ExpertQA train: "not in context: Furthermore / Additionally" false alarms)."""
+    return strip_markers(strip_citations(text))
+
+
 def strip_markers(text: str) -> str:
     """Remove leading meta prefixes and discourse markers (repeatedly), keep the content; re-capitalise."""
     s = text.strip()

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
-from evaluator_worker.judges.claims import extract_claims, strip_citations
+from evaluator_worker.judges.claims import claim_content, extract_claims
 from evaluator_worker.judges.heuristic_analysis import (
     THRESHOLDS,
     ClaimCase,
@@ -61,7 +61,7 @@ class HeuristicJudge(JudgeBase):
         verdicts = []
         for c in claims:
             try:
-                hit = self.decide(ClaimCase.build(strip_citations(c.text), sents, vocab, qterms, self.thresholds))
+                hit = self.decide(ClaimCase.build(claim_content(c.text), sents, vocab, qterms, self.thresholds))
                 v = _verdict(c.id, hit)
             except Exception as exc:  # a bug on odd input must not drop the claim
                 v = ClaimVerdict(claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0, reason=f"heuristic error: {type(exc).__name__}")

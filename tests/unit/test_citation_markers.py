@@ -46,3 +46,14 @@ def test_a_cited_grounded_claim_is_supported_not_a_missing_number():
     assert v.verdict is Verdict.SUPPORTED, v.reason
     assert [c.text for c in extract_claims("Basalt is fine-grained [1]. Granite is coarse (passage 2).")] == [
         "Basalt is fine-grained.", "Granite is coarse."]
+
+
+def test_a_claim_from_elsewhere_is_read_without_its_discourse_marker():
+    """Claims not made by our extraction (an LLM's, a labelled set's) lose 'Furthermore,' before the rules run."""
+    from evaluator_worker.judges.claims import claim_content
+
+    assert claim_content("Furthermore, drones give early warning of threats [4].") == "Drones give early warning of threats."
+    context = ["Drones give early warning of threats to the base."]
+    [v] = get_judge("heuristic").verify([Claim(id="c1", text="Furthermore, drones give early warning of threats.")],
+                                       context).verdicts
+    assert v.verdict is Verdict.SUPPORTED, v.reason
