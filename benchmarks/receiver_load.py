@@ -357,15 +357,18 @@ def phase_load(src: Path, clients: int, seconds: float, traces: int) -> dict:
             "p50_by_encoding_ms": p50_by, "cpu_ms_per_1k_spans": cpu * 1e6 / max(1, tally.accepted)}
 
 
-def phase_big(src: Path, n: int = 8) -> dict:
+def phase_big(src: Path, n: int = 8, *, chunked: bool = False) -> dict:
+    """``n`` concurrent 15.6 MB protobuf bodies, with Content-Length or (``chunked``) streamed without one, so the
+    receiver's memory reservation grows as they arrive."""
     body = big_body()
     rec = Receiver(src)
     tally = Tally()
     barrier = threading.Barrier(n)
+    headers = {"Content-Type": PROTOBUF, **({"Transfer-Encoding": "chunked"} if chunked else {})}
 
     def client() -> None:
         barrier.wait()
-        post_once(rec.port, body, {"Content-Type": PROTOBUF}, tally, 380_000, timeout=300.0)
+        post_once(rec.port, body, headers, tally, 380_000, timeout=300.0)
 
     elapsed = concurrently(n, client)
     time.sleep(0.2)
@@ -375,28 +378,6 @@ def phase_big(src: Path, n: int = 8) -> dict:
     return {"n": n, "body_mb": len(body) / 1e6, "seconds": elapsed, "rss_peak_mb": max(hwm, rec.peak_rss / 1024),
             "rss_base_mb": rec.base_rss / 1024, "codes": tally.codes_text(), "answered_ok": answered_ok,
             "resets": tally.resets, "accepted_spans": tally.accepted}
-
-
-def phase_big_chunked(src: Path, n: int = 8) -> dict:
-    """8 concurrent 15.6 MB protobuf bodies sent chunked (no Content-Length: the reservation grows as they stream)."""
-    body = big_body()
-    rec = Receiver(src)
-    tally = Tally()
-    barrier = threading.Barrier(n)
-
-    def client() -> None:
-        barrier.wait()
-        post_once(rec.port, body, {"Content-Type": PROTOBUF, "Transfer-Encoding": "chunked"}, tally, 380_000,
-                  timeout=300.0)
-
-    elapsed = concurrently(n, client)
-    time.sleep(0.2)
-    hwm = rec.hwm_mb()
-    rec.close()
-    answered_ok = sum(n for c, n in tally.codes.items() if c == 200) + tally.retry_refusals
-    return {"n": n, "body_mb": len(body) / 1e6, "seconds": elapsed, "rss_peak_mb": max(hwm, rec.peak_rss / 1024),
-            "rss_base_mb": rec.base_rss / 1024, "codes": tally.codes_text(), "answered_ok": answered_ok,
-            "resets": tally.resets}
 
 
 def big_json_body(target: int = 15_500_000) -> bytes:
@@ -539,7 +520,7 @@ def main(argv: list[str] | None = None) -> dict:
               f"peak {r['rss_peak_mb']:.0f} MB; codes {r['codes']}; answered 200 or with Retry-After "
               f"{r['answered_ok']}/{r['n']}; resets {r['resets']}; {r['seconds']:.1f} s")
     if "bigchunked" in phases:
-        r = out["bigchunked"] = phase_big_chunked(src)
+        r = out["bigchunked"] = phase_big(src, chunked=True)
         print(f"big chunked: {r['n']} concurrent x {r['body_mb']:.1f} MB sent chunked: RSS {r['rss_base_mb']:.0f} -> "
               f"peak {r['rss_peak_mb']:.0f} MB; codes {r['codes']}; answered 200 or with Retry-After "
               f"{r['answered_ok']}/{r['n']}; resets {r['resets']}; {r['seconds']:.1f} s")
