@@ -203,6 +203,8 @@ def render(summary: dict[str, Any]) -> str:
     for kind, v in a["recall_by_kind"].items():
         out.append(f"    {kind:20} {v['caught']:3}/{v['injected']:<3} {(v['recall'] or 0):.0%}")
     out.append(f"  false positives: {a['clean_flagged']}/{a['clean_answers']} clean answers flagged ({(a['false_positive_rate'] or 0):.0%})")
+    out.append("  (the demo's answers are synthetic: templates with injected failures. On real LLM answers with human "
+               "labels the offline judges barely beat answer length: docs/judge-quality.md)")
     g = summary["gate"]
     out.append("")
     out.append(f"Release gate ({g['source']}): {g['decision'].upper()}  {g['baseline']} -> {g['candidate']}")
