@@ -163,10 +163,22 @@ class TinyHHEMT5(PreTrainedModel):
 '''
 
 
+def _remote_code(directory: Path, name: str, code: str):
+    """Write a model's remote-code file into ``directory`` and import it (to build and save the model)."""
+    import importlib.util
+
+    path = directory / f"{name}.py"
+    path.write_text(code, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"{name}_build", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def build_hhem_t5(directory: Path, seed: int = 0) -> Path:
     """A remote-code model shaped like HHEM-2.1-open (a T5 encoder whose embedding is tied to ``shared``), saved the
     way its checkpoint is: the tied embedding stored once (``transformer.shared``), ``encoder.embed_tokens`` absent."""
-    import importlib.util
 
     import torch
     from safetensors.torch import save_file
@@ -178,12 +190,7 @@ def build_hhem_t5(directory: Path, seed: int = 0) -> Path:
     _tokenizer(foundation)
     T5Config(vocab_size=256, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2, num_labels=2,
              pad_token_id=0, eos_token_id=5).save_pretrained(foundation)
-    code = directory / "tiny_hhem_t5.py"
-    code.write_text(HHEM_T5_CODE, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("tiny_hhem_t5_build", code)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _remote_code(directory, "tiny_hhem_t5", HHEM_T5_CODE)
     torch.manual_seed(seed)
     model = module.TinyHHEMT5(module.TinyHHEMT5Config(foundation=str(foundation)))
     model.config.save_pretrained(directory)
@@ -198,15 +205,9 @@ def build_hhem_t5(directory: Path, seed: int = 0) -> Path:
 
 def build_hhem(directory: Path) -> Path:
     """A remote-code model directory with HHEM's predict() interface."""
-    import importlib.util
 
     directory.mkdir(parents=True, exist_ok=True)
-    code = directory / "tiny_hhem.py"
-    code.write_text(HHEM_CODE, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("tiny_hhem_build", code)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _remote_code(directory, "tiny_hhem", HHEM_CODE)
     module.TinyHHEM(module.TinyHHEMConfig()).save_pretrained(directory)
     config = json.loads((directory / "config.json").read_text())
     config["auto_map"] = {"AutoConfig": "tiny_hhem.TinyHHEMConfig",
