@@ -88,6 +88,10 @@ class CollectorSettings(BaseSettings):
     linger_ms: int = 50
     retries: int = 3
     max_block_ms: int = 2_000
+    #: times the sink offers one record to the producer when ``send()`` times out waiting for topic metadata
+    #: (a new topic being created, a leader election, a stalled broker): the record never left the process, so it
+    #: is offered again after a backoff instead of being lost to one slow metadata round
+    send_attempts: int = Field(3, ge=1)
     flush_timeout_s: float = 5.0
 
     # redaction (applied before anything leaves the process)

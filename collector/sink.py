@@ -7,9 +7,13 @@
   ``producer_factory``. A broker that is down at start therefore never blocks
   or crashes the app: creation is retried with exponential backoff (0.2 s to
   10 s) while the queue fills and further records are dropped and counted.
-- Produce failures are counted by error class (``produce_errors_total``) and
-  as ``dropped_total{reason="produce_error"}``; ``send -> ack`` latency goes to
-  ``produce_latency_seconds``.
+- ``send()`` timing out on topic metadata (``KafkaTimeoutError``: the record
+  never reached the producer's buffer) is retried for the same record, up to
+  ``send_attempts`` offers with backoff; the queue behind it waits (and fills,
+  counted) meanwhile. Other produce failures, and the last timeout, are counted
+  by error class (``produce_errors_total``) and as
+  ``dropped_total{reason="produce_error"}`` with a rate-limited log line;
+  ``send -> ack`` latency goes to ``produce_latency_seconds``.
 - ``force_flush(timeout_s)`` / ``shutdown(timeout_s)`` deliver what is queued
   within the timeout; ``shutdown`` counts what is left as ``sink_shutdown``.
 - ``reset_after_fork()`` gives a forked child its own queue, thread and producer.
@@ -24,6 +28,7 @@ from typing import Any, Callable, Protocol
 
 from collector.config import CollectorSettings
 from collector.metrics import CollectorMetrics, get_metrics
+from collector.ratelog import RateLimitedLog
 from contract.logs import get_logger
 from contract.record import RagTrace
 
@@ -106,6 +111,7 @@ class KafkaSink:
         self.topic = self.settings.topic
         self._factory = producer_factory or kafka_producer_factory
         self.metrics = metrics or get_metrics()
+        self._ratelog = RateLimitedLog()
         self._init_state()
         if start:
             self.start()
@@ -261,7 +267,7 @@ class KafkaSink:
             except queue.Empty:
                 continue
             try:
-                self._send(key, value)
+                self._send_with_retry(key, value)
             finally:
                 with self._cond:
                     self._done += 1
@@ -269,24 +275,47 @@ class KafkaSink:
                     self._cond.notify_all()
                 self.metrics.queue_depth.labels(queue="sink").set(items.qsize())
 
-    def _send(self, key: bytes, value: bytes) -> None:
+    def _send_with_retry(self, key: bytes, value: bytes) -> None:
+        """Offer one record to the producer, again after a backoff while ``send()`` times out on metadata."""
+        backoff = _BACKOFF_START_S
+        for attempt in range(1, max(1, self.settings.send_attempts) + 1):
+            last = attempt >= self.settings.send_attempts or self._stop.is_set()
+            if self._send(key, value, final=last) or last:
+                return
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, _BACKOFF_MAX_S)
+
+    def _send(self, key: bytes, value: bytes, final: bool = True) -> bool:
+        """Hand one record to the producer; False when a metadata timeout left it unsent and not ``final``."""
         started = time.perf_counter()
         try:
             future = self._producer.send(self.topic, key=key, value=value)
         except Exception as exc:
-            self.metrics.produce_error(type(exc).__name__)
-            log.warning("collector_produce_failed", error=type(exc).__name__, detail=str(exc)[:200])
-            return
+            if not final and _is_metadata_timeout(exc):
+                self._ratelog.warn("send_metadata_timeout", "collector_send_retrying", error=type(exc).__name__,
+                                   detail=str(exc)[:200], topic=self.topic)
+                return False
+            self._failed(exc)
+            return True
         latency = self.metrics.produce_latency
 
         def ok(_metadata: Any) -> None:
             latency.observe(time.perf_counter() - started)
 
-        def failed(exc: BaseException) -> None:
-            self.metrics.produce_error(type(exc).__name__)
-
         try:
             future.add_callback(ok)
-            future.add_errback(failed)
+            future.add_errback(self._failed)
         except AttributeError:  # a minimal fake producer returning None
             ok(None)
+        return True
+
+    def _failed(self, exc: BaseException) -> None:
+        """A record lost to Kafka: counted by error class and as a produce_error drop, logged at most once a minute."""
+        self.metrics.produce_error(type(exc).__name__)
+        self._ratelog.warn(f"produce_failed_{type(exc).__name__}", "collector_produce_failed",
+                           error=type(exc).__name__, detail=str(exc)[:200], topic=self.topic)
+
+
+def _is_metadata_timeout(exc: BaseException) -> bool:
+    """kafka-python raises ``KafkaTimeoutError`` from ``send()`` when topic metadata did not come in max_block_ms."""
+    return type(exc).__name__ == "KafkaTimeoutError"

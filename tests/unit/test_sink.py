@@ -159,6 +159,36 @@ def test_produce_errors_counted_by_reason():
     sink2.shutdown(1.0)
 
 
+def test_metadata_timeout_on_send_is_retried_not_dropped():
+    """send() timing out on topic metadata offers the same record again; only the last failed offer is a drop."""
+    from kafka.errors import KafkaTimeoutError
+
+    class SlowMetadata(FakeProducer):
+        def __init__(self, failures: int, **c):
+            super().__init__(**c)
+            self.failures = failures
+
+        def send(self, topic, key=None, value=None):
+            if self.failures > 0:
+                self.failures -= 1
+                raise KafkaTimeoutError("Failed to update metadata after 0.5 secs.")
+            return super().send(topic, key=key, value=value)
+
+    made: list[SlowMetadata] = []
+    sink, reg = make_sink(producer_factory=lambda **c: made.append(SlowMetadata(2, **c)) or made[-1])
+    sink.submit(rec(1))
+    assert sink.force_flush(5.0)
+    assert len(made[0].sent) == 1
+    assert value(reg, "claimwatch_collector_dropped_total", reason="produce_error") == 0
+    sink.shutdown(1.0)
+    sink2, reg2 = make_sink(producer_factory=lambda **c: SlowMetadata(10, **c))
+    sink2.submit(rec(2))
+    assert sink2.force_flush(5.0)
+    assert value(reg2, "claimwatch_collector_produce_errors_total", reason="KafkaTimeoutError") == 1
+    assert value(reg2, "claimwatch_collector_dropped_total", reason="produce_error") == 1
+    sink2.shutdown(1.0)
+
+
 def test_producer_config_passes_tls_sasl_and_tuning():
     """Producer kwargs carry acks, compression, linger, retries, max_block_ms and SASL/TLS settings."""
     s = CollectorSettings(
