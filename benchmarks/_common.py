@@ -152,9 +152,7 @@ def demo_traces(n: int, *, fault_rate: float = 0.3, seed: int = 7, release: str 
 
 
 #: every demo document sentence, as retrievable chunks (40 of them)
-CHUNKS: tuple[tuple[str, str], ...] = tuple(
-    (f"{d.id}#{i}", s) for d in DOCUMENTS for i, s in enumerate(d.sentences)
-)
+CHUNKS: tuple[tuple[str, str], ...] = tuple((f"{d.id}#{i}", s) for d in DOCUMENTS for i, s in enumerate(d.sentences))
 
 
 def rag_request(tracer: Tracer, rng: random.Random, *, timings: list[int] | None = None) -> int:

@@ -148,9 +148,7 @@ def main(argv: list[str] | None = None) -> dict:
         for v in variants:
             out[v.name] = v.summary()
             v.provider.shutdown()
-        out["kafka_down_dropped"] = {
-            k[1]: v for k, v in _dropped(down_proc).items()
-        }
+        out["kafka_down_dropped"] = {k[1]: v for k, v in _dropped(down_proc).items()}
     n, b, c, d = (out[k] for k in ("none", "bsp", "claimwatch", "claimwatch_kafka_down"))
     bo, ny = out["bsp_otlp"], out["claimwatch_no_yield"]
     out["ratio_request_p99_vs_otlp"] = c["request_p99_ns"] / bo["request_p99_ns"]
@@ -166,38 +164,56 @@ def main(argv: list[str] | None = None) -> dict:
     out["ratio_request_p99"] = c["request_p99_ns"] / b["request_p99_ns"]
     out["kafka_down_vs_up_request_p99"] = d["request_p99_ns"] / c["request_p99_ns"]
     out["kafka_down_vs_up_span_end_p99"] = d["span_end_p99_ns"] / c["span_end_p99_ns"]
-    print(f"machine: {machine()}; {args.rounds} rounds x {args.requests} requests x 3 spans per variant, "
-          f"{time.monotonic() - started:.0f} s")
+    print(
+        f"machine: {machine()}; {args.rounds} rounds x {args.requests} requests x 3 spans per variant, "
+        f"{time.monotonic() - started:.0f} s"
+    )
     print(f"{'variant':24} {'span end med':>13} {'span end p99':>13} {'request med':>12} {'request p99':>12}")
     for name in ("none", "bsp", "bsp_otlp", "claimwatch", "claimwatch_no_yield", "claimwatch_kafka_down"):
         s = out[name]
-        print(f"{name:24} {fmt_us(s['span_end_median_ns']):>13} {fmt_us(s['span_end_p99_ns']):>13} "
-              f"{fmt_us(s['request_median_ns']):>12} {fmt_us(s['request_p99_ns']):>12}")
+        print(
+            f"{name:24} {fmt_us(s['span_end_median_ns']):>13} {fmt_us(s['span_end_p99_ns']):>13} "
+            f"{fmt_us(s['request_median_ns']):>12} {fmt_us(s['request_p99_ns']):>12}"
+        )
     print(f"net added per span end over no processor: claimwatch {fmt_us(net_c)}, bsp {fmt_us(net_b)}")
-    print(f"ratios claimwatch/bsp: span end median {ratio:.2f}, p99 {out['ratio_span_end_p99']:.2f}; "
-          f"request median {out['ratio_request_median']:.2f}, p99 {out['ratio_request_p99']:.2f}")
-    print(f"ratios claimwatch/bsp_otlp (real OTLP/HTTP exporter): span end median "
-          f"{out['ratio_span_end_median_vs_otlp']:.2f}; request median {out['ratio_request_median_vs_otlp']:.2f}, "
-          f"p99 {out['ratio_request_p99_vs_otlp']:.2f}")
-    print(f"cooperative GIL yield: request p99 with / without x{out['yield_vs_no_yield_request_p99']:.2f} "
-          f"({fmt_us(c['request_p99_ns'])} vs {fmt_us(ny['request_p99_ns'])})")
-    print(f"Kafka unreachable vs reachable: request p99 x{out['kafka_down_vs_up_request_p99']:.2f}, "
-          f"span end p99 x{out['kafka_down_vs_up_span_end_p99']:.2f} (collector drops while down: "
-          f"{out['kafka_down_dropped'] or 'none yet'})")
+    print(
+        f"ratios claimwatch/bsp: span end median {ratio:.2f}, p99 {out['ratio_span_end_p99']:.2f}; "
+        f"request median {out['ratio_request_median']:.2f}, p99 {out['ratio_request_p99']:.2f}"
+    )
+    print(
+        f"ratios claimwatch/bsp_otlp (real OTLP/HTTP exporter): span end median "
+        f"{out['ratio_span_end_median_vs_otlp']:.2f}; request median {out['ratio_request_median_vs_otlp']:.2f}, "
+        f"p99 {out['ratio_request_p99_vs_otlp']:.2f}"
+    )
+    print(
+        f"cooperative GIL yield: request p99 with / without x{out['yield_vs_no_yield_request_p99']:.2f} "
+        f"({fmt_us(c['request_p99_ns'])} vs {fmt_us(ny['request_p99_ns'])})"
+    )
+    print(
+        f"Kafka unreachable vs reachable: request p99 x{out['kafka_down_vs_up_request_p99']:.2f}, "
+        f"span end p99 x{out['kafka_down_vs_up_span_end_p99']:.2f} (collector drops while down: "
+        f"{out['kafka_down_dropped'] or 'none yet'})"
+    )
     out["redaction_us_per_record"] = redaction_cost()
-    print("redaction per record on the collector's background thread (dev claims as records, ~450 chars): "
-          + ", ".join(f"{k} {v:.0f} us" for k, v in out["redaction_us_per_record"].items()))
+    print(
+        "redaction per record on the collector's background thread (dev claims as records, ~450 chars): "
+        + ", ".join(f"{k} {v:.0f} us" for k, v in out["redaction_us_per_record"].items())
+    )
     presidio = presidio_cost()
     if presidio is not None:
         out["redaction_us_per_record"]["presidio(default entities)"] = presidio["us_per_record"]
         out["presidio"] = presidio
-        print(f"presidio backend (redaction_backend=presidio, default entities): {presidio['us_per_record']:.0f} us "
-              f"per record ({presidio['us_per_1k_chars']:.0f} us per 1,000 chars), one-time load "
-              f"{presidio['load_s']:.2f} s (import Presidio + spaCy, load {presidio['model']}, build the analyzer)")
+        print(
+            f"presidio backend (redaction_backend=presidio, default entities): {presidio['us_per_record']:.0f} us "
+            f"per record ({presidio['us_per_1k_chars']:.0f} us per 1,000 chars), one-time load "
+            f"{presidio['load_s']:.2f} s (import Presidio + spaCy, load {presidio['model']}, build the analyzer)"
+        )
     else:
         print("presidio backend: not installed (pip install 'claimwatch[pii]'), not measured")
-    print(f"on_end ratio claimwatch/bsp (median span end): {ratio:.2f} (target <= 1.0); "
-          f"kafka-down p99 growth x{out['kafka_down_vs_up_request_p99']:.2f} (target ~1.0)")
+    print(
+        f"on_end ratio claimwatch/bsp (median span end): {ratio:.2f} (target <= 1.0); "
+        f"kafka-down p99 growth x{out['kafka_down_vs_up_request_p99']:.2f} (target ~1.0)"
+    )
     sys.stdout.flush()
     return out
 
@@ -207,8 +223,10 @@ def redaction_cost(repeat: int = 3) -> dict[str, float]:
     from collector.redaction import Redactor
 
     records = _dev_records()
-    configs = {"emails+cards": Redactor(emails=True, cards=True),
-               "emails+cards+phones(US,GB)": Redactor(emails=True, cards=True, phones=True, phone_regions=["US", "GB"])}
+    configs = {
+        "emails+cards": Redactor(emails=True, cards=True),
+        "emails+cards+phones(US,GB)": Redactor(emails=True, cards=True, phones=True, phone_regions=["US", "GB"]),
+    }
     out = {}
     for name, redactor in configs.items():
         start = time.perf_counter()
@@ -223,8 +241,10 @@ def _dev_records() -> list:
     from claimwatch.calibration import DATA_DIR, load_labeled_claims
     from contract.record import Context, RagTrace
 
-    return [RagTrace(trace_id="t", question="q?", answer=c.claim, contexts=[Context(content=x) for x in c.context])
-            for c in load_labeled_claims(DATA_DIR / "claims_dev.jsonl")]
+    return [
+        RagTrace(trace_id="t", question="q?", answer=c.claim, contexts=[Context(content=x) for x in c.context])
+        for c in load_labeled_claims(DATA_DIR / "claims_dev.jsonl")
+    ]
 
 
 def presidio_cost(repeat: int = 1) -> dict | None:

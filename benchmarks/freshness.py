@@ -48,8 +48,9 @@ CONFIGS = {
 }
 
 
-def worker_process(bootstrap: str, topic: str, port: int, fetch_max_wait_ms: int | None, poll_timeout_ms: int,
-                   stop: Any) -> None:
+def worker_process(
+    bootstrap: str, topic: str, port: int, fetch_max_wait_ms: int | None, poll_timeout_ms: int, stop: Any
+) -> None:
     """Child process: one real Worker (heuristic judge) with /metrics on ``port``; runs until ``stop`` is set."""
     configure_logging("ERROR")
     from prometheus_client import start_http_server
@@ -69,10 +70,15 @@ def worker_process(bootstrap: str, topic: str, port: int, fetch_max_wait_ms: int
 
         cfg = s.consumer
         consumer = KafkaConsumer(
-            group_id=cfg.group_id, enable_auto_commit=False, auto_offset_reset=cfg.auto_offset_reset,
-            session_timeout_ms=cfg.session_timeout_ms, heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-            max_poll_interval_ms=cfg.max_poll_interval_ms, max_poll_records=cfg.max_poll_records,
-            fetch_max_wait_ms=fetch_max_wait_ms, **s.kafka.client_kwargs(),
+            group_id=cfg.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset=cfg.auto_offset_reset,
+            session_timeout_ms=cfg.session_timeout_ms,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            max_poll_interval_ms=cfg.max_poll_interval_ms,
+            max_poll_records=cfg.max_poll_records,
+            fetch_max_wait_ms=fetch_max_wait_ms,
+            **s.kafka.client_kwargs(),
         )
         consumer.subscribe([topic])
     worker = Worker(s, Evaluator(HeuristicJudge(), metrics), consumer=consumer, seed_dedupe=lambda parts: [])
@@ -124,8 +130,11 @@ def run_config(broker: EmbeddedBroker, name: str, rate: float, duration: float) 
     url = f"http://127.0.0.1:{port}/metrics"
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
-    proc = ctx.Process(target=worker_process, daemon=True,
-                       args=(broker.bootstrap, topic, port, cfg["fetch_max_wait_ms"], cfg["poll_timeout_ms"], stop))
+    proc = ctx.Process(
+        target=worker_process,
+        daemon=True,
+        args=(broker.bootstrap, topic, port, cfg["fetch_max_wait_ms"], cfg["poll_timeout_ms"], stop),
+    )
     proc.start()
     settings = CollectorSettings()
     settings.kafka.bootstrap_servers = broker.bootstrap
@@ -156,8 +165,14 @@ def run_config(broker: EmbeddedBroker, name: str, rate: float, duration: float) 
         scraper.halt.set()
         scraper.join(2)
         lat = [v - e for v, e in zip(scraper.visible, ended)]
-        return {"sent": n, "seen": len(scraper.visible), "p50": median(lat), "p95": percentile(lat, 95),
-                "max": max(lat) if lat else float("nan"), **cfg}
+        return {
+            "sent": n,
+            "seen": len(scraper.visible),
+            "p50": median(lat),
+            "p95": percentile(lat, 95),
+            "max": max(lat) if lat else float("nan"),
+            **cfg,
+        }
     finally:
         provider.shutdown()
         stop.set()
@@ -178,13 +193,17 @@ def main(argv: list[str] | None = None) -> dict:
     with EmbeddedBroker() as broker:
         for name in args.configs:
             out[name] = run_config(broker, name, args.rate, args.duration)
-    print(f"machine: {machine()}; {args.rate:g} traces/s for {args.duration:g} s per configuration, "
-          f"{time.monotonic() - started:.0f} s")
+    print(
+        f"machine: {machine()}; {args.rate:g} traces/s for {args.duration:g} s per configuration, "
+        f"{time.monotonic() - started:.0f} s"
+    )
     for name in args.configs:
         r = out[name]
-        print(f"{name:9} late_span_wait {r['late_span_wait_s']} s, linger {r['linger_ms']} ms, fetch wait "
-              f"{r['fetch_max_wait_ms'] or 500} ms: p50 {r['p50']:.3f} s, p95 {r['p95']:.3f} s, max {r['max']:.3f} s "
-              f"({r['seen']}/{r['sent']} seen)")
+        print(
+            f"{name:9} late_span_wait {r['late_span_wait_s']} s, linger {r['linger_ms']} ms, fetch wait "
+            f"{r['fetch_max_wait_ms'] or 500} ms: p50 {r['p50']:.3f} s, p95 {r['p95']:.3f} s, max {r['max']:.3f} s "
+            f"({r['seen']}/{r['sent']} seen)"
+        )
     head = args.configs[0]
     tail = " ".join(f"{n} p95 {out[n]['p95']:.2f} s;" for n in args.configs[1:])
     print(f"freshness p95 ({head}): {out[head]['p95']:.2f} s (target < 2 s); {tail}".rstrip(" ;"))

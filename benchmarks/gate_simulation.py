@@ -65,8 +65,9 @@ def rho_for(overdispersion: float, l2_over_l: float) -> float:
     return max(0.0, (overdispersion - 1) / (l2_over_l - 1))
 
 
-def release(rng: np.random.Generator, pairs: int, sc: Scenario, rho: float, worse: bool
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def release(
+    rng: np.random.Generator, pairs: int, sc: Scenario, rho: float, worse: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(claims, unsupported claims, flagged)`` per answer, shape ``(pairs, answers)``."""
     shape = (pairs, sc.answers)
     n_claims = lengths(rng, shape)
@@ -99,9 +100,18 @@ def baseline_flagged_share(sc: Scenario, rho: float) -> float:
     return _FLAGGED_CACHE[key]
 
 
-def rollback_rates(sc: Scenario, pairs: int, seed: int, *, looks: int = 20, alpha: float = 0.05,
-                   max_increase: float = 0.0, min_answers: int = 50, tau: float | None = None,
-                   baseline_ratio: int = 1) -> dict[str, float]:
+def rollback_rates(
+    sc: Scenario,
+    pairs: int,
+    seed: int,
+    *,
+    looks: int = 20,
+    alpha: float = 0.05,
+    max_increase: float = 0.0,
+    min_answers: int = 50,
+    tau: float | None = None,
+    baseline_ratio: int = 1,
+) -> dict[str, float]:
     """Share of ``pairs`` simulated release pairs each test rolls back.
 
     ``tau``: the sequential test's (default: its default); ``baseline_ratio``: the baseline gets
@@ -115,8 +125,9 @@ def rollback_rates(sc: Scenario, pairs: int, seed: int, *, looks: int = 20, alph
     bc, bb, bf = release(rng, pairs, base_sc, rho, worse=False)
     cc, cb, cf = release(rng, pairs, sc, rho, worse=True)
     fixed = TestConfig(method="fixed", alpha=alpha, max_increase=max_increase)
-    seq = TestConfig(method="sequential", alpha=alpha, max_increase=max_increase,
-                     **({"tau": tau} if tau is not None else {}))
+    seq = TestConfig(
+        method="sequential", alpha=alpha, max_increase=max_increase, **({"tau": tau} if tau is not None else {})
+    )
     z = fixed.z
     n = sc.answers
     ends = sorted({max(1, round(n * k / looks)) for k in range(1, looks + 1)})
@@ -139,8 +150,17 @@ def rollback_rates(sc: Scenario, pairs: int, seed: int, *, looks: int = 20, alph
     return rates
 
 
-def argo_rollback_rate(sc: Scenario, pairs: int, seed: int, *, looks: int = 12, window_looks: int = 24,
-                       alpha: float = 0.05, max_increase: float = 0.0, min_answers: int = 50) -> float:
+def argo_rollback_rate(
+    sc: Scenario,
+    pairs: int,
+    seed: int,
+    *,
+    looks: int = 12,
+    window_looks: int = 24,
+    alpha: float = 0.05,
+    max_increase: float = 0.0,
+    min_answers: int = 50,
+) -> float:
     """Share of pairs the Argo analysis rolls back: ``looks`` looks, a window of ``window_looks`` intervals.
 
     The candidate is born at the first interval, so the window always holds all of it (its data
@@ -152,11 +172,17 @@ def argo_rollback_rate(sc: Scenario, pairs: int, seed: int, *, looks: int = 12, 
     _, l2_over_l = length_moments(np.random.default_rng(seed + 1))
     rho = rho_for(sc.overdispersion, l2_over_l)
     step = max(1, sc.answers // looks)
-    base_sc = Scenario(answers=step * (window_looks + looks), claim_rate=sc.claim_rate,
-                       overdispersion=sc.overdispersion)
+    base_sc = Scenario(
+        answers=step * (window_looks + looks), claim_rate=sc.claim_rate, overdispersion=sc.overdispersion
+    )
     _, _, bf = release(rng, pairs, base_sc, rho, worse=False)
-    _, _, cf = release(rng, pairs, Scenario(answers=step * looks, claim_rate=sc.claim_rate,
-                                            overdispersion=sc.overdispersion, delta=sc.delta), rho, worse=True)
+    _, _, cf = release(
+        rng,
+        pairs,
+        Scenario(answers=step * looks, claim_rate=sc.claim_rate, overdispersion=sc.overdispersion, delta=sc.delta),
+        rho,
+        worse=True,
+    )
     bfc = np.concatenate([np.zeros((pairs, 1), dtype=np.int64), np.cumsum(bf, axis=1)], axis=1)
     cfc = np.cumsum(cf, axis=1)
     seq = TestConfig(method="sequential", alpha=alpha, max_increase=max_increase)
@@ -199,21 +225,28 @@ def main(argv: list[str] | None = None) -> int:
     print("Old claim-level gate at its default 2-point tolerance (A/A, 200 answers)")
     for d in (1.0, 2.0, 4.0):
         r = rollback_rates(Scenario(answers=200, overdispersion=d), args.pairs, args.seed, max_increase=0.02)
-        print(f"  overdispersion {d:g}: old {r['old']:.3f}   new fixed {r['fixed']:.3f}   new seq x20 {r['sequential']:.3f}")
+        print(
+            f"  overdispersion {d:g}: old {r['old']:.3f}   new fixed {r['fixed']:.3f}   new seq x20 {r['sequential']:.3f}"
+        )
     print()
     print("Argo analysis (12 looks, baseline window 24 intervals sliding), A/A, tolerance 0")
     for d in (1.0, 2.0, 4.0):
         r_argo = argo_rollback_rate(Scenario(answers=600, overdispersion=d), args.pairs, args.seed)
         print(f"  overdispersion {d:g}: {r_argo:.3f}")
     print()
-    print("Power: share of pairs rolled back when the candidate's flagged-answer share is worse "
-          "(overdispersion 2, alpha 0.05, tolerance 0.02)")
+    print(
+        "Power: share of pairs rolled back when the candidate's flagged-answer share is worse "
+        "(overdispersion 2, alpha 0.05, tolerance 0.02)"
+    )
     print(f"{'rise':>5} {'answers':>7} {'baseline':>8} {'fixed':>7} {'seq x20':>7}")
     for delta in (0.05, 0.10, 0.25):
         for n in (50, 200, 1000):
-            r = rollback_rates(Scenario(answers=n, overdispersion=2.0, delta=delta), args.pairs // 4, args.seed,
-                               max_increase=0.02)
-            print(f"{delta:>5.2f} {n:>7} {r['baseline_flagged_share']:>8.3f} {r['fixed']:>7.3f} {r['sequential']:>7.3f}")
+            r = rollback_rates(
+                Scenario(answers=n, overdispersion=2.0, delta=delta), args.pairs // 4, args.seed, max_increase=0.02
+            )
+            print(
+                f"{delta:>5.2f} {n:>7} {r['baseline_flagged_share']:>8.3f} {r['fixed']:>7.3f} {r['sequential']:>7.3f}"
+            )
     return 0
 
 

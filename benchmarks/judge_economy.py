@@ -104,8 +104,9 @@ class RagasStyleJudge(JudgeBase):
         self.client, self.extract_model, self.model, self.max_tokens = client, extract_model, model, max_tokens
 
     def _call(self, model: str, prompt: str, usage: Usage) -> dict:
-        msg = self.client.messages.create(model=model, max_tokens=self.max_tokens,
-                                          messages=[{"role": "user", "content": prompt}])
+        msg = self.client.messages.create(
+            model=model, max_tokens=self.max_tokens, messages=[{"role": "user", "content": prompt}]
+        )
         add_usage(usage, model, msg)
         text = "".join(getattr(b, "text", "") for b in msg.content)
         return json.loads(text)
@@ -113,8 +114,11 @@ class RagasStyleJudge(JudgeBase):
     def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
         usage = Usage(model=self.extract_model)
         prompt = ragas_style_prompt(
-            _STATEMENT_MARK, "Break every answer sentence into standalone statements without pronouns.",
-            RAGAS_STATEMENT_FIXED_CHARS, {"question": question or "", "answer": answer})
+            _STATEMENT_MARK,
+            "Break every answer sentence into standalone statements without pronouns.",
+            RAGAS_STATEMENT_FIXED_CHARS,
+            {"question": question or "", "answer": answer},
+        )
         out = self._call(self.extract_model, prompt, usage)
         claims = [Claim(id=f"c{i}", text=t) for i, t in enumerate(out.get("statements", []), start=1)]
         return Extraction(claims=claims, usage=usage)
@@ -124,31 +128,53 @@ class RagasStyleJudge(JudgeBase):
         if not claims:
             return Verification(verdicts=[], usage=usage)
         prompt = ragas_style_prompt(
-            _NLI_MARK, "For each statement return verdict 1 if the context directly implies it, else 0.",
-            RAGAS_NLI_FIXED_CHARS, {"context": "\n".join(contexts), "statements": [c.text for c in claims]})
+            _NLI_MARK,
+            "For each statement return verdict 1 if the context directly implies it, else 0.",
+            RAGAS_NLI_FIXED_CHARS,
+            {"context": "\n".join(contexts), "statements": [c.text for c in claims]},
+        )
         out = self._call(self.model, prompt, usage)
-        verdicts = [ClaimVerdict(claim_id=c.id, verdict=Verdict.SUPPORTED if item.get("verdict") else Verdict.UNSUPPORTED,
-                                 reason=item.get("reason"))
-                    for c, item in zip(claims, out.get("statements", []))]
+        verdicts = [
+            ClaimVerdict(
+                claim_id=c.id,
+                verdict=Verdict.SUPPORTED if item.get("verdict") else Verdict.UNSUPPORTED,
+                reason=item.get("reason"),
+            )
+            for c, item in zip(claims, out.get("statements", []))
+        ]
         return Verification(verdicts=verdicts, usage=usage)
 
 
 def single_call_responder(request: dict) -> dict:
     """The substring oracle for the single-call tool: the oracle's extraction, then its verdicts, in one reply."""
     answer, contexts = request_answer(request), request_contexts(request)
-    as_extract = {"model": request.get("model"), "tool_choice": {"type": "tool", "name": prompts.EXTRACT_TOOL_NAME},
-                  "messages": [{"role": "user", "content": prompts.render_extract_user(answer, None)}]}
+    as_extract = {
+        "model": request.get("model"),
+        "tool_choice": {"type": "tool", "name": prompts.EXTRACT_TOOL_NAME},
+        "messages": [{"role": "user", "content": prompts.render_extract_user(answer, None)}],
+    }
     extracted = oracle_responder(as_extract)["content"][0]["input"]
     claims = [(f"c{i}", c["text"]) for i, c in enumerate(extracted["claims"], start=1)]
-    as_verify = {"model": request.get("model"), "tool_choice": {"type": "tool", "name": prompts.VERIFY_TOOL_NAME},
-                 "messages": [{"role": "user", "content": prompts.render_verify_user(claims, contexts, None)}]}
+    as_verify = {
+        "model": request.get("model"),
+        "tool_choice": {"type": "tool", "name": prompts.VERIFY_TOOL_NAME},
+        "messages": [{"role": "user", "content": prompts.render_verify_user(claims, contexts, None)}],
+    }
     verdicts = oracle_responder(as_verify)["content"][0]["input"]["verdicts"] if claims else []
     items = []
     for c, v in zip(extracted["claims"], verdicts):
-        items.append({"text": c["text"], "sentence": c.get("sentence"),
-                      **{k: v[k] for k in ("verdict", "evidence", "context_index", "confidence", "reason")}})
-    return tool_response(prompts.SINGLE_TOOL_NAME, {"claims": items, "abstained": extracted["abstained"]},
-                         model=request.get("model", "fake-model"))
+        items.append(
+            {
+                "text": c["text"],
+                "sentence": c.get("sentence"),
+                **{k: v[k] for k in ("verdict", "evidence", "context_index", "confidence", "reason")},
+            }
+        )
+    return tool_response(
+        prompts.SINGLE_TOOL_NAME,
+        {"claims": items, "abstained": extracted["abstained"]},
+        model=request.get("model", "fake-model"),
+    )
 
 
 def economy_responder(request: dict) -> dict:
@@ -169,8 +195,9 @@ def economy_responder(request: dict) -> dict:
         items = []
         for s in data.get("statements", []):
             hit = s.strip().rstrip(".").lower() in ctx
-            items.append({"statement": s, "reason": _SUPPORTED_REASON if hit else _UNSUPPORTED_REASON,
-                          "verdict": int(hit)})
+            items.append(
+                {"statement": s, "reason": _SUPPORTED_REASON if hit else _UNSUPPORTED_REASON, "verdict": int(hit)}
+            )
         return text_response(json.dumps({"statements": items}))
     return text_response("ok")
 
@@ -185,7 +212,9 @@ def add_usage(usage: Usage, model: str, message: Any) -> None:
     usage.output_tokens += out
     usage.cache_read_tokens += cr
     usage.cache_creation_tokens += cc
-    usage.cost_usd += cost_usd(model, input_tokens=inp, output_tokens=out, cache_read_tokens=cr, cache_creation_tokens=cc)
+    usage.cost_usd += cost_usd(
+        model, input_tokens=inp, output_tokens=out, cache_read_tokens=cr, cache_creation_tokens=cc
+    )
 
 
 # --------------------------------------------------------------------------- running
@@ -208,11 +237,17 @@ def run_pipeline(judge: Any, traces: list) -> dict:
         claims_n += len(ex.claims)
         answers += 1
     prompt = total.input_tokens + total.cache_read_tokens + total.cache_creation_tokens
-    return {"answers": answers, "claims": claims_n, "calls": total.calls / answers,
-            "full_price": (total.input_tokens + total.cache_creation_tokens) / answers,
-            "input": total.input_tokens / answers, "prompt": prompt / answers,
-            "cache_read": total.cache_read_tokens / answers, "output": total.output_tokens / answers,
-            "cost_usd": total.cost_usd / answers}
+    return {
+        "answers": answers,
+        "claims": claims_n,
+        "calls": total.calls / answers,
+        "full_price": (total.input_tokens + total.cache_creation_tokens) / answers,
+        "input": total.input_tokens / answers,
+        "prompt": prompt / answers,
+        "cache_read": total.cache_read_tokens / answers,
+        "output": total.output_tokens / answers,
+        "cost_usd": total.cost_usd / answers,
+    }
 
 
 def run_batch_audit(traces: list) -> dict:
@@ -224,12 +259,17 @@ def run_batch_audit(traces: list) -> dict:
 
     with MessagesServer(economy_responder) as srv, tempfile.TemporaryDirectory() as tmp:
         judge = AnthropicJudge(AnthropicSettings(api_key="bench", base_url=srv.base_url, max_retries=0))
-        report = Audit(list(traces), judge, judge.client, Path(tmp) / "state.json", Path(tmp) / "out.jsonl",
-                       poll_s=0.01).run()
+        report = Audit(
+            list(traces), judge, judge.client, Path(tmp) / "state.json", Path(tmp) / "out.jsonl", poll_s=0.01
+        ).run()
         rows = [json.loads(line) for line in (Path(tmp) / "out.jsonl").read_text().splitlines()]
     calls = sum(r["usage"].get("calls", 0) for r in rows if r.get("usage"))
-    return {"answers": len(rows), "rounds": report.rounds, "calls": calls / len(rows),
-            "cost_usd": report.cost_usd / len(rows)}
+    return {
+        "answers": len(rows),
+        "rounds": report.rounds,
+        "calls": calls / len(rows),
+        "cost_usd": report.cost_usd / len(rows),
+    }
 
 
 CASCADE_POLICIES: tuple[tuple[str, str, dict[str, Any]], ...] = (
@@ -250,9 +290,17 @@ def gold_responder(gold: dict[str, str]) -> Any:
         if tool_name(request) != prompts.VERIFY_TOOL_NAME:
             return oracle_responder(request)
         contexts = request_contexts(request)
-        verdicts = [{"claim_id": cid, "verdict": gold.get(text.strip(), "UNSUPPORTED"),
-                     "evidence": contexts[0][:60] if contexts else None, "context_index": 0 if contexts else None,
-                     "confidence": 0.9, "reason": "labelled verdict"} for cid, text in request_claims(request)]
+        verdicts = [
+            {
+                "claim_id": cid,
+                "verdict": gold.get(text.strip(), "UNSUPPORTED"),
+                "evidence": contexts[0][:60] if contexts else None,
+                "context_index": 0 if contexts else None,
+                "confidence": 0.9,
+                "reason": "labelled verdict",
+            }
+            for cid, text in request_claims(request)
+        ]
         return tool_response(prompts.VERIFY_TOOL_NAME, {"verdicts": verdicts}, model=request.get("model", "fake-model"))
 
     return respond
@@ -273,8 +321,9 @@ def cascade_frontier(split: str = "dev", first_name: str = "heuristic") -> list[
         settings = AnthropicSettings(api_key="bench", base_url=srv.base_url, max_retries=0)
         for name, mode, knobs in CASCADE_POLICIES:
             first = get_judge(first_name, JudgeSettings(confidence_calibration=mode))
-            cascade = CascadeJudge(first, AnthropicJudge(settings),
-                                   CascadeSettings(budget_usd_per_hour=1e9, agreement_sample=0.0, **knobs))
+            cascade = CascadeJudge(
+                first, AnthropicJudge(settings), CascadeSettings(budget_usd_per_hour=1e9, agreement_sample=0.0, **knobs)
+            )
             wrong = caught = escalated = kept_right = 0
             cost = 0.0
             for it in items:
@@ -290,10 +339,18 @@ def cascade_frontier(split: str = "dev", first_name: str = "heuristic") -> list[
                     wrong += 1
                     caught += went
             kept = len(items) - escalated
-            rows.append({"policy": name, "first": first_name, "claims": len(items), "escalated": escalated / len(items),
-                         "first_errors": wrong, "errors_caught": caught / wrong if wrong else None,
-                         "kept_accuracy": kept_right / kept if kept else None,
-                         "usd_per_1k_claims": cost / len(items) * 1000})
+            rows.append(
+                {
+                    "policy": name,
+                    "first": first_name,
+                    "claims": len(items),
+                    "escalated": escalated / len(items),
+                    "first_errors": wrong,
+                    "errors_caught": caught / wrong if wrong else None,
+                    "kept_accuracy": kept_right / kept if kept else None,
+                    "usd_per_1k_claims": cost / len(items) * 1000,
+                }
+            )
     return rows
 
 
@@ -301,9 +358,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--answers", type=int, default=40)
     ap.add_argument("--fault-rate", type=float, default=0.3)
-    ap.add_argument("--labelled", default="dev", help="labelled claims for the cascade frontier (dev; heldout once per version)")
-    ap.add_argument("--frontier-first", default="heuristic",
-                    help="first-stage judges for the cascade frontier, comma-separated (e.g. heuristic,offline)")
+    ap.add_argument(
+        "--labelled", default="dev", help="labelled claims for the cascade frontier (dev; heldout once per version)"
+    )
+    ap.add_argument(
+        "--frontier-first",
+        default="heuristic",
+        help="first-stage judges for the cascade frontier, comma-separated (e.g. heuristic,offline)",
+    )
     args = ap.parse_args(argv)
     configure_logging("ERROR")
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # model deprecation notices from the SDK
@@ -338,43 +400,66 @@ def main(argv: list[str] | None = None) -> dict:
     out["single_ratio_vs_ragas"] = sc["prompt"] / rg["prompt"]
     out["single_full_price_ratio_vs_ragas"] = sc["full_price"] / rg["full_price"]
     out["cascade_tokens_saved"] = 1 - (cs["prompt"] + cs["output"]) / (cw["prompt"] + cw["output"])
-    print(f"machine: {machine()}; {len(traces)} demo answers (fault rate {args.fault_rate}), tokens = len/4 of what "
-          f"is sent, {time.monotonic() - started:.0f} s")
-    print("per answer; prompt = all input tokens; uncached = billed at full price; cache wr = billed at 1.25x; "
-          "cache rd = billed at 0.1x")
-    print(f"{'pipeline':12} {'claims/ans':>10} {'calls/ans':>9} {'prompt tok':>10} {'uncached':>9} {'cache wr':>9} "
-          f"{'cache rd':>9} {'output':>7} {'USD/1k ans':>10}")
+    print(
+        f"machine: {machine()}; {len(traces)} demo answers (fault rate {args.fault_rate}), tokens = len/4 of what "
+        f"is sent, {time.monotonic() - started:.0f} s"
+    )
+    print(
+        "per answer; prompt = all input tokens; uncached = billed at full price; cache wr = billed at 1.25x; "
+        "cache rd = billed at 0.1x"
+    )
+    print(
+        f"{'pipeline':12} {'claims/ans':>10} {'calls/ans':>9} {'prompt tok':>10} {'uncached':>9} {'cache wr':>9} "
+        f"{'cache rd':>9} {'output':>7} {'USD/1k ans':>10}"
+    )
     for name in names:
         r = out[name]
         wr = r["full_price"] - r["input"]
-        print(f"{name:12} {r['claims'] / r['answers']:10.2f} {r['calls']:9.2f} {r['prompt']:10.0f} {r['input']:9.0f} "
-              f"{wr:9.0f} {r['cache_read']:9.0f} {r['output']:7.0f} {r['cost_usd'] * 1000:10.2f}")
-    print(f"claimwatch (two calls) vs ragas-style: prompt tokens x{out['input_ratio_vs_ragas']:.2f}, uncached (billed "
-          f"at full price) x{out['uncached_ratio_vs_ragas']:.2f}, cost x{cw['cost_usd'] / rg['cost_usd']:.2f}; "
-          f"vs per-claim: calls x{cw['calls'] / pc['calls']:.2f}, prompt tokens x{cw['prompt'] / pc['prompt']:.2f}")
-    print(f"single-call vs ragas-style: calls x{sc['calls'] / rg['calls']:.2f}, prompt tokens "
-          f"x{out['single_ratio_vs_ragas']:.2f}, billed at full price (incl. cache writes) "
-          f"x{out['single_full_price_ratio_vs_ragas']:.2f}, output x{sc['output'] / rg['output']:.2f}, "
-          f"cost x{sc['cost_usd'] / rg['cost_usd']:.2f}; vs per-claim: calls x{sc['calls'] / pc['calls']:.2f}, "
-          f"prompt tokens x{sc['prompt'] / pc['prompt']:.2f}")
-    print(f"cascade: {out['cascade_escalated_share']:.0%} of claims escalated to Claude ({out['cascade_stats']}); "
-          f"tokens saved vs claimwatch alone {out['cascade_tokens_saved']:.0%}, cost x{cs['cost_usd'] / cw['cost_usd']:.2f}")
-    out["cascade_frontier"] = [row for first in args.frontier_first.split(",")
-                               for row in cascade_frontier(args.labelled, first.strip())]
-    print(f"cascade routing on labelled claims ({args.labelled}; second judge = the labels, an upper bound): "
-          "escalated / first-stage errors caught / first-stage accuracy on the kept claims / USD per 1k claims")
+        print(
+            f"{name:12} {r['claims'] / r['answers']:10.2f} {r['calls']:9.2f} {r['prompt']:10.0f} {r['input']:9.0f} "
+            f"{wr:9.0f} {r['cache_read']:9.0f} {r['output']:7.0f} {r['cost_usd'] * 1000:10.2f}"
+        )
+    print(
+        f"claimwatch (two calls) vs ragas-style: prompt tokens x{out['input_ratio_vs_ragas']:.2f}, uncached (billed "
+        f"at full price) x{out['uncached_ratio_vs_ragas']:.2f}, cost x{cw['cost_usd'] / rg['cost_usd']:.2f}; "
+        f"vs per-claim: calls x{cw['calls'] / pc['calls']:.2f}, prompt tokens x{cw['prompt'] / pc['prompt']:.2f}"
+    )
+    print(
+        f"single-call vs ragas-style: calls x{sc['calls'] / rg['calls']:.2f}, prompt tokens "
+        f"x{out['single_ratio_vs_ragas']:.2f}, billed at full price (incl. cache writes) "
+        f"x{out['single_full_price_ratio_vs_ragas']:.2f}, output x{sc['output'] / rg['output']:.2f}, "
+        f"cost x{sc['cost_usd'] / rg['cost_usd']:.2f}; vs per-claim: calls x{sc['calls'] / pc['calls']:.2f}, "
+        f"prompt tokens x{sc['prompt'] / pc['prompt']:.2f}"
+    )
+    print(
+        f"cascade: {out['cascade_escalated_share']:.0%} of claims escalated to Claude ({out['cascade_stats']}); "
+        f"tokens saved vs claimwatch alone {out['cascade_tokens_saved']:.0%}, cost x{cs['cost_usd'] / cw['cost_usd']:.2f}"
+    )
+    out["cascade_frontier"] = [
+        row for first in args.frontier_first.split(",") for row in cascade_frontier(args.labelled, first.strip())
+    ]
+    print(
+        f"cascade routing on labelled claims ({args.labelled}; second judge = the labels, an upper bound): "
+        "escalated / first-stage errors caught / first-stage accuracy on the kept claims / USD per 1k claims"
+    )
     for row in out["cascade_frontier"]:
         caught = "n/a" if row["errors_caught"] is None else f"{row['errors_caught']:.0%}"
         kept = "n/a" if row["kept_accuracy"] is None else f"{row['kept_accuracy']:.0%}"
-        print(f"  {row['first']:9} {row['policy']:38} {row['escalated']:6.0%} {caught:>6} of {row['first_errors']} "
-              f"{kept:>6} {row['usd_per_1k_claims']:8.2f}")
+        print(
+            f"  {row['first']:9} {row['policy']:38} {row['escalated']:6.0%} {caught:>6} of {row['first_errors']} "
+            f"{kept:>6} {row['usd_per_1k_claims']:8.2f}"
+        )
     ba = out["batch-audit"]
-    print(f"batch audit (Message Batches, {ba['rounds']} rounds): calls/answer {ba['calls']:.2f}, "
-          f"USD/1k answers {ba['cost_usd'] * 1000:.2f}: cost per answer x{out['batch_cost_ratio']:.2f} of online "
-          f"claimwatch (target <= 0.55)")
-    print(f"calls per answer: two-call {cw['calls']:.2f}, single-call {sc['calls']:.2f} (target <= 2); input tokens "
-          f"per answer / ragas-style: two-call {out['input_ratio_vs_ragas']:.2f}, single-call "
-          f"{out['single_ratio_vs_ragas']:.2f} (target < 1)")
+    print(
+        f"batch audit (Message Batches, {ba['rounds']} rounds): calls/answer {ba['calls']:.2f}, "
+        f"USD/1k answers {ba['cost_usd'] * 1000:.2f}: cost per answer x{out['batch_cost_ratio']:.2f} of online "
+        f"claimwatch (target <= 0.55)"
+    )
+    print(
+        f"calls per answer: two-call {cw['calls']:.2f}, single-call {sc['calls']:.2f} (target <= 2); input tokens "
+        f"per answer / ragas-style: two-call {out['input_ratio_vs_ragas']:.2f}, single-call "
+        f"{out['single_ratio_vs_ragas']:.2f} (target < 1)"
+    )
     sys.stdout.flush()
     return out
 

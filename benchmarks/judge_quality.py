@@ -38,13 +38,17 @@ def main(argv: list[str] | None = None) -> int:
         rep = cal.calibrate_claims(judge, cal.load_labeled_claims(cal.data_path(split)))
         claim_reports[split] = rep.to_json()
         j = claim_reports[split]
-        print(f"| claims {split} | {j['n']} | {_f(j['accuracy'])} | {_f(j['tpr_supported'])} | {_f(j['tnr_not_supported'])} |")
+        print(
+            f"| claims {split} | {j['n']} | {_f(j['accuracy'])} | {_f(j['tpr_supported'])} | {_f(j['tnr_not_supported'])} |"
+        )
 
     dev = claim_reports["dev"]
     kinds = dev.get("breakdown", {}).get("kind", {})
     if kinds:
-        print("\nPer kind on dev (accuracy, n):", ", ".join(
-            f"{k} {_f(v.get('accuracy'))} ({v.get('n')})" for k, v in sorted(kinds.items())))
+        print(
+            "\nPer kind on dev (accuracy, n):",
+            ", ".join(f"{k} {_f(v.get('accuracy'))} ({v.get('n')})" for k, v in sorted(kinds.items())),
+        )
 
     print("\n| set | n | balanced acc @1.0 | best (thr) | AUC judge | AUC length only |")
     print("|---|---|---|---|---|---|")
@@ -55,18 +59,26 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for name in ("dialogue", "summarization"):
         try:
-            sets.append((f"HaluEval {name}, {args.halueval_limit} matched pairs",
-                         halueval.load_pairs(name, limit=args.halueval_limit)))
+            sets.append(
+                (
+                    f"HaluEval {name}, {args.halueval_limit} matched pairs",
+                    halueval.load_pairs(name, limit=args.halueval_limit),
+                )
+            )
         except halueval.HaluEvalNotInstalled as exc:
             print(f"(HaluEval {name} skipped: {exc})")
     for name, items in sets:
         j = cal.calibrate_answers(judge, items).to_json()
-        print(f"| {name} | {j['n']} | {_f(j['balanced_accuracy'])} | {_f(j['best_balanced_accuracy'])} "
-              f"({_f(j['best_threshold'])}) | {_f(j['auc'])} | {_f(j['length_baseline_auc'])} |")
+        print(
+            f"| {name} | {j['n']} | {_f(j['balanced_accuracy'])} | {_f(j['best_balanced_accuracy'])} "
+            f"({_f(j['best_threshold'])}) | {_f(j['auc'])} | {_f(j['length_baseline_auc'])} |"
+        )
 
     held = claim_reports["heldout"]
     print(f"\n({time.monotonic() - started:.0f} s)")
-    print(f"held-out claims: TPR(SUPPORTED)={_f(held['tpr_supported'])} TNR(not supported)={_f(held['tnr_not_supported'])}")
+    print(
+        f"held-out claims: TPR(SUPPORTED)={_f(held['tpr_supported'])} TNR(not supported)={_f(held['tnr_not_supported'])}"
+    )
     return 0
 
 

@@ -55,8 +55,9 @@ def _hwm_mb() -> float:
     return float("nan")
 
 
-def worker_process(bootstrap: str, topic: str, base_url: str, in_flight: int, expect: int, burst_url: str | None,
-                   out: Any) -> None:
+def worker_process(
+    bootstrap: str, topic: str, base_url: str, in_flight: int, expect: int, burst_url: str | None, out: Any
+) -> None:
     """Child process: one real Worker with the real AnthropicJudge; reports timings on ``out``."""
     configure_logging("ERROR")
     import anthropic
@@ -83,25 +84,46 @@ def worker_process(bootstrap: str, topic: str, base_url: str, in_flight: int, ex
         done.append(time.monotonic())
         if burst_url and not fired[0] and len(done) >= 50:
             fired[0] = True
-            req = urllib.request.Request(burst_url, data=json.dumps({"fail": 429, "times": 40, "retry_after": "1"}).encode(),
-                                         method="POST")
+            req = urllib.request.Request(
+                burst_url, data=json.dumps({"fail": 429, "times": 40, "retry_after": "1"}).encode(), method="POST"
+            )
             urllib.request.urlopen(req, timeout=5).read()
 
     worker.on_result = on_result
     started = time.monotonic()
     worker.run(max_records=expect)
-    failed = sum(s.value for fam in metrics.registry.collect() for s in fam.samples
-                 if s.name == "claimwatch_answers_total" and s.labels.get("outcome") == "failed")
-    throttled = sum(s.value for fam in metrics.registry.collect() for s in fam.samples
-                    if s.name == "claimwatch_judge_throttled_total")
-    out.put({"processed": worker.processed, "done": done, "started": started, "latencies": latencies.values,
-             "hwm_mb": _hwm_mb(), "failed": failed, "throttled": throttled})
+    failed = sum(
+        s.value
+        for fam in metrics.registry.collect()
+        for s in fam.samples
+        if s.name == "claimwatch_answers_total" and s.labels.get("outcome") == "failed"
+    )
+    throttled = sum(
+        s.value
+        for fam in metrics.registry.collect()
+        for s in fam.samples
+        if s.name == "claimwatch_judge_throttled_total"
+    )
+    out.put(
+        {
+            "processed": worker.processed,
+            "done": done,
+            "started": started,
+            "latencies": latencies.values,
+            "hwm_mb": _hwm_mb(),
+            "failed": failed,
+            "throttled": throttled,
+        }
+    )
 
 
 def start_fake(median: float, seed: int = 11) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.messages_server", "--latency-median", str(median), "--seed", str(seed)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     port = proc.stdout.readline().strip()  # type: ignore[union-attr]
     return proc, f"http://127.0.0.1:{port}"
@@ -118,19 +140,27 @@ def run_one(bootstrap: str, base_url: str, in_flight: int, n: int, records: list
     before = stats(base_url)["requests"]
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    p = ctx.Process(target=worker_process, args=(bootstrap, topic, base_url, in_flight, n,
-                                                  base_url + "/_control" if burst else None, q), daemon=True)
+    p = ctx.Process(
+        target=worker_process,
+        args=(bootstrap, topic, base_url, in_flight, n, base_url + "/_control" if burst else None, q),
+        daemon=True,
+    )
     p.start()
     r = q.get(timeout=900)
     p.join(30)
     after = stats(base_url)
     window = r["done"][-1] - r["done"][0] if len(r["done"]) > 1 else float("nan")
     return {
-        "in_flight": in_flight, "answers": r["processed"],
+        "in_flight": in_flight,
+        "answers": r["processed"],
         "rate": (len(r["done"]) - 1) / window if window and window > 0 else float("nan"),
-        "p50_s": percentile(r["latencies"], 50), "p95_s": percentile(r["latencies"], 95),
-        "rss_mb": r["hwm_mb"], "requests_per_answer": (after["requests"] - before) / max(1, r["processed"]),
-        "max_concurrent": after["max_concurrent"], "failed": r["failed"], "throttled": r["throttled"],
+        "p50_s": percentile(r["latencies"], 50),
+        "p95_s": percentile(r["latencies"], 95),
+        "rss_mb": r["hwm_mb"],
+        "requests_per_answer": (after["requests"] - before) / max(1, r["processed"]),
+        "max_concurrent": after["max_concurrent"],
+        "failed": r["failed"],
+        "throttled": r["throttled"],
     }
 
 
@@ -152,24 +182,34 @@ def main(argv: list[str] | None = None) -> dict:
             for m in args.in_flight:
                 rows.append(run_one(broker.bootstrap, base_url, m, max(12, m * args.per_slot), records))
                 r = rows[-1]
-                print(f"max_in_flight={m:4d}: {r['answers']:4d} answers, {r['rate']:6.2f} answers/s, "
-                      f"p50 {r['p50_s']:5.1f} s, p95 {r['p95_s']:5.1f} s, RSS {r['rss_mb']:4.0f} MB, "
-                      f"{r['requests_per_answer']:.2f} LLM requests/answer", flush=True)
+                print(
+                    f"max_in_flight={m:4d}: {r['answers']:4d} answers, {r['rate']:6.2f} answers/s, "
+                    f"p50 {r['p50_s']:5.1f} s, p95 {r['p95_s']:5.1f} s, RSS {r['rss_mb']:4.0f} MB, "
+                    f"{r['requests_per_answer']:.2f} LLM requests/answer",
+                    flush=True,
+                )
             burst = None
             if not args.no_burst:
                 burst = run_one(broker.bootstrap, base_url, 64, 64 * args.per_slot, records, burst=True)
-                print(f"429 burst (40 x 429, retry-after 1 s, at max_in_flight=64): {burst['answers']} answers, "
-                      f"{burst['rate']:.2f} answers/s, p95 {burst['p95_s']:.1f} s, failed answers {burst['failed']:.0f}, "
-                      f"throttled calls {burst['throttled']:.0f}, {burst['requests_per_answer']:.2f} requests/answer")
+                print(
+                    f"429 burst (40 x 429, retry-after 1 s, at max_in_flight=64): {burst['answers']} answers, "
+                    f"{burst['rate']:.2f} answers/s, p95 {burst['p95_s']:.1f} s, failed answers {burst['failed']:.0f}, "
+                    f"throttled calls {burst['throttled']:.0f}, {burst['requests_per_answer']:.2f} requests/answer"
+                )
     finally:
         fake.kill()
     print(f"machine: {machine()}; median {args.median} s per call; {time.monotonic() - t0:.0f} s")
     base = next((r for r in rows if r["in_flight"] == 1), None)
     if base and base["rate"] > 0:
-        print("scaling vs max_in_flight=1: " + ", ".join(f"{r['in_flight']}: {r['rate'] / base['rate']:.1f}x" for r in rows))
+        print(
+            "scaling vs max_in_flight=1: "
+            + ", ".join(f"{r['in_flight']}: {r['rate'] / base['rate']:.1f}x" for r in rows)
+        )
     default = next((r for r in rows if r["in_flight"] == 64), rows[-1])
-    print(f"default max_in_flight={default['in_flight']}: {default['rate']:.1f} answers/s (target >= 10), "
-          f"RSS {default['rss_mb']:.0f} MB (target <= 300)")
+    print(
+        f"default max_in_flight={default['in_flight']}: {default['rate']:.1f} answers/s (target >= 10), "
+        f"RSS {default['rss_mb']:.0f} MB (target <= 300)"
+    )
     return {"rows": rows, "burst": burst}
 
 

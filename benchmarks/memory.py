@@ -99,20 +99,37 @@ def collector_part(rate: float, normal_s: float, burst_s: float, factor: float, 
         sent = paced(tracer, rng, r, secs)
         elapsed = time.monotonic() - t
         time.sleep(0.6)  # let the background thread catch up and the gauges refresh
-        phases.append({
-            "phase": name, "sent": sent, "achieved_rate": sent / elapsed, "peak_rss_mb": sampler.take_peak(),
-            "sink_queue": registry.get_sample_value("claimwatch_collector_queue_depth", {"queue": "sink"}) or 0,
-            "buffered_traces": registry.get_sample_value("claimwatch_collector_buffered_traces") or 0,
-            "dropped_queue_full": registry.get_sample_value("claimwatch_collector_dropped_total",
-                                                            {"reason": "queue_full"}) or 0,
-            "dropped_span_queue": registry.get_sample_value("claimwatch_collector_dropped_total",
-                                                            {"reason": "span_queue_full"}) or 0,
-        })
+        phases.append(
+            {
+                "phase": name,
+                "sent": sent,
+                "achieved_rate": sent / elapsed,
+                "peak_rss_mb": sampler.take_peak(),
+                "sink_queue": registry.get_sample_value("claimwatch_collector_queue_depth", {"queue": "sink"}) or 0,
+                "buffered_traces": registry.get_sample_value("claimwatch_collector_buffered_traces") or 0,
+                "dropped_queue_full": registry.get_sample_value(
+                    "claimwatch_collector_dropped_total", {"reason": "queue_full"}
+                )
+                or 0,
+                "dropped_span_queue": registry.get_sample_value(
+                    "claimwatch_collector_dropped_total", {"reason": "span_queue_full"}
+                )
+                or 0,
+            }
+        )
     sampler.halt.set()
     provider.shutdown()
-    return {"start_rss_mb": start_rss, "phases": phases, "hwm_mb": hwm_mb(),
-            "bounds": {"queue_size": settings.queue_size, "max_buffered_traces": settings.max_buffered_traces,
-                       "span_queue": settings.queue_size * 2, "max_record_bytes": settings.max_record_bytes}}
+    return {
+        "start_rss_mb": start_rss,
+        "phases": phases,
+        "hwm_mb": hwm_mb(),
+        "bounds": {
+            "queue_size": settings.queue_size,
+            "max_buffered_traces": settings.max_buffered_traces,
+            "span_queue": settings.queue_size * 2,
+            "max_record_bytes": settings.max_record_bytes,
+        },
+    }
 
 
 def worker_process(bootstrap: str, topic: str, expect: int, out: Any) -> None:
@@ -133,8 +150,16 @@ def worker_process(bootstrap: str, topic: str, expect: int, out: Any) -> None:
 
     worker.on_result = on_result
     worker.run(max_records=expect, idle_timeout_s=60)
-    out.put({"processed": worker.processed, "samples": samples, "hwm_mb": hwm_mb(), "end_rss_mb": rss_mb(),
-             "max_poll_records": s.consumer.max_poll_records, "dedupe_window": s.dedupe_window})
+    out.put(
+        {
+            "processed": worker.processed,
+            "samples": samples,
+            "hwm_mb": hwm_mb(),
+            "end_rss_mb": rss_mb(),
+            "max_poll_records": s.consumer.max_poll_records,
+            "dedupe_window": s.dedupe_window,
+        }
+    )
 
 
 def worker_part(backlog: int) -> dict:
@@ -164,24 +189,35 @@ def main(argv: list[str] | None = None) -> dict:
     configure_logging("ERROR")
     started = time.monotonic()
     col = collector_part(args.rate, args.normal_seconds, args.burst_seconds, args.factor, max(2, args.bursts))
-    wrk = worker_part(args.backlog) if args.backlog > 0 else {"processed": 0, "samples": [], "hwm_mb": 0.0,
-                                                              "max_poll_records": 0, "dedupe_window": 0}
+    wrk = (
+        worker_part(args.backlog)
+        if args.backlog > 0
+        else {"processed": 0, "samples": [], "hwm_mb": 0.0, "max_poll_records": 0, "dedupe_window": 0}
+    )
     b = col["bounds"]
     print(f"machine: {machine()}; {time.monotonic() - started:.0f} s")
-    print(f"collector bounds: sink queue_size {b['queue_size']} records, max_buffered_traces {b['max_buffered_traces']}, "
-          f"span queue {b['span_queue']} spans, record <= {b['max_record_bytes']} bytes; Kafka unreachable")
+    print(
+        f"collector bounds: sink queue_size {b['queue_size']} records, max_buffered_traces {b['max_buffered_traces']}, "
+        f"span queue {b['span_queue']} spans, record <= {b['max_record_bytes']} bytes; Kafka unreachable"
+    )
     print(f"collector RSS at start {col['start_rss_mb']:.0f} MB")
     for ph in col["phases"]:
-        print(f"  {ph['phase']:13} sent {ph['sent']:6} ({ph['achieved_rate']:.0f}/s): peak RSS {ph['peak_rss_mb']:.0f} MB, "
-              f"sink queue {ph['sink_queue']:.0f}, assembling {ph['buffered_traces']:.0f}, dropped queue_full "
-              f"{ph['dropped_queue_full']:.0f}, span_queue_full {ph['dropped_span_queue']:.0f}")
+        print(
+            f"  {ph['phase']:13} sent {ph['sent']:6} ({ph['achieved_rate']:.0f}/s): peak RSS {ph['peak_rss_mb']:.0f} MB, "
+            f"sink queue {ph['sink_queue']:.0f}, assembling {ph['buffered_traces']:.0f}, dropped queue_full "
+            f"{ph['dropped_queue_full']:.0f}, span_queue_full {ph['dropped_span_queue']:.0f}"
+        )
     growth2 = col["phases"][-1]["peak_rss_mb"] - col["phases"][-2]["peak_rss_mb"]
     samples = ", ".join(f"{n}: {mb:.0f}" for n, mb in wrk["samples"])
-    print(f"worker (max_poll_records {wrk['max_poll_records']}, dedupe window {wrk['dedupe_window']} ids): processed "
-          f"{wrk['processed']}, RSS MB by records processed [{samples}], peak (VmHWM) {wrk['hwm_mb']:.0f} MB")
-    print(f"collector peak RSS {col['hwm_mb']:.0f} MB under a {args.factor:g}x burst with Kafka down "
-          f"(last burst {growth2:+.0f} MB vs the one before); worker peak RSS {wrk['hwm_mb']:.0f} MB on a "
-          f"{wrk['processed']}-record backlog")
+    print(
+        f"worker (max_poll_records {wrk['max_poll_records']}, dedupe window {wrk['dedupe_window']} ids): processed "
+        f"{wrk['processed']}, RSS MB by records processed [{samples}], peak (VmHWM) {wrk['hwm_mb']:.0f} MB"
+    )
+    print(
+        f"collector peak RSS {col['hwm_mb']:.0f} MB under a {args.factor:g}x burst with Kafka down "
+        f"(last burst {growth2:+.0f} MB vs the one before); worker peak RSS {wrk['hwm_mb']:.0f} MB on a "
+        f"{wrk['processed']}-record backlog"
+    )
     sys.stdout.flush()
     return {"collector": col, "worker": wrk, "last_burst_growth_mb": growth2}
 

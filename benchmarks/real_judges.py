@@ -33,16 +33,27 @@ DEFAULT_JUDGES = "heuristic,hybrid,verifier,offline"
 HEAVY = ("verifier", "offline", "nli", "anthropic", "openai", "cascade")
 
 
-def run_set(name: str, split: str | None, limit: int | None, judges: dict[str, Any], heavy_limit: int | None = None,
-            out=sys.stdout) -> dict[str, Any]:
+def run_set(
+    name: str,
+    split: str | None,
+    limit: int | None,
+    judges: dict[str, Any],
+    heavy_limit: int | None = None,
+    out=sys.stdout,
+) -> dict[str, Any]:
     """Measure every judge on one set/split; print its tables to ``out``; return the numbers.
 
     Model judges (``HEAVY``) run on the first ``heavy_limit`` rows of the same fixed sample (a subset of the
     ``limit`` rows), where every judge and baseline is printed again, so all of them can be compared on one
     row set."""
     data = realdata.load_real(name, split, limit=limit)
-    result: dict[str, Any] = {"set": name, "split": split, "limit": limit, "heavy_limit": heavy_limit,
-                              "data": data.summary()}
+    result: dict[str, Any] = {
+        "set": name,
+        "split": split,
+        "limit": limit,
+        "heavy_limit": heavy_limit,
+        "data": data.summary(),
+    }
     tag = " (evaluation only, not committed)" if data.evaluation_only else ""
     light = {j: v for j, v in judges.items() if j not in HEAVY}
     small = heavy_limit is not None and (limit is None or heavy_limit < limit) and len(light) < len(judges)
@@ -54,8 +65,11 @@ def run_set(name: str, split: str | None, limit: int | None, judges: dict[str, A
         print(f"All rows ({len(data.claims)} claims, {len(data.answers)} answers), rule/embedding judges:\n", file=out)
         result["rows"] = realreport.measure(data, light, out)
     sub = realdata.load_real(name, split, limit=heavy_limit)
-    print(f"\nThe first {heavy_limit} of the same sample ({len(sub.claims)} claims, {len(sub.answers)} answers), "
-          "every judge:\n", file=out)
+    print(
+        f"\nThe first {heavy_limit} of the same sample ({len(sub.claims)} claims, {len(sub.answers)} answers), "
+        "every judge:\n",
+        file=out,
+    )
     result["heavy_rows"] = realreport.measure(sub, judges, out)
     return result
 
@@ -66,16 +80,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default=None, help="comma-separated (default: every set whose data is present)")
     ap.add_argument("--judges", default=DEFAULT_JUDGES)
     ap.add_argument("--limit", type=int, default=150, help="claims and answers per set (0 = all)")
-    ap.add_argument("--heavy-limit", type=int, default=30,
-                    help="rows per set for the model judges (verifier, offline, ...): the first of the same sample")
+    ap.add_argument(
+        "--heavy-limit",
+        type=int,
+        default=30,
+        help="rows per set for the model judges (verifier, offline, ...): the first of the same sample",
+    )
     ap.add_argument("--json", default=None, metavar="PATH")
     args = ap.parse_args(argv)
-    names = args.sets.split(",") if args.sets else [
-        s for s in realdata.SETS if s != "faithbench" or realdata.faithbench_path().is_file()]
+    names = (
+        args.sets.split(",")
+        if args.sets
+        else [s for s in realdata.SETS if s != "faithbench" or realdata.faithbench_path().is_file()]
+    )
     judges = {j: get_judge(j) for j in args.judges.split(",")}
     started = time.monotonic()
-    print(f"real labelled sets, split {args.split}, limit {args.limit or 'none'} (model judges "
-          f"{args.heavy_limit or 'none'}), judges {', '.join(judges)}")
+    print(
+        f"real labelled sets, split {args.split}, limit {args.limit or 'none'} (model judges "
+        f"{args.heavy_limit or 'none'}), judges {', '.join(judges)}"
+    )
     results = [run_set(n, args.split, args.limit or None, judges, args.heavy_limit or None) for n in names]
     print(f"\n({time.monotonic() - started:.0f} s)")
     if args.json:

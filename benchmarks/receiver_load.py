@@ -83,8 +83,13 @@ class Receiver:
     """The receiver in a child process (``src`` first on its sys.path); samples its RSS and threads."""
 
     def __init__(self, src: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(src)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, cwd=str(src))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(src)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=str(src),
+        )
         assert self.proc.stdout is not None
         self.port = int(self.proc.stdout.readline().strip())
         self.pid = self.proc.pid
@@ -166,8 +171,10 @@ def rag_batches(n_batches: int, traces: int, seed: int = 11) -> list[Any]:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     exporter = InMemorySpanExporter()
-    tp = TracerProvider(resource=Resource.create({"service.name": "rag-app", "service.version": "v1"}),
-                        span_limits=SpanLimits(max_span_attributes=512))
+    tp = TracerProvider(
+        resource=Resource.create({"service.name": "rag-app", "service.version": "v1"}),
+        span_limits=SpanLimits(max_span_attributes=512),
+    )
     tp.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = tp.get_tracer("bench")
     rng = random.Random(seed)
@@ -190,11 +197,18 @@ def variants(batches: list[Any]) -> list[tuple[str, bytes, dict[str, str], int]]
         raw = req.SerializeToString() if i % 2 == 0 else otlp.to_otlp_json(req)
         ctype = PROTOBUF if i % 2 == 0 else JSON
         if i % 6 >= 4:
-            out.append((ctype.split("/")[1] + "+chunked", raw, {"Content-Type": ctype, "Transfer-Encoding": "chunked"},
-                        spans))
+            out.append(
+                (ctype.split("/")[1] + "+chunked", raw, {"Content-Type": ctype, "Transfer-Encoding": "chunked"}, spans)
+            )
         elif i % 6 >= 2:
-            out.append((ctype.split("/")[1] + "+gzip", gzip.compress(raw),
-                        {"Content-Type": ctype, "Content-Encoding": "gzip"}, spans))
+            out.append(
+                (
+                    ctype.split("/")[1] + "+gzip",
+                    gzip.compress(raw),
+                    {"Content-Type": ctype, "Content-Encoding": "gzip"},
+                    spans,
+                )
+            )
         else:
             out.append((ctype.split("/")[1], raw, {"Content-Type": ctype}, spans))
     return out
@@ -222,8 +236,13 @@ def big_body(n_spans: int = 380_000) -> bytes:
 
 # --------------------------------------------------------------------------- clients
 
-_RESETS = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, http.client.RemoteDisconnected,
-           ConnectionRefusedError)
+_RESETS = (
+    ConnectionResetError,
+    BrokenPipeError,
+    ConnectionAbortedError,
+    http.client.RemoteDisconnected,
+    ConnectionRefusedError,
+)
 
 
 class Tally:
@@ -277,15 +296,27 @@ def _rejected_spans(payload: bytes, ctype: str) -> int:
     return int(ExportTraceServiceResponse.FromString(payload).partial_success.rejected_spans)
 
 
-def post_once(port: int, body: bytes, headers: dict[str, str], tally: Tally, spans: int,
-              conn: http.client.HTTPConnection | None = None, timeout: float = 120.0) -> http.client.HTTPConnection | None:
+def post_once(
+    port: int,
+    body: bytes,
+    headers: dict[str, str],
+    tally: Tally,
+    spans: int,
+    conn: http.client.HTTPConnection | None = None,
+    timeout: float = 120.0,
+) -> http.client.HTTPConnection | None:
     """One POST (on ``conn`` if given, kept alive); records the outcome; returns the connection to reuse or None."""
     own = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     t = time.perf_counter()
     try:
         if headers.get("Transfer-Encoding") == "chunked":  # streamed like the OTel JS SDK: no Content-Length
-            own.request("POST", "/v1/traces", body=iter([body[i:i + 65536] for i in range(0, len(body), 65536)]),
-                        headers={k: v for k, v in headers.items() if k != "Transfer-Encoding"}, encode_chunked=True)
+            own.request(
+                "POST",
+                "/v1/traces",
+                body=iter([body[i : i + 65536] for i in range(0, len(body), 65536)]),
+                headers={k: v for k, v in headers.items() if k != "Transfer-Encoding"},
+                encode_chunked=True,
+            )
         else:
             own.request("POST", "/v1/traces", body=body, headers=headers)
         resp = own.getresponse()
@@ -348,13 +379,24 @@ def phase_load(src: Path, clients: int, seconds: float, traces: int) -> dict:
     rec.close()
     sizes = sorted(len(b) for _, b, _, _ in bodies)
     p50_by = {label: percentile(v, 50) * 1000 for label, v in sorted(by_label.items())}
-    return {"clients": clients, "seconds": elapsed, "spans_per_s": tally.accepted / elapsed,
-            "requests": sum(tally.codes.values()), "p50_ms": percentile(tally.latencies, 50) * 1000,
-            "p99_ms": percentile(tally.latencies, 99) * 1000, "codes": tally.codes_text(),
-            "retry_refusals": tally.retry_refusals, "resets": tally.resets, "rss_peak_mb": rec.peak_rss / 1024,
-            "rss_base_mb": rec.base_rss / 1024, "threads_peak": rec.peak_threads,
-            "body_bytes": (sizes[0], sizes[len(sizes) // 2], sizes[-1]), "spans_per_request": bodies[0][3],
-            "p50_by_encoding_ms": p50_by, "cpu_ms_per_1k_spans": cpu * 1e6 / max(1, tally.accepted)}
+    return {
+        "clients": clients,
+        "seconds": elapsed,
+        "spans_per_s": tally.accepted / elapsed,
+        "requests": sum(tally.codes.values()),
+        "p50_ms": percentile(tally.latencies, 50) * 1000,
+        "p99_ms": percentile(tally.latencies, 99) * 1000,
+        "codes": tally.codes_text(),
+        "retry_refusals": tally.retry_refusals,
+        "resets": tally.resets,
+        "rss_peak_mb": rec.peak_rss / 1024,
+        "rss_base_mb": rec.base_rss / 1024,
+        "threads_peak": rec.peak_threads,
+        "body_bytes": (sizes[0], sizes[len(sizes) // 2], sizes[-1]),
+        "spans_per_request": bodies[0][3],
+        "p50_by_encoding_ms": p50_by,
+        "cpu_ms_per_1k_spans": cpu * 1e6 / max(1, tally.accepted),
+    }
 
 
 def phase_big(src: Path, n: int = 8, *, chunked: bool = False) -> dict:
@@ -375,9 +417,17 @@ def phase_big(src: Path, n: int = 8, *, chunked: bool = False) -> dict:
     hwm = rec.hwm_mb()
     rec.close()
     answered_ok = sum(n for c, n in tally.codes.items() if c == 200) + tally.retry_refusals
-    return {"n": n, "body_mb": len(body) / 1e6, "seconds": elapsed, "rss_peak_mb": max(hwm, rec.peak_rss / 1024),
-            "rss_base_mb": rec.base_rss / 1024, "codes": tally.codes_text(), "answered_ok": answered_ok,
-            "resets": tally.resets, "accepted_spans": tally.accepted}
+    return {
+        "n": n,
+        "body_mb": len(body) / 1e6,
+        "seconds": elapsed,
+        "rss_peak_mb": max(hwm, rec.peak_rss / 1024),
+        "rss_base_mb": rec.base_rss / 1024,
+        "codes": tally.codes_text(),
+        "answered_ok": answered_ok,
+        "resets": tally.resets,
+        "accepted_spans": tally.accepted,
+    }
 
 
 def big_json_body(target: int = 15_500_000) -> bytes:
@@ -410,9 +460,17 @@ def phase_big_json(src: Path, n: int = 8) -> dict:
     hwm = rec.hwm_mb()
     rec.close()
     answered_ok = sum(n for c, n in tally.codes.items() if c == 200) + tally.retry_refusals
-    return {"n": n, "wire_mb": len(body) / 1e6, "json_mb": inflated / 1e6, "seconds": elapsed,
-            "rss_peak_mb": max(hwm, rec.peak_rss / 1024), "rss_base_mb": rec.base_rss / 1024,
-            "codes": tally.codes_text(), "answered_ok": answered_ok, "resets": tally.resets}
+    return {
+        "n": n,
+        "wire_mb": len(body) / 1e6,
+        "json_mb": inflated / 1e6,
+        "seconds": elapsed,
+        "rss_peak_mb": max(hwm, rec.peak_rss / 1024),
+        "rss_base_mb": rec.base_rss / 1024,
+        "codes": tally.codes_text(),
+        "answered_ok": answered_ok,
+        "resets": tally.resets,
+    }
 
 
 def phase_burst(src: Path, n: int = 300) -> dict:
@@ -427,9 +485,16 @@ def phase_burst(src: Path, n: int = 300) -> dict:
 
     elapsed = concurrently(n, client)
     rec.close()
-    return {"n": n, "seconds": elapsed, "codes": tally.codes_text(), "resets": tally.resets,
-            "retry_refusals": tally.retry_refusals, "p99_ms": percentile(tally.latencies, 99) * 1000,
-            "threads_peak": rec.peak_threads, "rss_peak_mb": rec.peak_rss / 1024}
+    return {
+        "n": n,
+        "seconds": elapsed,
+        "codes": tally.codes_text(),
+        "resets": tally.resets,
+        "retry_refusals": tally.retry_refusals,
+        "p99_ms": percentile(tally.latencies, 99) * 1000,
+        "threads_peak": rec.peak_threads,
+        "rss_peak_mb": rec.peak_rss / 1024,
+    }
 
 
 def phase_slowloris(src: Path, n: int = 200, wait_s: float = 60.0) -> dict:
@@ -475,10 +540,17 @@ def phase_slowloris(src: Path, n: int = 200, wait_s: float = 60.0) -> dict:
     for s in socks:
         s.close()
     rec.close()
-    return {"n": n, "base_threads": base, "peak_threads": peak, "base_fds": base_fds, "peak_fds": peak_fds,
-            "back_s": back_at, "wait_s": wait_s,
-            "rss_peak_mb": rec.peak_rss / 1024,
-            "answers": ", ".join(f"{k}: {v}" for k, v in sorted(answers.items())) or "none"}
+    return {
+        "n": n,
+        "base_threads": base,
+        "peak_threads": peak,
+        "base_fds": base_fds,
+        "peak_fds": peak_fds,
+        "back_s": back_at,
+        "wait_s": wait_s,
+        "rss_peak_mb": rec.peak_rss / 1024,
+        "answers": ", ".join(f"{k}: {v}" for k, v in sorted(answers.items())) or "none",
+    }
 
 
 def phase_deep_json(src: Path, depth: int = 100_000) -> dict:
@@ -495,8 +567,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seconds", type=float, default=10.0, help="duration of the load phase")
     ap.add_argument("--traces", type=int, default=10, help="RAG traces (3 spans each) per export request")
     ap.add_argument("--src", type=Path, default=ROOT, help="source tree for the receiver child (default: this one)")
-    ap.add_argument("--phases", default="load,big,bigchunked,bigjson,burst,slowloris,deep",
-                    help="comma-separated subset of load,big,bigchunked,bigjson,burst,slowloris,deep")
+    ap.add_argument(
+        "--phases",
+        default="load,big,bigchunked,bigjson,burst,slowloris,deep",
+        help="comma-separated subset of load,big,bigchunked,bigjson,burst,slowloris,deep",
+    )
     ap.add_argument("--slowloris-clients", type=int, default=200, help="half-sent connections in the slowloris phase")
     ap.add_argument("--slowloris-wait", type=float, default=60.0, help="max seconds to wait for threads to recover")
     args = ap.parse_args(argv)
@@ -507,41 +582,56 @@ def main(argv: list[str] | None = None) -> dict:
     out: dict[str, Any] = {}
     if "load" in phases:
         r = out["load"] = phase_load(src, args.clients, args.seconds, args.traces)
-        print(f"load: {r['clients']} clients x {r['seconds']:.1f} s, {r['spans_per_request']} spans/request "
-              f"(body {r['body_bytes'][0]}-{r['body_bytes'][2]} B; protobuf, JSON, each +/- gzip): "
-              f"{r['spans_per_s']:.0f} spans/s accepted, {r['requests']} requests, p50 {r['p50_ms']:.1f} ms, "
-              f"p99 {r['p99_ms']:.1f} ms; codes {r['codes']}; refused with Retry-After {r['retry_refusals']}; "
-              f"resets {r['resets']}; RSS {r['rss_base_mb']:.0f} -> peak {r['rss_peak_mb']:.0f} MB, "
-              f"threads peak {r['threads_peak']}; receiver CPU {r['cpu_ms_per_1k_spans']:.0f} ms per 1k spans; "
-              "p50 by encoding " + ", ".join(f"{k} {v:.1f} ms" for k, v in r["p50_by_encoding_ms"].items()))
+        print(
+            f"load: {r['clients']} clients x {r['seconds']:.1f} s, {r['spans_per_request']} spans/request "
+            f"(body {r['body_bytes'][0]}-{r['body_bytes'][2]} B; protobuf, JSON, each +/- gzip): "
+            f"{r['spans_per_s']:.0f} spans/s accepted, {r['requests']} requests, p50 {r['p50_ms']:.1f} ms, "
+            f"p99 {r['p99_ms']:.1f} ms; codes {r['codes']}; refused with Retry-After {r['retry_refusals']}; "
+            f"resets {r['resets']}; RSS {r['rss_base_mb']:.0f} -> peak {r['rss_peak_mb']:.0f} MB, "
+            f"threads peak {r['threads_peak']}; receiver CPU {r['cpu_ms_per_1k_spans']:.0f} ms per 1k spans; "
+            "p50 by encoding " + ", ".join(f"{k} {v:.1f} ms" for k, v in r["p50_by_encoding_ms"].items())
+        )
     if "big" in phases:
         r = out["big"] = phase_big(src)
-        print(f"big bodies: {r['n']} concurrent x {r['body_mb']:.1f} MB (380k spans): RSS {r['rss_base_mb']:.0f} -> "
-              f"peak {r['rss_peak_mb']:.0f} MB; codes {r['codes']}; answered 200 or with Retry-After "
-              f"{r['answered_ok']}/{r['n']}; resets {r['resets']}; {r['seconds']:.1f} s")
+        print(
+            f"big bodies: {r['n']} concurrent x {r['body_mb']:.1f} MB (380k spans): RSS {r['rss_base_mb']:.0f} -> "
+            f"peak {r['rss_peak_mb']:.0f} MB; codes {r['codes']}; answered 200 or with Retry-After "
+            f"{r['answered_ok']}/{r['n']}; resets {r['resets']}; {r['seconds']:.1f} s"
+        )
     if "bigchunked" in phases:
         r = out["bigchunked"] = phase_big(src, chunked=True)
-        print(f"big chunked: {r['n']} concurrent x {r['body_mb']:.1f} MB sent chunked: RSS {r['rss_base_mb']:.0f} -> "
-              f"peak {r['rss_peak_mb']:.0f} MB; codes {r['codes']}; answered 200 or with Retry-After "
-              f"{r['answered_ok']}/{r['n']}; resets {r['resets']}; {r['seconds']:.1f} s")
+        print(
+            f"big chunked: {r['n']} concurrent x {r['body_mb']:.1f} MB sent chunked: RSS {r['rss_base_mb']:.0f} -> "
+            f"peak {r['rss_peak_mb']:.0f} MB; codes {r['codes']}; answered 200 or with Retry-After "
+            f"{r['answered_ok']}/{r['n']}; resets {r['resets']}; {r['seconds']:.1f} s"
+        )
     if "bigjson" in phases:
         r = out["bigjson"] = phase_big_json(src)
-        print(f"big JSON: {r['n']} concurrent gzip'd OTLP/JSON RAG bodies ({r['wire_mb']:.1f} MB sent, "
-              f"{r['json_mb']:.1f} MB JSON): RSS {r['rss_base_mb']:.0f} -> peak {r['rss_peak_mb']:.0f} MB; codes "
-              f"{r['codes']}; answered 200 or with Retry-After {r['answered_ok']}/{r['n']}; resets {r['resets']}; "
-              f"{r['seconds']:.1f} s")
+        print(
+            f"big JSON: {r['n']} concurrent gzip'd OTLP/JSON RAG bodies ({r['wire_mb']:.1f} MB sent, "
+            f"{r['json_mb']:.1f} MB JSON): RSS {r['rss_base_mb']:.0f} -> peak {r['rss_peak_mb']:.0f} MB; codes "
+            f"{r['codes']}; answered 200 or with Retry-After {r['answered_ok']}/{r['n']}; resets {r['resets']}; "
+            f"{r['seconds']:.1f} s"
+        )
     if "burst" in phases:
         r = out["burst"] = phase_burst(src)
-        print(f"burst: {r['n']} clients at once: codes {r['codes']}; resets {r['resets']}; refused with "
-              f"Retry-After {r['retry_refusals']}; p99 {r['p99_ms']:.0f} ms; threads peak {r['threads_peak']}; "
-              f"RSS peak {r['rss_peak_mb']:.0f} MB; {r['seconds']:.1f} s")
+        print(
+            f"burst: {r['n']} clients at once: codes {r['codes']}; resets {r['resets']}; refused with "
+            f"Retry-After {r['retry_refusals']}; p99 {r['p99_ms']:.0f} ms; threads peak {r['threads_peak']}; "
+            f"RSS peak {r['rss_peak_mb']:.0f} MB; {r['seconds']:.1f} s"
+        )
     if "slowloris" in phases:
         r = out["slowloris"] = phase_slowloris(src, args.slowloris_clients, args.slowloris_wait)
-        back = f"back to baseline after {r['back_s']:.1f} s" if r["back_s"] is not None else \
-            f"NOT back to baseline after {r['wait_s']:.0f} s"
-        print(f"slowloris: {r['n']} half-sent requests (1 byte/s): threads {r['base_threads']} -> peak "
-              f"{r['peak_threads']}, open fds {r['base_fds']} -> peak {r['peak_fds']}, {back}; clients saw "
-              f"{r['answers']}; RSS peak {r['rss_peak_mb']:.0f} MB")
+        back = (
+            f"back to baseline after {r['back_s']:.1f} s"
+            if r["back_s"] is not None
+            else f"NOT back to baseline after {r['wait_s']:.0f} s"
+        )
+        print(
+            f"slowloris: {r['n']} half-sent requests (1 byte/s): threads {r['base_threads']} -> peak "
+            f"{r['peak_threads']}, open fds {r['base_fds']} -> peak {r['peak_fds']}, {back}; clients saw "
+            f"{r['answers']}; RSS peak {r['rss_peak_mb']:.0f} MB"
+        )
     if "deep" in phases:
         r = out["deep"] = phase_deep_json(src)
         print(f"deep JSON: nested {r['depth']:,} deep: {r['codes']}")
@@ -554,8 +644,11 @@ def main(argv: list[str] | None = None) -> dict:
         parts.append(f"burst 300: {out['burst']['resets']} resets")
     if "slowloris" in out:
         s = out["slowloris"]
-        parts.append(f"slowloris {s['n']}: threads and fds back in {s['back_s']:.1f} s" if s["back_s"] is not None
-                     else f"slowloris {s['n']}: threads/fds not back in {s['wait_s']:.0f} s")
+        parts.append(
+            f"slowloris {s['n']}: threads and fds back in {s['back_s']:.1f} s"
+            if s["back_s"] is not None
+            else f"slowloris {s['n']}: threads/fds not back in {s['wait_s']:.0f} s"
+        )
     if "deep" in out:
         parts.append(f"deep JSON: {out['deep']['codes']}")
     print("receiver: " + "; ".join(parts))

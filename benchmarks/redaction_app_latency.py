@@ -48,8 +48,14 @@ def busy(ms: float) -> None:
 def build(name: str) -> tuple[RagTraceProcessor, TracerProvider] | None:
     settings = CollectorSettings(late_span_wait_s=0.05)
     if name in ("builtin", "presidio"):
-        settings = settings.model_copy(update={"redact_emails": True, "redact_cards": True, "redact_phones": True,
-                                               "redact_phone_regions": ["US", "GB"]})
+        settings = settings.model_copy(
+            update={
+                "redact_emails": True,
+                "redact_cards": True,
+                "redact_phones": True,
+                "redact_phone_regions": ["US", "GB"],
+            }
+        )
     if name == "presidio":
         settings = settings.model_copy(update={"redaction_backend": "presidio"})
     try:
@@ -102,16 +108,24 @@ def main(argv: list[str] | None = None) -> dict:
             proc, provider = variants[name]
             lat[name] += paced(provider, args.rate, args.seconds, args.work_ms, seed=r)
             proc.force_flush(30_000)
-    print(f"machine: {machine()}; {args.rate:g} req/s open loop, {args.work_ms:g} ms app work per request, "
-          f"{args.rounds} x {args.seconds:g} s per variant")
+    print(
+        f"machine: {machine()}; {args.rate:g} req/s open loop, {args.work_ms:g} ms app work per request, "
+        f"{args.rounds} x {args.seconds:g} s per variant"
+    )
     out: dict = {}
     for name, values in lat.items():
         proc, _ = variants[name]
         records = len(proc.sink.records) if isinstance(proc.sink, MemorySink) else None
-        out[name] = {"p50_ms": median(values), "p99_ms": percentile(values, 99), "requests": len(values),
-                     "records": records}
-        print(f"{name:9} requests {len(values):5}  p50 {out[name]['p50_ms']:7.2f} ms  p99 {out[name]['p99_ms']:7.2f} ms  "
-              f"records out {records}")
+        out[name] = {
+            "p50_ms": median(values),
+            "p99_ms": percentile(values, 99),
+            "requests": len(values),
+            "records": records,
+        }
+        print(
+            f"{name:9} requests {len(values):5}  p50 {out[name]['p50_ms']:7.2f} ms  p99 {out[name]['p99_ms']:7.2f} ms  "
+            f"records out {records}"
+        )
     for _, provider in variants.values():
         provider.shutdown()
     if "presidio" in out:

@@ -92,8 +92,16 @@ def worker_process(bootstrap: str, topic: str, group: str, idle_s: float, expect
     worker.on_result = on_result
     threading.Thread(target=_stop_when_idle, args=(worker, done, idle_s), daemon=True).start()
     worker.run(max_records=expect)
-    out.put({"processed": worker.processed, "done": done, "judge_s": judge.judge_s, "first_call": judge.first_call,
-             "judge_cpu_s": judge.judge_cpu_s, "cpu_s": cpu_at_last[0] - (judge.first_cpu or 0.0)})
+    out.put(
+        {
+            "processed": worker.processed,
+            "done": done,
+            "judge_s": judge.judge_s,
+            "first_call": judge.first_call,
+            "judge_cpu_s": judge.judge_cpu_s,
+            "cpu_s": cpu_at_last[0] - (judge.first_cpu or 0.0),
+        }
+    )
 
 
 def _stop_when_idle(worker: Any, done: list[float], idle_s: float, give_up_s: float = 90.0) -> None:
@@ -111,8 +119,10 @@ def run_group(bootstrap: str, topic: str, n_workers: int, expect: int, idle_s: f
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     group = f"bench-{n_workers}w-{uuid.uuid4().hex[:6]}"
-    procs = [ctx.Process(target=worker_process, args=(bootstrap, topic, group, idle_s, expect, q), daemon=True)
-             for _ in range(n_workers)]
+    procs = [
+        ctx.Process(target=worker_process, args=(bootstrap, topic, group, idle_s, expect, q), daemon=True)
+        for _ in range(n_workers)
+    ]
     for p in procs:
         p.start()
     reports = [q.get(timeout=170) for _ in procs]
@@ -136,14 +146,27 @@ def summarise(reports: list[dict]) -> dict:
     per_worker = []
     for r in active:
         wall = r["done"][-1] - r["first_call"]
-        per_worker.append({"processed": r["processed"], "rate": r["processed"] / wall if wall > 0 else float("nan"),
-                           "judge_share": r["judge_s"] / wall if wall > 0 else float("nan")})
+        per_worker.append(
+            {
+                "processed": r["processed"],
+                "rate": r["processed"] / wall if wall > 0 else float("nan"),
+                "judge_share": r["judge_s"] / wall if wall > 0 else float("nan"),
+            }
+        )
     outside = 1.0 - sum(r["judge_s"] for r in active) / sum(r["done"][-1] - r["first_call"] for r in active)
     cpu = sum(r["cpu_s"] for r in active)
     outside_cpu = 1.0 - sum(r["judge_cpu_s"] for r in active) / cpu if cpu > 0 else float("nan")
     per_cpu_s = total / cpu if cpu > 0 else float("nan")
-    return {"outside_cpu_share": outside_cpu, "records_per_cpu_s": per_cpu_s,"processed": total, "rate": rate, "window_s": end - start, "in_window": in_window,
-            "per_worker": per_worker, "outside_share": outside}
+    return {
+        "outside_cpu_share": outside_cpu,
+        "records_per_cpu_s": per_cpu_s,
+        "processed": total,
+        "rate": rate,
+        "window_s": end - start,
+        "in_window": in_window,
+        "per_worker": per_worker,
+        "outside_share": outside,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -165,14 +188,20 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"machine: {machine()}; {len(records)} demo records (heuristic judge), {time.monotonic() - started:.0f} s")
     for n in args.workers:
         s = out[n]
-        per = ", ".join(f"{p['processed']} rec @ {p['rate']:.0f}/s, judge {p['judge_share']:.0%}" for p in s["per_worker"])
-        print(f"{n} worker(s): {s['rate']:.0f} records/s over the common window; processed {s['processed']}; "
-              f"outside the judge {s['outside_share']:.1%} of wall time, {s['outside_cpu_share']:.1%} of CPU time; "
-              f"{s['records_per_cpu_s']:.0f} records per worker CPU-second [{per}]")
+        per = ", ".join(
+            f"{p['processed']} rec @ {p['rate']:.0f}/s, judge {p['judge_share']:.0%}" for p in s["per_worker"]
+        )
+        print(
+            f"{n} worker(s): {s['rate']:.0f} records/s over the common window; processed {s['processed']}; "
+            f"outside the judge {s['outside_share']:.1%} of wall time, {s['outside_cpu_share']:.1%} of CPU time; "
+            f"{s['records_per_cpu_s']:.0f} records per worker CPU-second [{per}]"
+        )
     first = out[args.workers[0]]
     print(f"machine after: {machine()} (other processes on this machine compete for the 2 cores)")
-    print(f"per worker: {first['rate']:.0f} records/s; time outside the judge (decode, Kafka, metrics): "
-          f"{first['outside_share']:.1%} of wall time, {first['outside_cpu_share']:.1%} of CPU (target < 10%)")
+    print(
+        f"per worker: {first['rate']:.0f} records/s; time outside the judge (decode, Kafka, metrics): "
+        f"{first['outside_share']:.1%} of wall time, {first['outside_cpu_share']:.1%} of CPU (target < 10%)"
+    )
     if 1 in out and 2 in out and out[1]["rate"] > 0:
         out["scaling"] = out[2]["rate"] / out[1]["rate"]
         print(f"2-worker scaling: {out['scaling']:.2f}x (target >= 1.7x on 2 cores)")

@@ -167,12 +167,17 @@ class Audit:
             todo = [c for c in claims if c.id not in got]
             size = self.judge.settings.max_claims_per_call
             for k in range(0, len(todo), size):
-                part = todo[k:k + size]
+                part = todo[k : k + size]
                 cid = f"{key}-v{part[0].id}"
                 if cid not in busy:
                     s.parts[cid] = [c.id for c in part]
-                    out[cid] = self.judge.verify_request(part, [c.content for c in t.contexts], t.question,
-                                                         {c.id: c.id for c in part}, repair=cid in s.attempts)
+                    out[cid] = self.judge.verify_request(
+                        part,
+                        [c.content for c in t.contexts],
+                        t.question,
+                        {c.id: c.id for c in part},
+                        repair=cid in s.attempts,
+                    )
         return dict(list(out.items())[:MAX_BATCH_REQUESTS])
 
     # -- one round -----------------------------------------------------------------------------
@@ -181,7 +186,8 @@ class Audit:
         self.state.batches.append(batch)
         self.state.save(self.state_path)  # the intent first: a crash now is resolved by _adopt
         created = self.client.messages.batches.create(
-            requests=[{"custom_id": cid, "params": items[cid]} for cid in batch.items])
+            requests=[{"custom_id": cid, "params": items[cid]} for cid in batch.items]
+        )
         batch.id = created.id
         self.state.save(self.state_path)
         log.info("audit_batch_created", batch=batch.id, requests=len(batch.items))
@@ -261,8 +267,9 @@ class Audit:
         got = self.state.verdicts.setdefault(key, {})
         for claim_id in self.state.parts.get(cid, []):
             if claim_id not in got:
-                got[claim_id] = ClaimVerdict(claim_id=claim_id, verdict=Verdict.ERROR, confidence=0.0,
-                                             reason=reason).model_dump(mode="json")
+                got[claim_id] = ClaimVerdict(
+                    claim_id=claim_id, verdict=Verdict.ERROR, confidence=0.0, reason=reason
+                ).model_dump(mode="json")
 
     def _charge(self, key: str, message: Any) -> None:
         u = getattr(message, "usage", None)
@@ -271,12 +278,23 @@ class Audit:
         cr = int(getattr(u, "cache_read_input_tokens", 0) or 0)
         cc = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
         model = str(getattr(message, "model", "") or self.judge.settings.model)
-        cost = BATCH_PRICE_FACTOR * cost_usd(model, input_tokens=inp, output_tokens=out, cache_read_tokens=cr,
-                                             cache_creation_tokens=cc, overrides=self.judge.settings.prices)
+        cost = BATCH_PRICE_FACTOR * cost_usd(
+            model,
+            input_tokens=inp,
+            output_tokens=out,
+            cache_read_tokens=cr,
+            cache_creation_tokens=cc,
+            overrides=self.judge.settings.prices,
+        )
         prev = self.state.usage.get(key) or asdict(Usage(model=model))
-        prev.update(calls=prev["calls"] + 1, input_tokens=prev["input_tokens"] + inp,
-                    output_tokens=prev["output_tokens"] + out, cache_read_tokens=prev["cache_read_tokens"] + cr,
-                    cache_creation_tokens=prev["cache_creation_tokens"] + cc, cost_usd=prev["cost_usd"] + cost)
+        prev.update(
+            calls=prev["calls"] + 1,
+            input_tokens=prev["input_tokens"] + inp,
+            output_tokens=prev["output_tokens"] + out,
+            cache_read_tokens=prev["cache_read_tokens"] + cr,
+            cache_creation_tokens=prev["cache_creation_tokens"] + cc,
+            cost_usd=prev["cost_usd"] + cost,
+        )
         self.state.usage[key] = prev
 
     # -- output ----------------------------------------------------------------------------------
@@ -300,8 +318,17 @@ class Audit:
             for v in verdicts:
                 v.reason = v.reason if v.verdict is not Verdict.ERROR or key in s.claims else error
         usage = Usage(**s.usage[key]) if key in s.usage else Usage()
-        return score(t.trace_id, "anthropic-batch", claims, verdicts, slices=t.slices, question=t.question,
-                     answer=t.answer, usage=usage, error=error)
+        return score(
+            t.trace_id,
+            "anthropic-batch",
+            claims,
+            verdicts,
+            slices=t.slices,
+            question=t.question,
+            answer=t.answer,
+            usage=usage,
+            error=error,
+        )
 
     def _write_ready(self) -> None:
         ready = self._ready()
@@ -346,9 +373,14 @@ class Audit:
             self.rounds += 1
             self._submit(pending)
         s = self.state
-        return AuditReport(answers=len(self.traces), written=len(s.written), rounds=self.rounds,
-                           batches=len(s.batches), cost_usd=sum(u["cost_usd"] for u in s.usage.values()),
-                           failed=len(s.failed))
+        return AuditReport(
+            answers=len(self.traces),
+            written=len(s.written),
+            rounds=self.rounds,
+            batches=len(s.batches),
+            cost_usd=sum(u["cost_usd"] for u in s.usage.values()),
+            failed=len(s.failed),
+        )
 
 
 def _trace_ids(path: Path) -> set[str]:
@@ -416,7 +448,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     settings = WorkerSettings()
     if settings.anthropic.platform != "anthropic":
-        raise ConfigError("claimwatch audit uses Anthropic's Message Batches API: CLAIMWATCH_ANTHROPIC__PLATFORM=anthropic")
+        raise ConfigError(
+            "claimwatch audit uses Anthropic's Message Batches API: CLAIMWATCH_ANTHROPIC__PLATFORM=anthropic"
+        )
     judge = AnthropicJudge(settings.anthropic)
     if args.from_topic:
         traces = traces_from_topic(args.bootstrap, args.from_topic, args.since, args.max_records)
@@ -428,13 +462,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
     state = Path(args.state or f"{args.out}.state.json")
     publish, close = kafka_publisher(args.bootstrap, args.to_topic) if args.to_topic else (None, lambda: None)
     try:
-        report = Audit(traces, judge, judge.client, state, out, poll_s=args.poll_s, max_attempts=args.max_attempts,
-                       publish=publish).run()
+        report = Audit(
+            traces, judge, judge.client, state, out, poll_s=args.poll_s, max_attempts=args.max_attempts, publish=publish
+        ).run()
     finally:
         close()
-    print(f"claimwatch audit: {report.written}/{report.answers} answers written to {out} in {report.rounds} rounds "
-          f"({report.batches} batches), ${report.cost_usd:.4f} at batch prices, {report.failed} with ERROR claims",
-          file=sys.stderr)
+    print(
+        f"claimwatch audit: {report.written}/{report.answers} answers written to {out} in {report.rounds} rounds "
+        f"({report.batches} batches), ${report.cost_usd:.4f} at batch prices, {report.failed} with ERROR claims",
+        file=sys.stderr,
+    )
     return 0 if report.written == report.answers else 1
 
 

@@ -278,8 +278,10 @@ def _rounded(d: Any) -> Any:
 
 def _confidence_line(c: dict[str, Any], what: str) -> str:
     caught = ", ".join(f"{k} {_fmt(v)}" for k, v in c["errors_caught_at_escalated"].items())
-    return (f"confidence: ECE {_fmt(c['ece'])}  AURC {_fmt(c['aurc'])}  errors caught when escalating the least "
-            f"confident {what} {caught}")
+    return (
+        f"confidence: ECE {_fmt(c['ece'])}  AURC {_fmt(c['aurc'])}  errors caught when escalating the least "
+        f"confident {what} {caught}"
+    )
 
 
 def _fmt(x: float | None) -> str:
@@ -441,7 +443,11 @@ class ClaimReport:
         ]
         for lab, m in self.per_label.items():
             lines.append(f"{lab:<14}{_fmt(m['precision']):>10}{_fmt(m['recall']):>10}{m['support']:>9}")
-        lines += ["", "confusion (rows = expected, cols = got)", f"{'':<14}" + "".join(f"{g[:7]:>9}" for g in LABELS) + f"{'ERROR':>9}"]
+        lines += [
+            "",
+            "confusion (rows = expected, cols = got)",
+            f"{'':<14}" + "".join(f"{g[:7]:>9}" for g in LABELS) + f"{'ERROR':>9}",
+        ]
         conf, errs = self.confusion, self.errors_by_label
         for e in LABELS:
             lines.append(f"{e:<14}" + "".join(f"{conf[e][g]:>9}" for g in LABELS) + f"{errs[e]:>9}")
@@ -584,8 +590,13 @@ class AnswerReport:
     def confidence_scored(self) -> list[Scored]:
         """(lowest claim confidence, answer-level verdict right) per answer: escalating whole answers, least
         confident first (an answer the judge failed on has no confidence: escalated first, counted wrong)."""
-        return [Scored(o.min_confidence if o.score is not None else None,
-                       o.score is not None and (o.score < self.threshold) == o.hallucinated) for o in self.outcomes]
+        return [
+            Scored(
+                o.min_confidence if o.score is not None else None,
+                o.score is not None and (o.score < self.threshold) == o.hallucinated,
+            )
+            for o in self.outcomes
+        ]
 
     @property
     def disagreements(self) -> list[dict[str, Any]]:
@@ -685,7 +696,9 @@ def calibrate_answers(
                         counts=counts,
                         error=None if judged else "every claim ERROR",
                         flagged=flagged,
-                        min_confidence=min((v.confidence for v in verdicts if v.verdict != Verdict.ERROR), default=None),
+                        min_confidence=min(
+                            (v.confidence for v in verdicts if v.verdict != Verdict.ERROR), default=None
+                        ),
                     )
                 )
         except JudgeError as exc:

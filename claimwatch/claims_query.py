@@ -73,9 +73,14 @@ class FlaggedClaim:
     def to_text(self, trace_url_template: str | None = None) -> str:
         c = self.claim
         where = "/".join(self.slices.get(k, "?") for k in ("release", "route"))
-        lines = [f"[{c.get('verdict')} {float(c.get('confidence') or 0):.2f}] [{where}] {c.get('text') or '(claim text not kept)'}"]
+        lines = [
+            f"[{c.get('verdict')} {float(c.get('confidence') or 0):.2f}] [{where}] {c.get('text') or '(claim text not kept)'}"
+        ]
         if c.get("evidence"):
-            chunk = " ".join(x for x in (c.get("context_source"), c.get("context_id")) if x) or f"chunk {c.get('context_index')}"
+            chunk = (
+                " ".join(x for x in (c.get("context_source"), c.get("context_id")) if x)
+                or f"chunk {c.get('context_index')}"
+            )
             lines.append(f"    evidence ({chunk}): {c['evidence']!r}")
         if c.get("reason"):
             lines.append(f"    why: {c['reason']}")
@@ -106,8 +111,14 @@ def flagged_claims(result: dict[str, Any], verdicts: Iterable[str], timestamp_ms
 
 
 def read_results(
-    consumer: Any, topic: str, *, since_s: float | None, from_offset: int | None, max_records: int,
-    follow: bool = False, poll_ms: int = 500,
+    consumer: Any,
+    topic: str,
+    *,
+    since_s: float | None,
+    from_offset: int | None,
+    max_records: int,
+    follow: bool = False,
+    poll_ms: int = 500,
 ) -> Iterator[tuple[dict[str, Any], int]]:
     """Decoded result records (and their timestamps) from every partition of ``topic``."""
     parts = consumer.partitions_for_topic(topic)
@@ -183,8 +194,14 @@ def cmd_claims(args: argparse.Namespace) -> int:
     consumer, topic = open_results(args.bootstrap, args.topic)
     out: list[FlaggedClaim] = []
     try:
-        for result, ts in read_results(consumer, topic, since_s=since_s, from_offset=args.from_offset,
-                                       max_records=args.max_records, follow=args.follow):
+        for result, ts in read_results(
+            consumer,
+            topic,
+            since_s=since_s,
+            from_offset=args.from_offset,
+            max_records=args.max_records,
+            follow=args.follow,
+        ):
             if not matches(result, filters):
                 continue
             found = flagged_claims(result, verdicts, ts)
@@ -228,6 +245,9 @@ def add_cli(sub: Any) -> None:
     c.add_argument("--max-records", type=int, default=200_000, help="results read at most")
     c.add_argument("--json", action="store_true", help="one JSON object per claim")
     c.add_argument("--follow", action="store_true", help="keep reading new results (Ctrl-C to stop)")
-    c.add_argument("--trace-url-template", default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE"),
-                   help="print each claim's trace URL, e.g. http://jaeger:16686/trace/{trace_id}")
+    c.add_argument(
+        "--trace-url-template",
+        default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE"),
+        help="print each claim's trace URL, e.g. http://jaeger:16686/trace/{trace_id}",
+    )
     c.set_defaults(func=cmd_claims)

@@ -65,8 +65,9 @@ def build_evaluator(settings: WorkerSettings, metrics=None):
 
     f = settings.flow
     retry = RetryPolicy(base_s=f.retry_base_s, max_s=f.retry_max_s, deadline_s=f.retry_deadline_s)
-    return Evaluator(judge, metrics, retry=retry, include_text=settings.results_include_text, parity=p,
-                     consistency=tracker)
+    return Evaluator(
+        judge, metrics, retry=retry, include_text=settings.results_include_text, parity=p, consistency=tracker
+    )
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -80,7 +81,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     judge = evaluator.judge
     server = None
     if settings.metrics_port >= 0:
-        server, _thread = start_http_server(settings.metrics_port, addr=settings.metrics_host, registry=metrics.registry)
+        server, _thread = start_http_server(
+            settings.metrics_port, addr=settings.metrics_host, registry=metrics.registry
+        )
     from evaluator_worker.trace_export import EvaluationExporter
 
     exporter = EvaluationExporter.from_settings()
@@ -92,9 +95,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    log.info("worker_starting", topic=settings.topic, group=settings.consumer.group_id, judge=judge.name,
-             bootstrap=settings.kafka.bootstrap_servers, metrics_port=settings.metrics_port,
-             max_in_flight=settings.flow.max_in_flight, io_bound=evaluator.io_bound)
+    log.info(
+        "worker_starting",
+        topic=settings.topic,
+        group=settings.consumer.group_id,
+        judge=judge.name,
+        bootstrap=settings.kafka.bootstrap_servers,
+        metrics_port=settings.metrics_port,
+        max_in_flight=settings.flow.max_in_flight,
+        io_bound=evaluator.io_bound,
+    )
     try:
         n = worker.run(max_records=args.max_records, idle_timeout_s=args.idle_timeout)
     finally:
@@ -132,7 +142,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             out.close()
     print(f"verified {stats.written} claims, skipped {stats.skipped} bad lines", file=sys.stderr)
     if not stats.read:
-        raise ConfigError(f"{args.input}: no records in the file (one {{\"claim\", \"context\"}} JSON object per line)")
+        raise ConfigError(f'{args.input}: no records in the file (one {{"claim", "context"}} JSON object per line)')
     return 1 if not stats.written else 0
 
 
@@ -145,12 +155,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         try:
             from claimwatch.judge_profile import cmd_profile
         except ImportError as exc:  # numpy: the calibration extra
-            raise ConfigError(f"calibrate --profile-out needs numpy ({exc}): pip install 'claimwatch[calibration]'") from exc
+            raise ConfigError(
+                f"calibrate --profile-out needs numpy ({exc}): pip install 'claimwatch[calibration]'"
+            ) from exc
         return cmd_profile(args)
     settings = _settings(args)
     if args.fit_confidence:
         if args.halueval or args.answers or not args.input:
-            raise ConfigError("calibrate --fit-confidence fits on labeled claims: give a claims file, not --answers/--halueval")
+            raise ConfigError(
+                "calibrate --fit-confidence fits on labeled claims: give a claims file, not --answers/--halueval"
+            )
         settings = settings.model_copy(update={"confidence_calibration": "none"})  # fit on the raw confidences
     judge = get_judge(settings.judge, settings)
     if args.real:
@@ -186,9 +200,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
             cmap = fit_map(report.scored, judge.name, fitted_on=Path(args.input).name)
             Path(args.fit_confidence).write_text(json.dumps(cmap) + "\n", encoding="utf-8")
-            print(f"confidence map for {judge.name} written to {args.fit_confidence}: ECE {cmap['ece_raw']:.3f} raw -> "
-                  f"{cmap['ece_fitted']:.3f} fitted (in sample), {cmap['ece_cross_validated']} cross-validated",
-                  file=sys.stderr)
+            print(
+                f"confidence map for {judge.name} written to {args.fit_confidence}: ECE {cmap['ece_raw']:.3f} raw -> "
+                f"{cmap['ece_fitted']:.3f} fitted (in sample), {cmap['ece_cross_validated']} cross-validated",
+                file=sys.stderr,
+            )
     if args.json:
         print(json.dumps(report.to_json(), indent=None if args.compact else 2, ensure_ascii=False))
     else:
@@ -203,7 +219,9 @@ def _calibrate_real(args: argparse.Namespace, judge) -> int:
     from claimwatch import realdata, realreport
 
     if args.input or args.answers or args.halueval or args.fit_confidence:
-        raise ConfigError("calibrate --real reads its own data: give no file, --answers, --halueval or --fit-confidence")
+        raise ConfigError(
+            "calibrate --real reads its own data: give no file, --answers, --halueval or --fit-confidence"
+        )
     data = realdata.load_real(args.real, args.split, limit=args.limit)
     if not data.claims and not data.answers:
         raise ConfigError(f"--real {args.real} --split {args.split}: no items")
@@ -211,8 +229,13 @@ def _calibrate_real(args: argparse.Namespace, judge) -> int:
     out = io.StringIO() if args.json else sys.stdout
     result = realreport.measure(data, {judge.name: judge}, out=out)
     if args.json:
-        print(json.dumps({"set": args.real, "split": args.split, "data": data.summary(), **result},
-                         indent=None if args.compact else 2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"set": args.real, "split": args.split, "data": data.summary(), **result},
+                indent=None if args.compact else 2,
+                ensure_ascii=False,
+            )
+        )
     return 0
 
 
@@ -222,8 +245,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     source = Source(args.prometheus, label=args.label, extra_selector=args.selector)
     try:
-        config = GateConfig(TestConfig(method=args.test, alpha=args.alpha, max_increase=args.max_increase,
-                                       tau=args.tau), min_answers=args.min_answers)
+        config = GateConfig(
+            TestConfig(method=args.test, alpha=args.alpha, max_increase=args.max_increase, tau=args.tau),
+            min_answers=args.min_answers,
+        )
         advice = Advice(target_s=duration_seconds(args.target), sampling_ratio=args.sampling_ratio)
         plan = Follow(every_s=duration_seconds(args.every), duration_s=duration_seconds(args.duration))
     except ValueError as exc:
@@ -231,10 +256,19 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.follow:
         if config.test.method != "sequential":
             raise ConfigError("gate: --follow needs --test sequential (the fixed test is valid for one look)")
-        return follow(source, args.baseline, args.candidate, window=args.window, config=config, plan=plan,
-                      advice=advice, profile=args.profile)
-    code, text = run_gate(source, args.baseline, args.candidate, window=args.window, config=config, advice=advice,
-                          profile=args.profile)
+        return follow(
+            source,
+            args.baseline,
+            args.candidate,
+            window=args.window,
+            config=config,
+            plan=plan,
+            advice=advice,
+            profile=args.profile,
+        )
+    code, text = run_gate(
+        source, args.baseline, args.candidate, window=args.window, config=config, advice=advice, profile=args.profile
+    )
     print(text)
     return code
 
@@ -246,9 +280,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
     settings = _settings(args)
     judge = get_judge(settings.judge, settings)
     probe = ActiveProbe(http_asker(args.endpoint, timeout=args.timeout), judge)
-    questions = [args.question] if args.question else [
-        json.loads(line)["question"] for line in open(args.questions, encoding="utf-8") if line.strip()
-    ]
+    questions = (
+        [args.question]
+        if args.question
+        else [json.loads(line)["question"] for line in open(args.questions, encoding="utf-8") if line.strip()]
+    )
     worst = 0
     for q in questions:
         r = probe.probe(q)
@@ -277,7 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--topic")
     w.add_argument("--group")
     judge_flag(w)
-    w.add_argument("--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT, default 9464; -1 off)")
+    w.add_argument(
+        "--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT, default 9464; -1 off)"
+    )
     w.add_argument("--max-records", type=int, default=None, help=argparse.SUPPRESS)
     w.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
     w.set_defaults(func=cmd_worker)
@@ -300,19 +338,37 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--compact", action="store_true", help=argparse.SUPPRESS)
     c.add_argument("--answers", action="store_true", help="input is labeled answers (faithful/hallucinated)")
-    c.add_argument("--halueval", choices=["dialogue", "summarization", "qa"], help="HaluEval split (length-matched pairs)")
+    c.add_argument(
+        "--halueval", choices=["dialogue", "summarization", "qa"], help="HaluEval split (length-matched pairs)"
+    )
     c.add_argument("--limit", type=int, default=None)
-    c.add_argument("--real", choices=["factcheck-gpt", "summedits", "expertqa", "wice", "faithbench"], default=None,
-                   help="a public human-labelled set of real LLM answers (data/real/; see docs/judge-quality.md)")
-    c.add_argument("--split", choices=["train", "dev", "eval"], default="dev",
-                   help="with --real: train, dev (default) or eval (run eval once per judge version)")
+    c.add_argument(
+        "--real",
+        choices=["factcheck-gpt", "summedits", "expertqa", "wice", "faithbench"],
+        default=None,
+        help="a public human-labelled set of real LLM answers (data/real/; see docs/judge-quality.md)",
+    )
+    c.add_argument(
+        "--split",
+        choices=["train", "dev", "eval"],
+        default="dev",
+        help="with --real: train, dev (default) or eval (run eval once per judge version)",
+    )
     c.add_argument("--plot", default=None, help="write the reliability diagram (confidence vs accuracy) as a PNG")
-    c.add_argument("--fit-confidence", default=None, metavar="PATH",
-                   help="fit a confidence map (isotonic) on the judge's raw confidences and write it to PATH "
-                        "(use it with CLAIMWATCH_CONFIDENCE_CALIBRATION=PATH)")
-    c.add_argument("--profile-out", default=None, metavar="PATH",
-                   help="INPUT is a `claimwatch label` file: write the judge profile (sensitivity/specificity per "
-                        "verdict and slice, with intervals; the recorded verdicts are compared, the judge is not re-run)")
+    c.add_argument(
+        "--fit-confidence",
+        default=None,
+        metavar="PATH",
+        help="fit a confidence map (isotonic) on the judge's raw confidences and write it to PATH "
+        "(use it with CLAIMWATCH_CONFIDENCE_CALIBRATION=PATH)",
+    )
+    c.add_argument(
+        "--profile-out",
+        default=None,
+        metavar="PATH",
+        help="INPUT is a `claimwatch label` file: write the judge profile (sensitivity/specificity per "
+        "verdict and slice, with intervals; the recorded verdicts are compared, the judge is not re-run)",
+    )
     c.set_defaults(func=cmd_calibrate)
 
     g = sub.add_parser("gate", help="release gate: promote (0) / rollback (1) / hold (2) from Prometheus")
@@ -320,25 +376,42 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--baseline", required=True)
     g.add_argument("--candidate", required=True)
     g.add_argument("--window", default="1h", help="counts over this window (with --follow: its start stays put)")
-    g.add_argument("--test", choices=["sequential", "fixed"], default="sequential",
-                   help="sequential: valid over any number of looks (default); fixed: one planned look, more power")
+    g.add_argument(
+        "--test",
+        choices=["sequential", "fixed"],
+        default="sequential",
+        help="sequential: valid over any number of looks (default); fixed: one planned look, more power",
+    )
     g.add_argument("--min-answers", type=int, default=50, help="evaluated answers each release needs before a decision")
     g.add_argument("--alpha", type=float, default=0.05, help="false-rollback rate (over all looks when sequential)")
-    g.add_argument("--max-increase", type=float, default=0.02,
-                   help="tolerated rise of the share of flagged answers (any UNSUPPORTED or CONTRADICTED claim)")
-    g.add_argument("--tau", type=float, default=0.1,
-                   help="sequential test: mixing sd (the Argo template's tau; see docs/gate.md)")
+    g.add_argument(
+        "--max-increase",
+        type=float,
+        default=0.02,
+        help="tolerated rise of the share of flagged answers (any UNSUPPORTED or CONTRADICTED claim)",
+    )
+    g.add_argument(
+        "--tau", type=float, default=0.1, help="sequential test: mixing sd (the Argo template's tau; see docs/gate.md)"
+    )
     g.add_argument("--label", default="release", help="label that names releases")
     g.add_argument("--selector", default="", help='extra matchers, e.g. environment="prod"')
     g.add_argument("--follow", action="store_true", help="look again every --every until --duration or a rollback")
     g.add_argument("--every", default="5m", help="--follow: time between looks")
     g.add_argument("--duration", default="1h", help="--follow: how long to keep looking")
     g.add_argument("--target", default="1h", help="on HOLD, recommend sampling to settle it within this time")
-    g.add_argument("--profile", default=None, metavar="PATH",
-                   help="a judge profile (claimwatch calibrate LABELS --profile-out): print corrected shares; an answer "
-                        "profile holds a rollback its measured error rates cannot support")
-    g.add_argument("--sampling-ratio", type=float, default=None,
-                   help="the collector's current sampling ratio for the candidate (for the recommendation)")
+    g.add_argument(
+        "--profile",
+        default=None,
+        metavar="PATH",
+        help="a judge profile (claimwatch calibrate LABELS --profile-out): print corrected shares; an answer "
+        "profile holds a rollback its measured error rates cannot support",
+    )
+    g.add_argument(
+        "--sampling-ratio",
+        type=float,
+        default=None,
+        help="the collector's current sampling ratio for the candidate (for the recommendation)",
+    )
     g.set_defaults(func=cmd_gate)
 
     pr = sub.add_parser("probe", help="active consistency probe: ask paraphrases of questions, judge the answers")
@@ -377,11 +450,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--workers", type=int, default=1)
     d.add_argument("--seed", type=int, default=7)
     d.add_argument("--gate-min-answers", type=int, default=50, help="evaluated answers per release the gate needs")
-    d.add_argument("--results-out", default="claimwatch-demo-results.jsonl",
-                   help="write the results topic here at the end ('' to skip): the broker ends with the demo, and "
-                        "claimwatch label / report --results read the file")
-    d.add_argument("--report", default="claimwatch-demo-report.html",
-                   help="write the HTML release report here ('' to skip)")
+    d.add_argument(
+        "--results-out",
+        default="claimwatch-demo-results.jsonl",
+        help="write the results topic here at the end ('' to skip): the broker ends with the demo, and "
+        "claimwatch label / report --results read the file",
+    )
+    d.add_argument(
+        "--report", default="claimwatch-demo-report.html", help="write the HTML release report here ('' to skip)"
+    )
     d.set_defaults(func=cmd_demo)
     return p
 
@@ -405,8 +482,10 @@ def explain(exc: BaseException) -> tuple[str, int]:
     from kafka.errors import KafkaError
 
     if isinstance(exc, KafkaError) and ("bootstrap" in str(exc).lower() or type(exc).__name__ == "NoBrokersAvailable"):
-        return (f"no Kafka broker answered ({exc}): set CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS or pass --bootstrap, "
-                "and check the listeners and TLS/SASL settings"), 1
+        return (
+            f"no Kafka broker answered ({exc}): set CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS or pass --bootstrap, "
+            "and check the listeners and TLS/SASL settings"
+        ), 1
     if isinstance(exc, KafkaError):
         return f"Kafka: {type(exc).__name__}: {exc}", 1
     return f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", 1

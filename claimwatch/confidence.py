@@ -63,7 +63,7 @@ def errors_caught(items: Sequence[Scored], share: float) -> float | None:
     errors = sum(not s.correct for s in items)
     if not items or errors == 0:
         return None
-    escalated = _order(items)[len(items) - math.ceil(share * len(items)):] if share > 0 else []
+    escalated = _order(items)[len(items) - math.ceil(share * len(items)) :] if share > 0 else []
     return sum(not s.correct for s in escalated) / errors
 
 
@@ -72,13 +72,19 @@ def reliability(items: Sequence[Scored], bins: int = ECE_BINS) -> list[dict[str,
     rows = []
     for b in range(bins):
         lo, hi = b / bins, (b + 1) / bins
-        inside = [s for s in items if s.confidence is not None
-                  and (lo <= s.confidence < hi or (b == bins - 1 and s.confidence == 1.0))]
-        rows.append({
-            "bin": f"{lo:.1f}-{hi:.1f}", "n": len(inside),
-            "confidence": sum(s.confidence or 0.0 for s in inside) / len(inside) if inside else None,
-            "accuracy": sum(s.correct for s in inside) / len(inside) if inside else None,
-        })
+        inside = [
+            s
+            for s in items
+            if s.confidence is not None and (lo <= s.confidence < hi or (b == bins - 1 and s.confidence == 1.0))
+        ]
+        rows.append(
+            {
+                "bin": f"{lo:.1f}-{hi:.1f}",
+                "n": len(inside),
+                "confidence": sum(s.confidence or 0.0 for s in inside) / len(inside) if inside else None,
+                "accuracy": sum(s.correct for s in inside) / len(inside) if inside else None,
+            }
+        )
     return rows
 
 
@@ -114,16 +120,27 @@ def reliability_spec(items: Sequence[Scored], title: str) -> dict[str, Any]:
     rows = [r for r in reliability(items) if r["n"]]
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
-        "title": title, "width": 360, "height": 360,
+        "title": title,
+        "width": 360,
+        "height": 360,
         "layer": [
-            {"data": {"values": [{"x": 0, "y": 0}, {"x": 1, "y": 1}]}, "mark": {"type": "line", "color": "#999",
-                                                                             "strokeDash": [4, 4]},
-             "encoding": {"x": {"field": "x", "type": "quantitative", "title": "confidence"},
-                          "y": {"field": "y", "type": "quantitative", "title": "accuracy"}}},
-            {"data": {"values": rows}, "mark": {"type": "point", "filled": True},
-             "encoding": {"x": {"field": "confidence", "type": "quantitative", "scale": {"domain": [0, 1]}},
-                          "y": {"field": "accuracy", "type": "quantitative", "scale": {"domain": [0, 1]}},
-                          "size": {"field": "n", "type": "quantitative", "title": "claims"}}},
+            {
+                "data": {"values": [{"x": 0, "y": 0}, {"x": 1, "y": 1}]},
+                "mark": {"type": "line", "color": "#999", "strokeDash": [4, 4]},
+                "encoding": {
+                    "x": {"field": "x", "type": "quantitative", "title": "confidence"},
+                    "y": {"field": "y", "type": "quantitative", "title": "accuracy"},
+                },
+            },
+            {
+                "data": {"values": rows},
+                "mark": {"type": "point", "filled": True},
+                "encoding": {
+                    "x": {"field": "confidence", "type": "quantitative", "scale": {"domain": [0, 1]}},
+                    "y": {"field": "accuracy", "type": "quantitative", "scale": {"domain": [0, 1]}},
+                    "size": {"field": "n", "type": "quantitative", "title": "claims"},
+                },
+            },
         ],
     }
 
@@ -174,9 +191,9 @@ def fit_isotonic(items: Sequence[Scored], prior_weight: float = PRIOR_WEIGHT) ->
         j = i
         while j + 1 < len(xs) and abs(fitted[j + 1] - fitted[i]) < 1e-12:
             j += 1
-        n = sum(ws[i:j + 1])
+        n = sum(ws[i : j + 1])
         value = (fitted[i] * n + prior_weight * overall) / (n + prior_weight)
-        shrunk[i:j + 1] = [value] * (j + 1 - i)
+        shrunk[i : j + 1] = [value] * (j + 1 - i)
         i = j + 1
     final = [round(float(min(max(v, 0.0), 1.0)), 4) for v in isotonic_regression(shrunk, weights=ws, increasing=True).x]
     # the first and last level of each flat run are enough knots (the map is linear in between); each run is
@@ -220,8 +237,13 @@ def fit_map(items: Sequence[Scored], judge: str, fitted_on: str) -> dict[str, An
     x, y = fit_isotonic(items)
     cv = cross_validated_ece(items)
     return {
-        "judge": judge, "method": "isotonic", "x": x, "y": y,
-        "fitted_on": fitted_on, "n": len(items), "prior_weight": PRIOR_WEIGHT,
+        "judge": judge,
+        "method": "isotonic",
+        "x": x,
+        "y": y,
+        "fitted_on": fitted_on,
+        "n": len(items),
+        "prior_weight": PRIOR_WEIGHT,
         "ece_raw": round(ece(items) or 0.0, 4),
         "ece_fitted": round(ece(remapped(items, x, y)) or 0.0, 4),
         "ece_cross_validated": None if cv is None else round(cv, 4),

@@ -29,7 +29,15 @@ from typing import Any
 
 from claimwatch.calibration import LabeledAnswer, roc_auc
 
-__all__ = ["SPLITS", "HaluEvalNotInstalled", "HaluEvalSet", "halueval_path", "load_halueval", "load_pairs", "length_matched"]
+__all__ = [
+    "SPLITS",
+    "HaluEvalNotInstalled",
+    "HaluEvalSet",
+    "halueval_path",
+    "load_halueval",
+    "load_pairs",
+    "length_matched",
+]
 
 #: split -> (right field, hallucinated field)
 SPLITS: dict[str, tuple[str, str]] = {
@@ -103,7 +111,9 @@ class HaluEvalSet:
             "items": len(self.items),
             "max_length_gap": self.max_length_gap,
             "seed": self.seed,
-            "length_baseline_auc_kept": None if self.length_baseline_auc is None else round(self.length_baseline_auc, 4),
+            "length_baseline_auc_kept": None
+            if self.length_baseline_auc is None
+            else round(self.length_baseline_auc, 4),
             "length_baseline_auc_all": None
             if self.length_baseline_auc_all is None
             else round(self.length_baseline_auc_all, 4),

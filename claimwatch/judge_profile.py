@@ -51,10 +51,25 @@ from claimwatch.calibration import ANSWER_LABELS, LABELS, DataError, read_jsonl
 from claimwatch.gate.counts import ReleaseCounts, latest_per_trace
 
 __all__ = [
-    "FLAGGED_VERDICTS", "Stratum", "Interval", "ErrorRates", "CorrectedRate", "strata_from_labels",
-    "error_rates", "corrected_rate", "corrected_difference", "fit_profile", "load_profile",
-    "simulate_coverage", "SimResult", "claim_counts", "answer_counts", "release_counts", "counts_for",
-    "positive_for", "main",
+    "FLAGGED_VERDICTS",
+    "Stratum",
+    "Interval",
+    "ErrorRates",
+    "CorrectedRate",
+    "strata_from_labels",
+    "error_rates",
+    "corrected_rate",
+    "corrected_difference",
+    "fit_profile",
+    "load_profile",
+    "simulate_coverage",
+    "SimResult",
+    "claim_counts",
+    "answer_counts",
+    "release_counts",
+    "counts_for",
+    "positive_for",
+    "main",
 ]
 
 FLAGGED_VERDICTS = ("UNSUPPORTED", "CONTRADICTED")
@@ -105,8 +120,11 @@ class Interval:
         return self.high - self.low
 
     def to_json(self) -> dict[str, float | None]:
-        return {"estimate": None if self.estimate is None else round(float(self.estimate), 4),
-                "low": round(float(self.low), 4), "high": round(float(self.high), 4)}
+        return {
+            "estimate": None if self.estimate is None else round(float(self.estimate), 4),
+            "low": round(float(self.low), 4),
+            "high": round(float(self.high), 4),
+        }
 
 
 @dataclass(frozen=True)
@@ -122,9 +140,15 @@ class ErrorRates:
     level: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"positive": list(self.positive), "labelled": self.labelled, "level": self.level,
-                "sensitivity": self.sensitivity.to_json(), "specificity": self.specificity.to_json(),
-                "youden": self.youden.to_json(), "population_rate": self.rate.to_json()}
+        return {
+            "positive": list(self.positive),
+            "labelled": self.labelled,
+            "level": self.level,
+            "sensitivity": self.sensitivity.to_json(),
+            "specificity": self.specificity.to_json(),
+            "youden": self.youden.to_json(),
+            "population_rate": self.rate.to_json(),
+        }
 
 
 @dataclass(frozen=True)
@@ -140,17 +164,25 @@ class CorrectedRate:
     level: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"raw": None if self.raw is None else round(self.raw, 4), "judged": self.judged,
-                "corrected": self.corrected.to_json(), "youden_low": round(self.youden_low, 4),
-                "decidable": self.decidable, "too_uncertain": self.why, "level": self.level}
+        return {
+            "raw": None if self.raw is None else round(self.raw, 4),
+            "judged": self.judged,
+            "corrected": self.corrected.to_json(),
+            "youden_low": round(self.youden_low, 4),
+            "decidable": self.decidable,
+            "too_uncertain": self.why,
+            "level": self.level,
+        }
 
     def to_text(self) -> str:
         def pct(x: float | None) -> str:
             return "n/a" if x is None else f"{100 * x:.1f}%"
 
         c = self.corrected
-        line = (f"raw {pct(self.raw)} of {self.judged} judged claims -> corrected {pct(c.estimate)} "
-                f"[{pct(c.low)}, {pct(c.high)}] ({self.level:.0%})")
+        line = (
+            f"raw {pct(self.raw)} of {self.judged} judged claims -> corrected {pct(c.estimate)} "
+            f"[{pct(c.low)}, {pct(c.high)}] ({self.level:.0%})"
+        )
         return line + ("" if self.decidable else f"  TOO UNCERTAIN FOR A DECISION: {self.why}")
 
 
@@ -161,8 +193,9 @@ def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
-def _draws(strata: Sequence[Stratum], positive: Sequence[str], rng: np.random.Generator,
-           draws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _draws(
+    strata: Sequence[Stratum], positive: Sequence[str], rng: np.random.Generator, draws: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Posterior draws of (Se, Sp, true rate of the labelled population), each of shape (draws,)."""
     pops = np.array([max(s.population, 0) for s in strata], dtype=float)
     weights = rng.dirichlet(pops + PRIOR, size=draws)  # (draws, H)
@@ -201,15 +234,27 @@ def _interval(est: float | None, sample: np.ndarray, level: float) -> Interval:
     return Interval(est, float(lo), float(hi))
 
 
-def error_rates(strata: Sequence[Stratum], positive: Sequence[str] = FLAGGED_VERDICTS, *, level: float = 0.95,
-                draws: int = DRAWS, seed: int | np.random.Generator | None = 0) -> ErrorRates:
+def error_rates(
+    strata: Sequence[Stratum],
+    positive: Sequence[str] = FLAGGED_VERDICTS,
+    *,
+    level: float = 0.95,
+    draws: int = DRAWS,
+    seed: int | np.random.Generator | None = 0,
+) -> ErrorRates:
     """Se, Sp, Se + Sp - 1 and the labelled population's true rate for ``positive``, with intervals."""
     se, sp, rate = _draws(strata, positive, _rng(seed), draws)
     se_hat, sp_hat, rate_hat = _plugin(strata, positive)
     j_hat = None if se_hat is None or sp_hat is None else se_hat + sp_hat - 1
-    return ErrorRates(tuple(positive), _interval(se_hat, se, level), _interval(sp_hat, sp, level),
-                      _interval(j_hat, se + sp - 1, level), _interval(rate_hat, rate, level),
-                      sum(s.labelled for s in strata), level)
+    return ErrorRates(
+        tuple(positive),
+        _interval(se_hat, se, level),
+        _interval(sp_hat, sp, level),
+        _interval(j_hat, se + sp - 1, level),
+        _interval(rate_hat, rate, level),
+        sum(s.labelled for s in strata),
+        level,
+    )
 
 
 def _rogan_gladen(q: np.ndarray, se: np.ndarray, sp: np.ndarray) -> np.ndarray:
@@ -219,8 +264,9 @@ def _rogan_gladen(q: np.ndarray, se: np.ndarray, sp: np.ndarray) -> np.ndarray:
     return np.clip(pi, 0.0, 1.0)
 
 
-def _summarise(pi: np.ndarray, point: float | None, youden: np.ndarray, level: float, min_youden: float,
-               max_width: float) -> tuple[Interval, float, bool, str | None]:
+def _summarise(
+    pi: np.ndarray, point: float | None, youden: np.ndarray, level: float, min_youden: float, max_width: float
+) -> tuple[Interval, float, bool, str | None]:
     a = (1 - level) / 2
     undefined = np.isnan(pi).mean()
     j_low = float(np.quantile(youden, a))
@@ -236,9 +282,18 @@ def _summarise(pi: np.ndarray, point: float | None, youden: np.ndarray, level: f
     return interval, j_low, why is None, why
 
 
-def corrected_rate(strata: Sequence[Stratum], flagged: int, judged: int, *, positive: Sequence[str] = FLAGGED_VERDICTS,
-                   level: float = 0.95, draws: int = DRAWS, seed: int | np.random.Generator | None = 0,
-                   min_youden: float = MIN_YOUDEN, max_width: float = MAX_WIDTH) -> CorrectedRate:
+def corrected_rate(
+    strata: Sequence[Stratum],
+    flagged: int,
+    judged: int,
+    *,
+    positive: Sequence[str] = FLAGGED_VERDICTS,
+    level: float = 0.95,
+    draws: int = DRAWS,
+    seed: int | np.random.Generator | None = 0,
+    min_youden: float = MIN_YOUDEN,
+    max_width: float = MAX_WIDTH,
+) -> CorrectedRate:
     """The true share of ``positive`` claims in a deployment where the judge said ``positive`` on ``flagged`` of
     ``judged`` claims, corrected for the judge's error rates measured on ``strata`` (Rogan-Gladen, posterior interval)."""
     rng = _rng(seed)
@@ -253,9 +308,16 @@ def corrected_rate(strata: Sequence[Stratum], flagged: int, judged: int, *, posi
     return CorrectedRate(raw, judged, interval, j_low, ok, why, level)
 
 
-def corrected_difference(strata: Sequence[Stratum], candidate: tuple[int, int], baseline: tuple[int, int], *,
-                         positive: Sequence[str] = FLAGGED_VERDICTS, level: float = 0.95, draws: int = DRAWS,
-                         seed: int | np.random.Generator | None = 0) -> Interval:
+def corrected_difference(
+    strata: Sequence[Stratum],
+    candidate: tuple[int, int],
+    baseline: tuple[int, int],
+    *,
+    positive: Sequence[str] = FLAGGED_VERDICTS,
+    level: float = 0.95,
+    draws: int = DRAWS,
+    seed: int | np.random.Generator | None = 0,
+) -> Interval:
     """Candidate minus baseline true flagged rate, ``(flagged, judged)`` each, with one judge's error rates.
 
     With the same judge on both releases the difference is ``(q_c - q_b) / (Se + Sp - 1)``: its sign is the raw
@@ -298,8 +360,12 @@ def _read_labels(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def strata_from_labels(records: Iterable[Mapping[str, Any]], *, slice_value: str | None = None,
-                       plan_strata: Mapping[str, Mapping[str, Any]] | None = None) -> list[Stratum]:
+def strata_from_labels(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    slice_value: str | None = None,
+    plan_strata: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Stratum]:
     """Strata (population counts and label counts) from label records; ``slice_value`` keeps one slice's strata.
 
     ``plan_strata`` (the ``strata`` of the labelling plan) adds the strata nobody labelled yet: they still weigh
@@ -308,13 +374,24 @@ def strata_from_labels(records: Iterable[Mapping[str, Any]], *, slice_value: str
     acc: dict[str, dict[str, Any]] = {}
     for key, st in (plan_strata or {}).items():
         if slice_value is None or st.get("slice") == slice_value:
-            acc[key] = {"verdict": st["judge_verdict"], "population": int(st["population"]),
-                        "labels": {}, "slice": st.get("slice")}
+            acc[key] = {
+                "verdict": st["judge_verdict"],
+                "population": int(st["population"]),
+                "labels": {},
+                "slice": st.get("slice"),
+            }
     for r in records:
         if slice_value is not None and r.get("stratum_slice") != slice_value:
             continue
-        s = acc.setdefault(r["stratum"], {"verdict": r["judge_verdict"], "population": r["stratum_population"],
-                                          "labels": {}, "slice": r.get("stratum_slice")})
+        s = acc.setdefault(
+            r["stratum"],
+            {
+                "verdict": r["judge_verdict"],
+                "population": r["stratum_population"],
+                "labels": {},
+                "slice": r.get("stratum_slice"),
+            },
+        )
         s["population"] = max(s["population"], int(r["stratum_population"]))
         s["labels"][r["label"]] = s["labels"].get(r["label"], 0) + 1
     return [Stratum(k, v["verdict"], v["population"], v["labels"], v["slice"]) for k, v in sorted(acc.items())]
@@ -334,9 +411,15 @@ def positive_for(profile: Mapping[str, Any]) -> tuple[str, ...]:
     return HALLUCINATED if profile.get("unit") == "answer" else FLAGGED_VERDICTS
 
 
-def fit_profile(records: Sequence[Mapping[str, Any]], *, level: float = 0.95, fitted_on: str = "",
-                seed: int = 0, min_slice_labels: int = MIN_SLICE_LABELS,
-                plan_strata: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def fit_profile(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    level: float = 0.95,
+    fitted_on: str = "",
+    seed: int = 0,
+    min_slice_labels: int = MIN_SLICE_LABELS,
+    plan_strata: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The judge profile (JSON-ready) from ``claimwatch label`` records (and the plan's strata, so that strata with
     no label yet keep their population share): Se/Sp overall, per verdict, per slice with enough labels."""
     strata = strata_from_labels(records, plan_strata=plan_strata)
@@ -345,14 +428,31 @@ def fit_profile(records: Sequence[Mapping[str, Any]], *, level: float = 0.95, fi
     unit = "answer" if any(r.get("unit") == "answer" for r in records) else "claim"
     judges = sorted({str(r.get("judge") or "?") for r in records})
     profile: dict[str, Any] = {
-        "kind": PROFILE_KIND, "version": 1, "unit": unit, "judge": judges[0] if len(judges) == 1 else judges,
-        "fitted_on": fitted_on, "created_at": round(time.time(), 3), "level": level,
-        "positive": ("hallucinated answer = at least one claim not supported (human label vs judge call)"
-                     if unit == "answer" else "flagged = UNSUPPORTED or CONTRADICTED (human label vs judge verdict)"),
+        "kind": PROFILE_KIND,
+        "version": 1,
+        "unit": unit,
+        "judge": judges[0] if len(judges) == 1 else judges,
+        "fitted_on": fitted_on,
+        "created_at": round(time.time(), 3),
+        "level": level,
+        "positive": (
+            "hallucinated answer = at least one claim not supported (human label vs judge call)"
+            if unit == "answer"
+            else "flagged = UNSUPPORTED or CONTRADICTED (human label vs judge verdict)"
+        ),
         "method": "stratified posterior (Jeffreys Beta per stratum, Dirichlet stratum shares), Rogan-Gladen",
         "decision": {"min_youden": MIN_YOUDEN, "max_width": MAX_WIDTH},
-        "strata": [{"stratum": s.key, "judge_verdict": s.judge_verdict, "slice": s.slice, "population": s.population,
-                    "labelled": s.labelled, "labels": dict(s.labels)} for s in strata],
+        "strata": [
+            {
+                "stratum": s.key,
+                "judge_verdict": s.judge_verdict,
+                "slice": s.slice,
+                "population": s.population,
+                "labelled": s.labelled,
+                "labels": dict(s.labels),
+            }
+            for s in strata
+        ],
         **_profile_block(strata, level, seed, unit),
         "slices": {},
     }
@@ -369,13 +469,16 @@ def load_profile(path: str | Path) -> tuple[dict[str, Any], list[Stratum]]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if data.get("kind") != PROFILE_KIND:
         raise ValueError(f"{path}: not a judge profile (kind {data.get('kind')!r})")
-    strata = [Stratum(s["stratum"], s["judge_verdict"], int(s["population"]), dict(s["labels"]), s.get("slice"))
-              for s in data["strata"]]
+    strata = [
+        Stratum(s["stratum"], s["judge_verdict"], int(s["population"]), dict(s["labels"]), s.get("slice"))
+        for s in data["strata"]
+    ]
     return data, strata
 
 
 def profile_text(profile: Mapping[str, Any]) -> str:
     """A readable summary of a profile: Se/Sp with intervals, overall, per verdict and per slice."""
+
     def rng(d: Mapping[str, Any]) -> str:
         e = d["estimate"]
         return f"{'n/a' if e is None else f'{e:.3f}'} [{d['low']:.3f}, {d['high']:.3f}]"
@@ -386,8 +489,10 @@ def profile_text(profile: Mapping[str, Any]) -> str:
 
     def block(b: Mapping[str, Any], indent: str = "") -> list[str]:
         f = b["flagged"]
-        out = [f"{indent}{positive}: sensitivity {rng(f['sensitivity'])}  specificity "
-               f"{rng(f['specificity'])}  Se+Sp-1 {rng(f['youden'])}  true rate {rng(f['population_rate'])}"]
+        out = [
+            f"{indent}{positive}: sensitivity {rng(f['sensitivity'])}  specificity "
+            f"{rng(f['specificity'])}  Se+Sp-1 {rng(f['youden'])}  true rate {rng(f['population_rate'])}"
+        ]
         for v, r in b["per_verdict"].items():
             out.append(f"{indent}  {v:<13} sensitivity {rng(r['sensitivity'])}  specificity {rng(r['specificity'])}")
         return out
@@ -397,8 +502,10 @@ def profile_text(profile: Mapping[str, Any]) -> str:
     lines.append(f"{'stratum':<40}{'population':>11}{'labelled':>9}  labels ({'/'.join(c[:4] for c in classes)})")
     for s in profile["strata"]:
         lab = s["labels"]
-        lines.append(f"{s['stratum']:<40}{s['population']:>11}{s['labelled']:>9}  "
-                     + "/".join(str(lab.get(c, 0)) for c in classes))
+        lines.append(
+            f"{s['stratum']:<40}{s['population']:>11}{s['labelled']:>9}  "
+            + "/".join(str(lab.get(c, 0)) for c in classes)
+        )
     for value, b in profile.get("slices", {}).items():
         lines += [f"slice {value} ({b['labelled']} labels):"] + block(b, "  ")
     return "\n".join(lines)
@@ -416,10 +523,23 @@ class SimResult:
     reps: int
 
 
-def simulate_coverage(*, labels: int, se: float, sp: float, true_rate: float, target_rate: float | None = None,
-                      population: int = 20_000, target_claims: int = 5_000, reps: int = 200, draws: int = 2000,
-                      level: float = 0.95, flagged_share: float = 0.5, seed: int = 0,
-                      min_youden: float = MIN_YOUDEN, max_width: float = MAX_WIDTH) -> SimResult:
+def simulate_coverage(
+    *,
+    labels: int,
+    se: float,
+    sp: float,
+    true_rate: float,
+    target_rate: float | None = None,
+    population: int = 20_000,
+    target_claims: int = 5_000,
+    reps: int = 200,
+    draws: int = 2000,
+    level: float = 0.95,
+    flagged_share: float = 0.5,
+    seed: int = 0,
+    min_youden: float = MIN_YOUDEN,
+    max_width: float = MAX_WIDTH,
+) -> SimResult:
     """Repeat: a labelled deployment (``population`` claims, true flagged rate ``true_rate``, a judge with ``se``/``sp``),
     ``labels`` claims labelled (``flagged_share`` of them from the judge-flagged stratum, drawn without replacement),
     and a measured deployment (``target_claims`` claims, true rate ``target_rate``, default ``true_rate``); the share
@@ -459,8 +579,13 @@ def simulate_coverage(*, labels: int, se: float, sp: float, true_rate: float, ta
     covered = (lo <= target) & (target <= hi)
     j_low = np.quantile(se_d + sp_d - 1, a, axis=1)
     decidable = (j_low > min_youden) & (hi - lo <= max_width)
-    return SimResult(float(covered.mean()), float(np.median(hi - lo)), float(decidable.mean()),
-                     float(covered[decidable].mean()) if decidable.any() else None, reps)
+    return SimResult(
+        float(covered.mean()),
+        float(np.median(hi - lo)),
+        float(decidable.mean()),
+        float(covered[decidable].mean()) if decidable.any() else None,
+        reps,
+    )
 
 
 # --------------------------------------------------------------------------- command
@@ -474,10 +599,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
     plan = Path(f"{args.input}.plan.json")
     plan_strata = json.loads(plan.read_text(encoding="utf-8")).get("strata") if plan.exists() else None
     if plan_strata is None:
-        print(f"no labelling plan next to {args.input}: strata nobody labelled are left out of the weights",
-              file=sys.stderr)
-    profile = fit_profile(records, level=getattr(args, "level", 0.95) or 0.95, fitted_on=Path(args.input).name,
-                          plan_strata=plan_strata)
+        print(
+            f"no labelling plan next to {args.input}: strata nobody labelled are left out of the weights",
+            file=sys.stderr,
+        )
+    profile = fit_profile(
+        records, level=getattr(args, "level", 0.95) or 0.95, fitted_on=Path(args.input).name, plan_strata=plan_strata
+    )
     Path(args.profile_out).write_text(json.dumps(profile, indent=1) + "\n", encoding="utf-8")
     if getattr(args, "json", False):
         print(json.dumps(profile, ensure_ascii=False))
@@ -499,8 +627,10 @@ def release_counts(results: Iterable[Mapping[str, Any]], label: str = "release")
 
 def claim_counts(results: Iterable[Mapping[str, Any]], label: str = "release") -> dict[str, tuple[int, int]]:
     """``(flagged, judged)`` claims per value of the slice ``label``."""
-    return {k: (c.claims.unsupported + c.claims.contradicted, c.claims.judged)
-            for k, c in release_counts(results, label).items()}
+    return {
+        k: (c.claims.unsupported + c.claims.contradicted, c.claims.judged)
+        for k, c in release_counts(results, label).items()
+    }
 
 
 def answer_counts(results: Iterable[Mapping[str, Any]], label: str = "release") -> dict[str, tuple[int, int]]:
@@ -533,8 +663,11 @@ def cmd_correct(args: argparse.Namespace) -> int:
             print(json.dumps({args.label: key, **r.to_json()} if key else r.to_json()))
         else:
             what = "answers with a hallucination " if answers else "unsupported+contradicted claims "
-            print((f"{args.label} {key}: " if key else "") + what + r.to_text().replace("judged claims",
-                  "judged answers" if answers else "judged claims"))
+            print(
+                (f"{args.label} {key}: " if key else "")
+                + what
+                + r.to_text().replace("judged claims", "judged answers" if answers else "judged claims")
+            )
     return 0
 
 
@@ -546,8 +679,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             for sp in args.se:
                 for rate in args.rate:
                     r = simulate_coverage(labels=n, se=se, sp=sp, true_rate=rate, reps=args.reps, seed=args.seed)
-                    print(f"{n:>6} {se:>5.2f} {sp:>5.2f} {rate:>5.2f} {r.coverage:>9.3f} {r.median_width:>13.3f} "
-                          f"{r.decidable:>10.2f}", flush=True)
+                    print(
+                        f"{n:>6} {se:>5.2f} {sp:>5.2f} {rate:>5.2f} {r.coverage:>9.3f} {r.median_width:>13.3f} "
+                        f"{r.decidable:>10.2f}",
+                        flush=True,
+                    )
     return 0
 
 

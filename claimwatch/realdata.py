@@ -146,9 +146,16 @@ class RealSet:
                 out[x.label] = out.get(x.label, 0) + 1
             return dict(sorted(out.items()))
 
-        return {"set": self.name, "split": self.split, "claims": len(self.claims), "claim_labels": count(self.claims),
-                "answers": len(self.answers), "answer_labels": count(self.answers), "dropped": self.dropped,
-                "evaluation_only": self.evaluation_only}
+        return {
+            "set": self.name,
+            "split": self.split,
+            "claims": len(self.claims),
+            "claim_labels": count(self.claims),
+            "answers": len(self.answers),
+            "answer_labels": count(self.answers),
+            "dropped": self.dropped,
+            "evaluation_only": self.evaluation_only,
+        }
 
 
 def _read(rel: str, root: Path) -> Iterator[dict[str, Any]]:
@@ -184,20 +191,43 @@ def _factcheck(root: Path, out: RealSet) -> None:
             _drop(out.dropped, why)
             continue
         group = f"fcgpt|{r['prompt']}"
-        out.claims.append(LabeledClaim(id=r["id"], claim=r["claim"], context=ctx, label=label, extra={
-            "split": split_of(group), "group": group, "model": "ChatGPT",
-            "upstream_label": ",".join(sorted(set(r["stances"]))), "question": r["prompt"]}))
+        out.claims.append(
+            LabeledClaim(
+                id=r["id"],
+                claim=r["claim"],
+                context=ctx,
+                label=label,
+                extra={
+                    "split": split_of(group),
+                    "group": group,
+                    "model": "ChatGPT",
+                    "upstream_label": ",".join(sorted(set(r["stances"]))),
+                    "question": r["prompt"],
+                },
+            )
+        )
 
 
 def _summedits(root: Path, out: RealSet) -> None:
     docs = {d["doc_id"]: d["doc"] for d in _read("summedits/docs.jsonl.gz", root)}
     for r in _read("summedits/summaries.jsonl.gz", root):
         group = f"summedits|{r['doc_id']}"
-        out.answers.append(LabeledAnswer(
-            id=f"summedits-{r['id']}", question=None, context=(docs[r["doc_id"]],), answer=r["summary"],
-            label="faithful" if r["label"] == 1 else "hallucinated",
-            extra={"split": split_of(group), "group": group, "domain": r["domain"], "model": "gpt-3.5+edits",
-                   "upstream_label": str(r["label"])}))
+        out.answers.append(
+            LabeledAnswer(
+                id=f"summedits-{r['id']}",
+                question=None,
+                context=(docs[r["doc_id"]],),
+                answer=r["summary"],
+                label="faithful" if r["label"] == 1 else "hallucinated",
+                extra={
+                    "split": split_of(group),
+                    "group": group,
+                    "domain": r["domain"],
+                    "model": "gpt-3.5+edits",
+                    "upstream_label": str(r["label"]),
+                },
+            )
+        )
 
 
 def _expertqa(root: Path, out: RealSet) -> None:
@@ -214,16 +244,35 @@ def _expertqa(root: Path, out: RealSet) -> None:
                 _drop(out.dropped, "claim: no passage" if not ctx else f"claim: label {c['support']}")
                 continue
             passages += list(ctx)
-            out.claims.append(LabeledClaim(id=f"{r['id']}-c{i}", claim=c["claim"], context=ctx, label=label, extra={
-                "split": split, "group": group, "model": r["system"], "domain": r["field"],
-                "upstream_label": str(c["support"]), "question": r["question"]}))
+            out.claims.append(
+                LabeledClaim(
+                    id=f"{r['id']}-c{i}",
+                    claim=c["claim"],
+                    context=ctx,
+                    label=label,
+                    extra={
+                        "split": split,
+                        "group": group,
+                        "model": r["system"],
+                        "domain": r["field"],
+                        "upstream_label": str(c["support"]),
+                        "question": r["question"],
+                    },
+                )
+            )
         if not labels or any(lab is None for lab in labels):
             _drop(out.dropped, "answer: a claim unlabelled or without passage")
             continue
-        out.answers.append(LabeledAnswer(
-            id=r["id"], question=r["question"], context=_chunks(passages), answer=r["answer"],
-            label="faithful" if all(lab == "SUPPORTED" for lab in labels) else "hallucinated",
-            extra={"split": split, "group": group, "model": r["system"], "domain": r["field"]}))
+        out.answers.append(
+            LabeledAnswer(
+                id=r["id"],
+                question=r["question"],
+                context=_chunks(passages),
+                answer=r["answer"],
+                label="faithful" if all(lab == "SUPPORTED" for lab in labels) else "hallucinated",
+                extra={"split": split, "group": group, "model": r["system"], "domain": r["field"]},
+            )
+        )
 
 
 def _wice(root: Path, out: RealSet) -> None:
@@ -234,9 +283,20 @@ def _wice(root: Path, out: RealSet) -> None:
             _drop(out.dropped, f"label {r['label']}" if label is None else "no evidence")
             continue
         group = f"wice|{r['title']}"
-        out.claims.append(LabeledClaim(id=r["id"], claim=r["claim"], context=(text,), label=label, extra={
-            "split": split_of(group), "group": group, "model": "human (Wikipedia)",
-            "upstream_label": r["label"]}))
+        out.claims.append(
+            LabeledClaim(
+                id=r["id"],
+                claim=r["claim"],
+                context=(text,),
+                label=label,
+                extra={
+                    "split": split_of(group),
+                    "group": group,
+                    "model": "human (Wikipedia)",
+                    "upstream_label": r["label"],
+                },
+            )
+        )
 
 
 def faithbench_path(root: Path | None = None) -> Path:
@@ -246,8 +306,10 @@ def faithbench_path(root: Path | None = None) -> Path:
 def _faithbench(root: Path, out: RealSet) -> None:
     path = faithbench_path(root)
     if not path.is_file():
-        raise RealDataMissing(f"{path} not found: FaithBench (CC BY-NC-SA 4.0) is not committed; "
-                              "run python3 data/real/faithbench/fetch.py (needs network)")
+        raise RealDataMissing(
+            f"{path} not found: FaithBench (CC BY-NC-SA 4.0) is not committed; "
+            "run python3 data/real/faithbench/fetch.py (needs network)"
+        )
     raw = path.read_bytes()
     if hashlib.sha256(raw).hexdigest() != FAITHBENCH_SHA256:
         raise RealDataMissing(f"{path}: sha256 differs from the pinned upstream file (vectara/FaithBench cf89797d)")
@@ -258,14 +320,25 @@ def _faithbench(root: Path, out: RealSet) -> None:
             _drop(out.dropped, "label Questionable")
             continue
         group = f"faithbench|{r['source']}"
-        out.answers.append(LabeledAnswer(
-            id=f"faithbench-{i}", question=None, context=(r["source"].strip(),), answer=r["summary"].strip(),
-            label="hallucinated" if worst == "Unwanted" else "faithful",
-            extra={"split": split_of(group), "group": group, "model": r["LLM"], "upstream_label": worst}))
+        out.answers.append(
+            LabeledAnswer(
+                id=f"faithbench-{i}",
+                question=None,
+                context=(r["source"].strip(),),
+                answer=r["summary"].strip(),
+                label="hallucinated" if worst == "Unwanted" else "faithful",
+                extra={"split": split_of(group), "group": group, "model": r["LLM"], "upstream_label": worst},
+            )
+        )
 
 
-_LOADERS = {"factcheck-gpt": _factcheck, "summedits": _summedits, "expertqa": _expertqa, "wice": _wice,
-            "faithbench": _faithbench}
+_LOADERS = {
+    "factcheck-gpt": _factcheck,
+    "summedits": _summedits,
+    "expertqa": _expertqa,
+    "wice": _wice,
+    "faithbench": _faithbench,
+}
 
 
 def _sample_key(ident: str) -> str:

@@ -36,8 +36,16 @@ from claimwatch.confidence import Scored, ece
 from claimwatch.realdata import RealSet
 from evaluator_worker.judges.base import Judge
 
-__all__ = ["MIN_PER_MODEL", "fpr_at_recall", "claim_metrics", "answer_metrics", "style_answers", "style_claims",
-           "ModelStyle", "measure"]
+__all__ = [
+    "MIN_PER_MODEL",
+    "fpr_at_recall",
+    "claim_metrics",
+    "answer_metrics",
+    "style_answers",
+    "style_claims",
+    "ModelStyle",
+    "measure",
+]
 
 MIN_PER_MODEL = 5
 _FLAGS = ("UNSUPPORTED", "CONTRADICTED")
@@ -80,8 +88,11 @@ def claim_metrics(report: ClaimReport) -> dict[str, Any]:
         "contradiction_recall": _r(sum(1 for o in contra if o.got == "CONTRADICTED"), len(contra)),
         "ece": ece([Scored(o.confidence if o.got != "ERROR" else None, r) for o, r in zip(outs, right)]),
         "auc": roc_auc(score, gold_neg),
-        "baseline_flag_all": {"accuracy": _r(n_neg, len(outs)), "tpr": 1.0 if n_neg else None,
-                              "tnr": 0.0 if len(outs) > n_neg else None},
+        "baseline_flag_all": {
+            "accuracy": _r(n_neg, len(outs)),
+            "tpr": 1.0 if n_neg else None,
+            "tnr": 0.0 if len(outs) > n_neg else None,
+        },
         "baseline_length_auc": roc_auc([float(len(o.item.claim)) for o in outs], gold_neg),
     }
 
@@ -104,8 +115,11 @@ def answer_metrics(report: AnswerReport) -> dict[str, Any]:
         "ece": ece(report.confidence_scored),
         "baseline_length_auc": roc_auc(length, ys),
         "baseline_length_fpr_at_70_recall": fpr_at_recall(length, ys),
-        "baseline_flag_all": {"tpr": 1.0 if any(ys) else None, "tnr": 0.0 if not all(ys) else None,
-                              "fpr_at_70_recall": 1.0 if any(ys) and not all(ys) else None},
+        "baseline_flag_all": {
+            "tpr": 1.0 if any(ys) else None,
+            "tnr": 0.0 if not all(ys) else None,
+            "fpr_at_70_recall": 1.0 if any(ys) and not all(ys) else None,
+        },
     }
 
 
@@ -134,8 +148,14 @@ def style_answers(report: AnswerReport) -> dict[str, Any]:
     for model, outs in sorted(groups.items()):
         flagged = sum(o.counts.get("UNSUPPORTED", 0) + o.counts.get("CONTRADICTED", 0) for o in outs)
         judged = sum(o.counts.get("SUPPORTED", 0) for o in outs) + flagged
-        rows.append(ModelStyle(model, len(outs), _r(flagged, judged),
-                               _r(sum(1 for o in outs if o.score is not None and o.score < 1.0), len(outs))))
+        rows.append(
+            ModelStyle(
+                model,
+                len(outs),
+                _r(flagged, judged),
+                _r(sum(1 for o in outs if o.score is not None and o.score < 1.0), len(outs)),
+            )
+        )
     return _style(rows)
 
 
@@ -167,41 +187,56 @@ def _f(x: float | None) -> str:
 
 def claim_row(name: str, m: dict[str, Any]) -> str:
     """One markdown row: judge, n, acc, TPR, TNR, contradiction recall, ECE, AUC."""
-    return (f"| {name} | {m['n']} | {_f(m['accuracy'])} | {_f(m['tpr'])} | {_f(m['tnr'])} | "
-            f"{_f(m['contradiction_recall'])} | {_f(m['ece'])} | {_f(m['auc'])} |")
+    return (
+        f"| {name} | {m['n']} | {_f(m['accuracy'])} | {_f(m['tpr'])} | {_f(m['tnr'])} | "
+        f"{_f(m['contradiction_recall'])} | {_f(m['ece'])} | {_f(m['auc'])} |"
+    )
 
 
-CLAIM_HEADER = ("| judge | n | accuracy | TPR (hallucinations flagged) | TNR (grounded passed) | contradiction recall "
-                "| ECE | AUC |\n|---|---|---|---|---|---|---|---|")
-ANSWER_HEADER = ("| judge | n (halluc.) | AUC | FP rate @70% recall | any-claim TPR | any-claim TNR | ECE |\n"
-                 "|---|---|---|---|---|---|---|")
+CLAIM_HEADER = (
+    "| judge | n | accuracy | TPR (hallucinations flagged) | TNR (grounded passed) | contradiction recall "
+    "| ECE | AUC |\n|---|---|---|---|---|---|---|---|"
+)
+ANSWER_HEADER = (
+    "| judge | n (halluc.) | AUC | FP rate @70% recall | any-claim TPR | any-claim TNR | ECE |\n"
+    "|---|---|---|---|---|---|---|"
+)
 
 
 def claim_baseline_rows(m: dict[str, Any]) -> list[str]:
     b = m["baseline_flag_all"]
-    return [f"| flag everything | {m['n']} | {_f(b['accuracy'])} | {_f(b['tpr'])} | {_f(b['tnr'])} | "
-            f"{'1.000' if m['n_contradicted'] else 'n/a'} | n/a | 0.500 |",
-            f"| claim length | {m['n']} | n/a | n/a | n/a | n/a | n/a | {_f(m['baseline_length_auc'])} |"]
+    return [
+        f"| flag everything | {m['n']} | {_f(b['accuracy'])} | {_f(b['tpr'])} | {_f(b['tnr'])} | "
+        f"{'1.000' if m['n_contradicted'] else 'n/a'} | n/a | 0.500 |",
+        f"| claim length | {m['n']} | n/a | n/a | n/a | n/a | n/a | {_f(m['baseline_length_auc'])} |",
+    ]
 
 
 def answer_row(name: str, m: dict[str, Any]) -> str:
-    return (f"| {name} | {m['n']} ({m['n_hallucinated']}) | {_f(m['auc'])} | {_f(m['fpr_at_70_recall'])} | "
-            f"{_f(m['any_claim_tpr'])} | {_f(m['any_claim_tnr'])} | {_f(m['ece'])} |")
+    return (
+        f"| {name} | {m['n']} ({m['n_hallucinated']}) | {_f(m['auc'])} | {_f(m['fpr_at_70_recall'])} | "
+        f"{_f(m['any_claim_tpr'])} | {_f(m['any_claim_tnr'])} | {_f(m['ece'])} |"
+    )
 
 
 def answer_baseline_rows(m: dict[str, Any]) -> list[str]:
     b = m["baseline_flag_all"]
-    return [f"| flag everything | {m['n']} ({m['n_hallucinated']}) | 0.500 | {_f(b['fpr_at_70_recall'])} | "
-            f"{_f(b['tpr'])} | {_f(b['tnr'])} | n/a |",
-            f"| answer length | {m['n']} ({m['n_hallucinated']}) | {_f(m['baseline_length_auc'])} | "
-            f"{_f(m['baseline_length_fpr_at_70_recall'])} | n/a | n/a | n/a |"]
+    return [
+        f"| flag everything | {m['n']} ({m['n_hallucinated']}) | 0.500 | {_f(b['fpr_at_70_recall'])} | "
+        f"{_f(b['tpr'])} | {_f(b['tnr'])} | n/a |",
+        f"| answer length | {m['n']} ({m['n_hallucinated']}) | {_f(m['baseline_length_auc'])} | "
+        f"{_f(m['baseline_length_fpr_at_70_recall'])} | n/a | n/a | n/a |",
+    ]
 
 
 def style_line(name: str, s: dict[str, Any]) -> str:
-    per = ", ".join(f"{r['model']} {_f(r['unsupported_claim_rate'])}/{_f(r['flagged_share'])} (n={r['n']})"
-                    for r in s["per_model"])
-    return (f"{name}: spread unsupported-claim rate {_f(s['spread_unsupported_claim_rate'])}, flagged share "
-            f"{_f(s['spread_flagged_share'])} over {s['models_counted']} models; per model rate/flagged: {per}")
+    per = ", ".join(
+        f"{r['model']} {_f(r['unsupported_claim_rate'])}/{_f(r['flagged_share'])} (n={r['n']})" for r in s["per_model"]
+    )
+    return (
+        f"{name}: spread unsupported-claim rate {_f(s['spread_unsupported_claim_rate'])}, flagged share "
+        f"{_f(s['spread_flagged_share'])} over {s['models_counted']} models; per model rate/flagged: {per}"
+    )
 
 
 def measure(data: RealSet, judges: Mapping[str, Judge], out: TextIO = sys.stdout) -> dict[str, Any]:

@@ -89,19 +89,29 @@ def build_report(
         key = (release, str(slices.get(slice_label) or "unknown"))
         by_slice[key] = by_slice[key] + record_verdicts(r)
         at = float(r.get("evaluated_at") or 0.0)
-        stamped += [(at, release, str(c.get("verdict", "")).lower()) for c in claims
-                    if c.get("verdict") in FLAGGED]
+        stamped += [(at, release, str(c.get("verdict", "")).lower()) for c in claims if c.get("verdict") in FLAGGED]
         if release == candidate:
             worst += flagged_claims(dict(r), FLAGGED, int(at * 1000))
-    decision = decide(releases[baseline], releases[candidate], gate,
-                      labels={"baseline": baseline, "candidate": candidate})
+    decision = decide(
+        releases[baseline], releases[candidate], gate, labels={"baseline": baseline, "candidate": candidate}
+    )
     corrected: tuple[str, ...] = ()
     if profile:
         correction = correct(decision, profile)
         decision, corrected = correction.apply(decision), correction.lines
     worst.sort(key=lambda f: f.rank)
-    return ReleaseReport(baseline, candidate, label, decision, dict(by_slice), slice_label,
-                         _bucket(stamped), worst[:WORST_CLAIMS], dict(answers), corrected=corrected)
+    return ReleaseReport(
+        baseline,
+        candidate,
+        label,
+        decision,
+        dict(by_slice),
+        slice_label,
+        _bucket(stamped),
+        worst[:WORST_CLAIMS],
+        dict(answers),
+        corrected=corrected,
+    )
 
 
 def _bucket(stamped: list[tuple[float, str, str]]) -> dict[tuple[float, str, str], int]:
@@ -128,42 +138,66 @@ def rate_rows(report: ReleaseReport) -> list[dict[str, Any]]:
             x = getattr(counts, verdict)
             lo, hi = wilson_interval(x, counts.judged, Z95) if counts.judged else (0.0, 0.0)
             role = "candidate" if release == report.candidate else "baseline"
-            rows.append({"slice": value, "release": f"{role}: {release}", "verdict": verdict,
-                         "rate": counts.rate(verdict), "lo": lo, "hi": hi, "claims": counts.judged})
+            rows.append(
+                {
+                    "slice": value,
+                    "release": f"{role}: {release}",
+                    "verdict": verdict,
+                    "rate": counts.rate(verdict),
+                    "lo": lo,
+                    "hi": hi,
+                    "claims": counts.judged,
+                }
+            )
     return rows
 
 
 def rates_spec(report: ReleaseReport, verdict: str) -> dict[str, Any]:
     """Points with 95% interval bars: baseline vs candidate ``verdict`` rate per slice."""
     rows = [r for r in rate_rows(report) if r["verdict"] == verdict]
-    color = {"field": "release", "type": "nominal", "title": None,
-             "scale": {"range": ["#4c78a8", "#e45756"]}, "legend": {"orient": "bottom"}}
+    color = {
+        "field": "release",
+        "type": "nominal",
+        "title": None,
+        "scale": {"range": ["#4c78a8", "#e45756"]},
+        "legend": {"orient": "bottom"},
+    }
     y = {"field": "slice", "type": "nominal", "title": report.slice_label}
     offset = {"field": "release"}
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
         "title": f"{verdict.capitalize()} claims / judged claims, by {report.slice_label} (95% Wilson interval)",
-        "width": 520, "height": {"step": 34},
+        "width": 520,
+        "height": {"step": 34},
         "data": {"values": rows},
         "encoding": {"y": y, "yOffset": offset, "color": color},
         "layer": [
-            {"mark": {"type": "rule", "strokeWidth": 2},
-             "encoding": {"x": {"field": "lo", "type": "quantitative", "axis": {"format": "%"}, "title": None},
-                          "x2": {"field": "hi"}}},
-            {"mark": {"type": "point", "filled": True, "size": 60},
-             "encoding": {"x": {"field": "rate", "type": "quantitative"}}},
+            {
+                "mark": {"type": "rule", "strokeWidth": 2},
+                "encoding": {
+                    "x": {"field": "lo", "type": "quantitative", "axis": {"format": "%"}, "title": None},
+                    "x2": {"field": "hi"},
+                },
+            },
+            {
+                "mark": {"type": "point", "filled": True, "size": 60},
+                "encoding": {"x": {"field": "rate", "type": "quantitative"}},
+            },
         ],
     }
 
 
 def over_time_spec(report: ReleaseReport) -> dict[str, Any]:
     """Flagged claims per time bucket, one line per release and verdict."""
-    rows = [{"t": t * 1000, "series": f"{release} {verdict}", "claims": n}
-            for (t, release, verdict), n in sorted(report.over_time.items())]
+    rows = [
+        {"t": t * 1000, "series": f"{release} {verdict}", "claims": n}
+        for (t, release, verdict), n in sorted(report.over_time.items())
+    ]
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
         "title": "Flagged claims over time (contradicted and unsupported)",
-        "width": 520, "height": 180,
+        "width": 520,
+        "height": 180,
         "data": {"values": rows},
         "mark": {"type": "line", "point": True},
         "encoding": {
@@ -208,8 +242,13 @@ def highlight(chunk: str, evidence: str | None) -> str:
     if not evidence or evidence not in chunk:
         return html.escape(chunk)
     at = chunk.index(evidence)
-    return (html.escape(chunk[:at]) + "<mark>" + html.escape(evidence) + "</mark>"
-            + html.escape(chunk[at + len(evidence):]))
+    return (
+        html.escape(chunk[:at])
+        + "<mark>"
+        + html.escape(evidence)
+        + "</mark>"
+        + html.escape(chunk[at + len(evidence) :])
+    )
 
 
 def _claim_html(f: FlaggedClaim, trace_url_template: str | None) -> str:
@@ -217,21 +256,26 @@ def _claim_html(f: FlaggedClaim, trace_url_template: str | None) -> str:
     verdict = str(c.get("verdict", ""))
     where = " · ".join(f"{k}={html.escape(v)}" for k, v in sorted(f.slices.items()))
     url = trace_url(trace_url_template, f.trace_id)
-    trace = (f'<a href="{html.escape(url, quote=True)}">trace {html.escape(f.trace_id)}</a>' if url
-             else f"trace {html.escape(f.trace_id)}")
+    trace = (
+        f'<a href="{html.escape(url, quote=True)}">trace {html.escape(f.trace_id)}</a>'
+        if url
+        else f"trace {html.escape(f.trace_id)}"
+    )
     chunk = c.get("context_excerpt") or c.get("evidence") or ""
     source = " ".join(str(x) for x in (c.get("context_source"), c.get("context_id")) if x)
     parts = [
         f'<div class="claim {verdict.lower()}"><div><b>{html.escape(verdict)}</b> '
-        f'{float(c.get("confidence") or 0):.2f} — {html.escape(str(c.get("text") or "(claim text not kept)"))}</div>',
+        f"{float(c.get('confidence') or 0):.2f} — {html.escape(str(c.get('text') or '(claim text not kept)'))}</div>",
         f'<div class="meta">{where} · {trace}</div>',
     ]
     if c.get("reason"):
         parts.append(f'<div class="meta">why: {html.escape(str(c["reason"]))}</div>')
     if chunk:
         label = f" ({html.escape(source)})" if source else ""
-        parts.append(f'<div class="chunk"><span class="muted">evidence{label}:</span> '
-                     f'{highlight(str(chunk), c.get("evidence"))}</div>')
+        parts.append(
+            f'<div class="chunk"><span class="muted">evidence{label}:</span> '
+            f"{highlight(str(chunk), c.get('evidence'))}</div>"
+        )
     return "".join(parts) + "</div>"
 
 
@@ -254,8 +298,15 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
         f'<tr><td class="l">flagged answers</td><td>{c.difference * 100:+.1f} pts</td>'
         f"<td>[{c.lower * 100:+.1f}, {c.upper * 100:+.1f}]</td><td>{d.power.min_detectable * 100:+.1f} pts</td></tr>"
     )
-    corrected = ("<h2>Corrected for the judge's measured error rates</h2><pre id=\"corrected\">"
-                 + html.escape("\n".join(line.strip() for line in report.corrected)) + "</pre>") if report.corrected else ""
+    corrected = (
+        (
+            '<h2>Corrected for the judge\'s measured error rates</h2><pre id="corrected">'
+            + html.escape("\n".join(line.strip() for line in report.corrected))
+            + "</pre>"
+        )
+        if report.corrected
+        else ""
+    )
     charts = [rates_spec(report, v) for v in RATES]
     if report.over_time:
         charts.append(over_time_spec(report))
@@ -272,7 +323,7 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
 <div class="decision {d.action}" id="decision"><b>{d.action.upper()}</b><ul>{reasons}</ul></div>
 <h2>Answers and claims per release</h2>
 <table><tr><th class="l">{html.escape(report.label)}</th><th>evaluated answers</th><th>flagged answers</th>
-<th>judged claims</th><th>contradicted</th><th>unsupported</th><th>errors</th></tr>{''.join(rows)}</table>
+<th>judged claims</th><th>contradicted</th><th>unsupported</th><th>errors</th></tr>{"".join(rows)}</table>
 <table><tr><th class="l">decided on</th><th>candidate − baseline</th><th>bounds ({t.method})</th>
 <th>smallest rise detectable (power {t.power:g})</th></tr>{comparisons}</table>
 {corrected}<h2>Rates per {html.escape(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
@@ -294,15 +345,25 @@ def cmd_report(args: argparse.Namespace) -> int:
         since_s = parse_since(args.since) if args.since else None
         consumer, topic = open_results(args.bootstrap, args.topic)
         try:
-            results = [value for value, _ in read_results(
-                consumer, topic, since_s=since_s, from_offset=None,
-                max_records=args.max_records)]
+            results = [
+                value
+                for value, _ in read_results(
+                    consumer, topic, since_s=since_s, from_offset=None, max_records=args.max_records
+                )
+            ]
         finally:
             consumer.close()
-    report = build_report(results, args.baseline, args.candidate, label=args.label, slice_label=args.slice,
-                          gate=GateConfig(TestConfig(method=args.test, alpha=args.alpha,
-                                                     max_increase=args.max_increase), min_answers=args.min_answers),
-                          profile=args.profile)
+    report = build_report(
+        results,
+        args.baseline,
+        args.candidate,
+        label=args.label,
+        slice_label=args.slice,
+        gate=GateConfig(
+            TestConfig(method=args.test, alpha=args.alpha, max_increase=args.max_increase), min_answers=args.min_answers
+        ),
+        profile=args.profile,
+    )
     Path(args.out).write_text(render_html(report, trace_url_template=args.trace_url_template), encoding="utf-8")
     print(f"claimwatch report: {report.decision.action.upper()} -> {args.out}")
     return report.decision.exit_code
@@ -318,19 +379,35 @@ def add_cli(sub: Any) -> None:
     p.add_argument("--since", default="24h", help="results newer than this (e.g. 30m, 2h, 1d)")
     p.add_argument("--label", default="release", help="slice label that names releases")
     p.add_argument("--slice", default="route", help="slice label the charts break rates down by")
-    p.add_argument("--results", default=None, metavar="FILE",
-                   help="read result records from this JSONL file instead of the results topic")
+    p.add_argument(
+        "--results",
+        default=None,
+        metavar="FILE",
+        help="read result records from this JSONL file instead of the results topic",
+    )
     p.add_argument("--bootstrap", help="Kafka bootstrap servers (default: CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
     p.add_argument("--topic", help="results topic (default: CLAIMWATCH_RESULTS_TOPIC)")
     p.add_argument("--max-records", type=int, default=200_000, help="read at most this many results")
-    p.add_argument("--min-answers", type=int, default=DEFAULT_MIN_ANSWERS,
-                   help="evaluated answers per release the gate needs")
+    p.add_argument(
+        "--min-answers", type=int, default=DEFAULT_MIN_ANSWERS, help="evaluated answers per release the gate needs"
+    )
     p.add_argument("--test", choices=["sequential", "fixed"], default="sequential", help="the gate's test")
-    p.add_argument("--profile", default=None, metavar="PATH",
-                   help="a judge profile (claimwatch calibrate LABELS --profile-out): show corrected shares")
+    p.add_argument(
+        "--profile",
+        default=None,
+        metavar="PATH",
+        help="a judge profile (claimwatch calibrate LABELS --profile-out): show corrected shares",
+    )
     p.add_argument("--alpha", type=float, default=0.05, help="false-rollback rate of the gate")
-    p.add_argument("--max-increase", type=float, default=0.02,
-                   help="tolerated rise of the share of flagged answers (0.02 = 2 points)")
-    p.add_argument("--trace-url-template", default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE"),
-                   help="link each claim to its trace, e.g. http://jaeger:16686/trace/{trace_id}")
+    p.add_argument(
+        "--max-increase",
+        type=float,
+        default=0.02,
+        help="tolerated rise of the share of flagged answers (0.02 = 2 points)",
+    )
+    p.add_argument(
+        "--trace-url-template",
+        default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE"),
+        help="link each claim to its trace, e.g. http://jaeger:16686/trace/{trace_id}",
+    )
     p.set_defaults(func=cmd_report)

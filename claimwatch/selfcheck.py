@@ -45,13 +45,31 @@ class Example:
 #: The authors' published examples. The MiniCheck README prints raw probabilities for Flan-T5-Large
 #: (the seq2seq kind); for the RoBERTa/DeBERTa binaries and NLI models it gives the labels only.
 EXAMPLES: tuple[Example, ...] = (
-    Example(("seq2seq",), MINICHECK_DOC, "The students are preparing for an examination.", 1, 0.9805923700332642,
-            MINICHECK_SOURCE),
+    Example(
+        ("seq2seq",),
+        MINICHECK_DOC,
+        "The students are preparing for an examination.",
+        1,
+        0.9805923700332642,
+        MINICHECK_SOURCE,
+    ),
     Example(("seq2seq",), MINICHECK_DOC, "The students are on vacation.", 0, 0.007121307775378227, MINICHECK_SOURCE),
-    Example(("binary", "nli", "nli2", "bespoke-minicheck"), MINICHECK_DOC,
-            "The students are preparing for an examination.", 1, None, MINICHECK_SOURCE),
-    Example(("binary", "nli", "nli2", "bespoke-minicheck"), MINICHECK_DOC, "The students are on vacation.", 0, None,
-            MINICHECK_SOURCE),
+    Example(
+        ("binary", "nli", "nli2", "bespoke-minicheck"),
+        MINICHECK_DOC,
+        "The students are preparing for an examination.",
+        1,
+        None,
+        MINICHECK_SOURCE,
+    ),
+    Example(
+        ("binary", "nli", "nli2", "bespoke-minicheck"),
+        MINICHECK_DOC,
+        "The students are on vacation.",
+        0,
+        None,
+        MINICHECK_SOURCE,
+    ),
 )
 
 
@@ -88,8 +106,10 @@ def render(rows: Sequence[Row], kind: str, model: str, tolerance: float) -> str:
     for r in rows:
         published = "-" if r.example.probability is None else f"{r.example.probability:.4f}"
         verdict = "ok" if r.passed(tolerance) else "FAIL"
-        lines.append(f"  [{verdict:4}] label {r.label} (published {r.example.label})  p={r.probability:.4f} "
-                     f"(published {published})  {r.example.claim!r}")
+        lines.append(
+            f"  [{verdict:4}] label {r.label} (published {r.example.label})  p={r.probability:.4f} "
+            f"(published {published})  {r.example.claim!r}"
+        )
     if not rows:
         lines.append("  no published example for this family: nothing compared (not a pass)")
     failed = sum(not r.passed(tolerance) for r in rows)
@@ -120,9 +140,15 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``claimwatch selfcheck`` on an argparse subparsers object."""
-    p = subparsers.add_parser("selfcheck", help="run the model authors' published examples through the nli judge's adapter")
-    p.add_argument("--judge", default="nli", choices=["nli", "bespoke-minicheck"],
-                   help="nli: a local model (--model); bespoke-minicheck: the server in CLAIMWATCH_BESPOKE__*")
+    p = subparsers.add_parser(
+        "selfcheck", help="run the model authors' published examples through the nli judge's adapter"
+    )
+    p.add_argument(
+        "--judge",
+        default="nli",
+        choices=["nli", "bespoke-minicheck"],
+        help="nli: a local model (--model); bespoke-minicheck: the server in CLAIMWATCH_BESPOKE__*",
+    )
     p.add_argument("--model", default=None, help="nli: the model directory (or an id already in the local HF cache)")
     p.add_argument("--kind", default="auto", choices=["auto", "nli", "nli2", "binary", "seq2seq", "hhem"])
     p.add_argument("--device", default="cpu")

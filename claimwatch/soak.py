@@ -92,8 +92,15 @@ def _sample(registry: Any, name: str, **labels: str) -> float:
     return registry.get_sample_value(name, labels) or 0.0
 
 
-def run_soak(seconds: float, rate: float, *, workers: int = 1, judge: str = "heuristic", partitions: int = 2,
-             drain_timeout_s: float = 60.0) -> SoakReport:
+def run_soak(
+    seconds: float,
+    rate: float,
+    *,
+    workers: int = 1,
+    judge: str = "heuristic",
+    partitions: int = 2,
+    drain_timeout_s: float = 60.0,
+) -> SoakReport:
     """Run the soak and return the reconciled report (never raises for pipeline faults: they show in the books)."""
     from claimwatch.demo.app import DemoRagApp, make_provider
     from claimwatch.embedded import EmbeddedBroker
@@ -150,8 +157,9 @@ def run_soak(seconds: float, rate: float, *, workers: int = 1, judge: str = "heu
 
         stack.callback(stop_workers)
         registry = CollectorRegistry()
-        cs = CollectorSettings(kafka=KafkaConnection(bootstrap_servers=broker.bootstrap), late_span_wait_s=0.05,
-                               linger_ms=5)
+        cs = CollectorSettings(
+            kafka=KafkaConnection(bootstrap_servers=broker.bootstrap), late_span_wait_s=0.05, linger_ms=5
+        )
         proc = RagTraceProcessor(cs, registry=registry)
         provider = make_provider("soak-1")
         provider.add_span_processor(proc)
@@ -198,7 +206,11 @@ def run_soak(seconds: float, rate: float, *, workers: int = 1, judge: str = "heu
         report.sampled_out = int(_sample(registry, "claimwatch_collector_traces_total", outcome="sampled_out"))
         for fam in registry.collect():
             for s in fam.samples:
-                if s.name == "claimwatch_collector_dropped_total" and s.value and s.labels["reason"] != "missing_content":
+                if (
+                    s.name == "claimwatch_collector_dropped_total"
+                    and s.value
+                    and s.labels["reason"] != "missing_content"
+                ):
                     # (missing_content counts documents without text, not traces)
                     bucket = report.span_drops if s.labels["reason"] in _SPAN_DROP_REASONS else report.collector_drops
                     bucket[s.labels["reason"]] = int(s.value)
@@ -233,7 +245,9 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``soak`` on the ``claimwatch`` sub-command parsers."""
-    p = subparsers.add_parser("soak", help="bounded loopback soak: demo app -> collector -> Kafka -> workers; in == out")
+    p = subparsers.add_parser(
+        "soak", help="bounded loopback soak: demo app -> collector -> Kafka -> workers; in == out"
+    )
     p.add_argument("--seconds", type=float, default=60.0, help=f"how long to drive the app (max {MAX_SECONDS:.0f})")
     p.add_argument("--rate", type=float, default=20.0, help=f"requests per second (max {MAX_RATE:.0f})")
     p.add_argument("--workers", type=int, default=1, help="worker threads in the consumer group (max 8)")

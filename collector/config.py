@@ -18,7 +18,13 @@ from contract.kafka import KafkaConnection
 #: URL are facts the judge checks (and ORGANIZATION is Presidio's noisiest type); IP_ADDRESS also matches four-part
 #: version numbers (``10.2.33.4``), which the builtin backend keeps as facts too. Add any of them when needed.
 DEFAULT_REDACT_ENTITIES: tuple[str, ...] = (
-    "PERSON", "LOCATION", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN",
+    "PERSON",
+    "LOCATION",
+    "EMAIL_ADDRESS",
+    "PHONE_NUMBER",
+    "CREDIT_CARD",
+    "IBAN_CODE",
+    "US_SSN",
 )
 
 
@@ -44,8 +50,9 @@ class CollectorSettings(BaseSettings):
     """Settings for ``RagTraceProcessor`` (env: ``CLAIMWATCH_*``, nested with ``__``)."""
 
     #: an empty variable (``CLAIMWATCH_CONTEXT_FROM_PROMPT=``) means unset: the default applies
-    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore",
-                                      env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore", env_ignore_empty=True
+    )
 
     kafka: KafkaConnection = Field(default_factory=KafkaConnection)
     topic: str = "claimwatch.traces"
@@ -124,7 +131,7 @@ class CollectorSettings(BaseSettings):
     )
     redact_deny: dict[str, list[str]] = Field(
         default_factory=dict,
-        description='With `redaction_backend=presidio`: values always masked, per entity type, e.g. '
+        description="With `redaction_backend=presidio`: values always masked, per entity type, e.g. "
         '`{"PERSON": ["Dr. Who"], "PROJECT": ["Bluebird"]}` (whole words, ignoring case; a new type gets its own '
         "placeholder, `[PROJECT_1]`).",
     )

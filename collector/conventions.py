@@ -233,9 +233,12 @@ def _pick_message(messages: Iterable[Any], roles: tuple[str, ...]) -> str | None
 
 
 def _looks_like_messages(obj: Any) -> bool:
-    return isinstance(obj, list) and bool(obj) and all(
-        isinstance(m, (Mapping, list)) for m in obj
-    ) and any(isinstance(m, Mapping) and ("role" in m or "content" in m or "kwargs" in m) for m in obj)
+    return (
+        isinstance(obj, list)
+        and bool(obj)
+        and all(isinstance(m, (Mapping, list)) for m in obj)
+        and any(isinstance(m, Mapping) and ("role" in m or "content" in m or "kwargs" in m) for m in obj)
+    )
 
 
 def _pick(obj: Any, keys: tuple[str, ...], roles: tuple[str, ...], depth: int = 0) -> str | None:
@@ -389,8 +392,10 @@ def _is_document(obj: Any) -> bool:
         return False
     if isinstance(obj.get("kwargs"), Mapping):  # LangChain constructor form {"lc":1,"kwargs":{"page_content":..}}
         obj = obj["kwargs"]
-    return "page_content" in obj or ("metadata" in obj and any(k in obj for k in _DOC_TEXT_KEYS)) or (
-        "node" in obj and isinstance(obj["node"], Mapping)
+    return (
+        "page_content" in obj
+        or ("metadata" in obj and any(k in obj for k in _DOC_TEXT_KEYS))
+        or ("node" in obj and isinstance(obj["node"], Mapping))
     )
 
 
@@ -426,8 +431,14 @@ def _contexts_from_documents(docs: Iterable[Mapping[str, Any]]) -> tuple[list[Co
             continue
         metadata = doc.get("metadata") or doc.get("extra_info")
         ident = doc.get("id") or doc.get("id_") or (metadata.get("id") if isinstance(metadata, Mapping) else None)
-        ctxs.append(Context(id=_str(ident), content=content, score=_float(score if score is not None else doc.get("score")),
-                            source=_source(metadata)))
+        ctxs.append(
+            Context(
+                id=_str(ident),
+                content=content,
+                score=_float(score if score is not None else doc.get("score")),
+                source=_source(metadata),
+            )
+        )
     return ctxs, missing
 
 
@@ -575,8 +586,13 @@ class SpanExtractor:
         texts = list(_system_texts(in_msgs if isinstance(in_msgs, list) else legacy_in))
         if system is not None:
             parts = system if isinstance(system, list) else [system]
-            texts = [t for t in (_message_text(p) if isinstance(p, Mapping) else (p if isinstance(p, str) else None)
-                                 for p in parts) if t] + texts
+            texts = [
+                t
+                for t in (
+                    _message_text(p) if isinstance(p, Mapping) else (p if isinstance(p, str) else None) for p in parts
+                )
+                if t
+            ] + texts
         f.prompt_context = tuple(texts)
 
     def _traceloop(self, f: SpanFacts, attrs: Mapping[str, Any], kind: str, op: str = "") -> None:
@@ -700,8 +716,9 @@ class SpanExtractor:
             context_source = "prompt"
         has_answer = answer_span is not None and bool(answer_span.output_text)
         if not contexts:
-            return BuildResult(None, "no_context", error, signals, missing, had_answer=has_answer,
-                               had_retriever=bool(retrievers))
+            return BuildResult(
+                None, "no_context", error, signals, missing, had_answer=has_answer, had_retriever=bool(retrievers)
+            )
         if answer_span is None or not answer_span.output_text:
             return BuildResult(None, "no_answer", error, signals, missing, had_retriever=True)
 

@@ -25,15 +25,17 @@ import json
 from typing import Any, Mapping
 
 #: log events that carry GenAI message content
-GENAI_CONTENT_EVENTS = frozenset({
-    "gen_ai.client.inference.operation.details",
-    "gen_ai.content.prompt",
-    "gen_ai.content.completion",
-    "gen_ai.user.message",
-    "gen_ai.system.message",
-    "gen_ai.assistant.message",
-    "gen_ai.choice",
-})
+GENAI_CONTENT_EVENTS = frozenset(
+    {
+        "gen_ai.client.inference.operation.details",
+        "gen_ai.content.prompt",
+        "gen_ai.content.completion",
+        "gen_ai.user.message",
+        "gen_ai.system.message",
+        "gen_ai.assistant.message",
+        "gen_ai.choice",
+    }
+)
 _MASK64 = (1 << 64) - 1
 
 
@@ -81,11 +83,29 @@ def event_attributes(event_name: str, attributes: Mapping[str, Any] | None, body
 class EventSpan:
     """A GenAI content event in the shape the span extractor reads (a child of the span it was logged in)."""
 
-    __slots__ = ("context", "parent", "name", "start_time", "end_time", "status", "attributes", "events",
-                 "resource", "dropped_attributes")
+    __slots__ = (
+        "context",
+        "parent",
+        "name",
+        "start_time",
+        "end_time",
+        "status",
+        "attributes",
+        "events",
+        "resource",
+        "dropped_attributes",
+    )
 
-    def __init__(self, trace_id: int, span_id: int, name: str, timestamp: int, attributes: dict[str, Any],
-                 resource: Any = None, seq: int = 0) -> None:
+    def __init__(
+        self,
+        trace_id: int,
+        span_id: int,
+        name: str,
+        timestamp: int,
+        attributes: dict[str, Any],
+        resource: Any = None,
+        seq: int = 0,
+    ) -> None:
         synthetic = hash((span_id, timestamp, name, seq)) & _MASK64 or 1
         self.context = _Ctx(trace_id, synthetic)
         self.parent = _Ctx(trace_id, span_id)
@@ -124,8 +144,9 @@ class RagLogProcessor(_Base):
             self._seq += 1
             attrs = event_attributes(name, rec.attributes, rec.body)
             ts = rec.timestamp or rec.observed_timestamp or 0
-            self._spans.on_end(EventSpan(trace_id, span_id, name, ts, attrs, getattr(log_record, "resource", None),
-                                         self._seq))
+            self._spans.on_end(
+                EventSpan(trace_id, span_id, name, ts, attrs, getattr(log_record, "resource", None), self._seq)
+            )
         except Exception:  # pragma: no cover - must never reach the app
             try:
                 self._spans.metrics.drop("internal")

@@ -48,8 +48,13 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         if r.auth.enabled:
             metadata = dict(context.invocation_metadata() or ())
             if not r.auth.check(metadata.get("authorization")):
-                self._refuse(context, grpc.StatusCode.UNAUTHENTICATED, "unauthenticated",
-                             "missing or invalid bearer token", retry=False)
+                self._refuse(
+                    context,
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "unauthenticated",
+                    "missing or invalid bearer token",
+                    retry=False,
+                )
         pressure = r.pipeline.saturation()
         if pressure is not None:
             code = grpc.StatusCode.UNAVAILABLE if pressure == "sink_full" else grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -73,10 +78,12 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
             detail = any_pb2.Any()
             detail.Pack(info)
             status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
-            context.set_trailing_metadata((
-                ("grpc-status-details-bin", status.SerializeToString()),
-                ("google.rpc.retryinfo-bin", info.SerializeToString()),
-            ))
+            context.set_trailing_metadata(
+                (
+                    ("grpc-status-details-bin", status.SerializeToString()),
+                    ("google.rpc.retryinfo-bin", info.SerializeToString()),
+                )
+            )
         context.abort(code, message)
         raise AssertionError("context.abort raises")  # pragma: no cover
 
@@ -114,4 +121,3 @@ def start_grpc(receiver: "OtlpReceiver") -> GrpcServer:
     server.start()
     log.info("receiver_grpc_started", host=s.host, port=port, tls=receiver.tls)
     return GrpcServer(server, port)
-

@@ -94,7 +94,7 @@ class LimitedConnection(RequestHandler):
                 self._refuse(self._policy.canned(431))
                 return
             if end < 0:
-                self._head_tail = joined[-(len(_HEAD_END) - 1):]
+                self._head_tail = joined[-(len(_HEAD_END) - 1) :]
             else:
                 self._head_bytes, self._head_tail = 0, b""
                 self._disarm()

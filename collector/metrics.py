@@ -99,9 +99,7 @@ def get_metrics(registry: CollectorRegistry | None = None) -> CollectorMetrics:
             spans=Counter(
                 "claimwatch_collector_spans_total", "Spans handled by the collector's background thread", registry=reg
             ),
-            traces=Counter(
-                "claimwatch_collector_traces_total", "Traces by outcome", ["outcome"], registry=reg
-            ),
+            traces=Counter("claimwatch_collector_traces_total", "Traces by outcome", ["outcome"], registry=reg),
             dropped=Counter(
                 "claimwatch_collector_dropped_total",
                 "Spans, traces or records dropped by the collector, by reason",
@@ -115,7 +113,9 @@ def get_metrics(registry: CollectorRegistry | None = None) -> CollectorMetrics:
                 registry=reg,
             ),
             buffered_traces=Gauge(
-                "claimwatch_collector_buffered_traces", "Traces being assembled (waiting for their root span)", registry=reg
+                "claimwatch_collector_buffered_traces",
+                "Traces being assembled (waiting for their root span)",
+                registry=reg,
             ),
             produce_latency=Histogram(
                 "claimwatch_collector_produce_latency_seconds",
@@ -124,10 +124,15 @@ def get_metrics(registry: CollectorRegistry | None = None) -> CollectorMetrics:
                 registry=reg,
             ),
             produce_errors=Counter(
-                "claimwatch_collector_produce_errors_total", "Failed produce attempts by error class", ["reason"], registry=reg
+                "claimwatch_collector_produce_errors_total",
+                "Failed produce attempts by error class",
+                ["reason"],
+                registry=reg,
             ),
             truncated=Counter(
-                "claimwatch_collector_truncated_total", "Records cut by enforce_limits to fit the size limits", registry=reg
+                "claimwatch_collector_truncated_total",
+                "Records cut by enforce_limits to fit the size limits",
+                registry=reg,
             ),
             sampling=Counter(
                 "claimwatch_collector_sampling_decisions_total",

@@ -189,9 +189,7 @@ def to_span(span: trace_pb2.Span, resource: SpanResource, scope: str = "") -> Ot
     if span.parent_span_id:
         remote = bool(span.flags & FLAG_HAS_IS_REMOTE) and bool(span.flags & FLAG_IS_REMOTE)
         parent = SpanRef(trace_id, int.from_bytes(span.parent_span_id, "big"), remote)
-    events = tuple(
-        SpanEvent(e.name, attributes(e.attributes), e.time_unix_nano) for e in span.events
-    )
+    events = tuple(SpanEvent(e.name, attributes(e.attributes), e.time_unix_nano) for e in span.events)
     links = tuple(
         SpanRef(int.from_bytes(link.trace_id, "big"), int.from_bytes(link.span_id, "big"))
         for link in span.links

@@ -147,8 +147,14 @@ class OtlpBridge(OtlpIngest):
         clock: Callable[[], float] = time.monotonic,
         redact: Callable[[str], str] | None = None,
     ) -> None:
-        super().__init__(collector_settings, sink=sink, registry=registry, producer_factory=producer_factory,
-                         clock=clock, redact=redact)
+        super().__init__(
+            collector_settings,
+            sink=sink,
+            registry=registry,
+            producer_factory=producer_factory,
+            clock=clock,
+            redact=redact,
+        )
         self.settings = settings or BridgeSettings()
         self.offsets = OffsetTracker(self.pipeline.is_buffered)
         self._consumer = consumer
@@ -273,8 +279,11 @@ class OtlpBridge(OtlpIngest):
             log.warning("bridge_commit_on_revoke_failed", error=type(exc).__name__, detail=str(exc)[:200])
         dropped = self.pipeline.drop_incomplete()
         self.offsets.forget(None)
-        log.info("bridge_partitions_revoked", partitions=sorted(tp.partition for tp in revoked),
-                 open_traces_left_to_next_owner=dropped)
+        log.info(
+            "bridge_partitions_revoked",
+            partitions=sorted(tp.partition for tp in revoked),
+            open_traces_left_to_next_owner=dropped,
+        )
 
     def close(self) -> None:
         """Emit complete traces, flush, commit, close the consumer and the sink."""
@@ -326,8 +335,13 @@ def cmd_bridge(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    log.info("bridge_starting", source_topic=settings.source_topic, topic=csettings.topic, group=settings.group_id,
-             bootstrap=csettings.kafka.bootstrap_servers)
+    log.info(
+        "bridge_starting",
+        source_topic=settings.source_topic,
+        topic=csettings.topic,
+        group=settings.group_id,
+        bootstrap=csettings.kafka.bootstrap_servers,
+    )
     n = bridge.run(idle_timeout_s=args.idle_timeout)
     log.info("bridge_stopped", messages=n)
     if server is not None:
@@ -339,11 +353,15 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``claimwatch bridge`` on an argparse subparsers object."""
     p = subparsers.add_parser("bridge", help="OTel Collector kafkaexporter topic (otlp_spans) -> RagTrace records")
     p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
-    p.add_argument("--source-topic", default=None, help="Collector topic (CLAIMWATCH_BRIDGE_SOURCE_TOPIC, default otlp_spans)")
+    p.add_argument(
+        "--source-topic", default=None, help="Collector topic (CLAIMWATCH_BRIDGE_SOURCE_TOPIC, default otlp_spans)"
+    )
     p.add_argument("--topic", default=None, help="RagTrace topic (CLAIMWATCH_TOPIC, default claimwatch.traces)")
     p.add_argument("--group", default=None, help="consumer group (CLAIMWATCH_BRIDGE_GROUP_ID)")
     p.add_argument("--encoding", choices=["otlp_proto", "otlp_json"], default=None)
-    p.add_argument("--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT; off by default)")
+    p.add_argument(
+        "--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT; off by default)"
+    )
     p.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
     p.set_defaults(func=cmd_bridge)
     return p

@@ -37,7 +37,7 @@ log = get_logger("claimwatch.collector")
 #: what to do about a drop, logged with it
 _DROP_HINTS = {
     "late_span": "a span ended after its trace was emitted: raise CLAIMWATCH_LATE_SPAN_WAIT_S (seconds after the "
-                 "root ends that children are still taken)",
+    "root ends that children are still taken)",
     "ttl_evicted": "the trace's root span never arrived within CLAIMWATCH_TRACE_TTL_S",
     "buffer_full": "more open traces than CLAIMWATCH_MAX_BUFFERED_TRACES: the oldest was evicted",
     "too_many_spans": "a trace had more than CLAIMWATCH_MAX_SPANS_PER_TRACE spans",
@@ -116,8 +116,9 @@ class TracePipeline:
         """Count a drop and log it (rate-limited per reason) with what to do about it."""
         self.metrics.drop(reason, amount)
         hint = _DROP_HINTS.get(reason)
-        self.ratelog.warn(f"dropped_{reason}", "collector_dropped", reason=reason, amount=amount,
-                          **({"hint": hint} if hint else {}))
+        self.ratelog.warn(
+            f"dropped_{reason}", "collector_dropped", reason=reason, amount=amount, **({"hint": hint} if hint else {})
+        )
 
     def reset(self) -> None:
         """Forget every buffered trace and take a fresh lock (a forked child starts empty)."""
@@ -193,18 +194,25 @@ class TracePipeline:
             if dropped and any(f.convention for f in completed.facts):
                 # a RAG-looking trace (spans of a known convention) that lost attributes to the SDK's limit
                 m.drop("attribute_limit")
-                self.ratelog.warn("attribute_limit_lost", "a trace that lost span attributes to the SDK's attribute "
-                                  "count limit is not a usable RAG trace (" + result.reason + "): raise "
-                                  "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
-                                  reason=result.reason, dropped_attributes=dropped)
+                self.ratelog.warn(
+                    "attribute_limit_lost",
+                    "a trace that lost span attributes to the SDK's attribute "
+                    "count limit is not a usable RAG trace (" + result.reason + "): raise "
+                    "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
+                    reason=result.reason,
+                    dropped_attributes=dropped,
+                )
             self._explain_not_rag(result)
             return False
         if dropped:
             m.trace("incomplete")
-            self.ratelog.warn("attribute_limit_incomplete", "spans lost attributes to the SDK's attribute count "
-                              "limit: the record is flagged incomplete (documents, question or span kind may be "
-                              "missing); raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
-                              dropped_attributes=dropped)
+            self.ratelog.warn(
+                "attribute_limit_incomplete",
+                "spans lost attributes to the SDK's attribute count "
+                "limit: the record is flagged incomplete (documents, question or span kind may be "
+                "missing); raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
+                dropped_attributes=dropped,
+            )
         decision = self.sampler.decide(
             completed.trace_id, slices=result.record.slices, error=result.error, signals=result.signals
         )
@@ -253,7 +261,8 @@ class TracePipeline:
                 "retrieval and generation arrive in separate traces, so no trace has both documents and an answer: "
                 "wrap each request in one span (with tracer.start_as_current_span('rag-request'): ...) so the "
                 "retriever and LLM spans share a trace",
-                answer_only=self._answer_only, retrieval_only=self._retrieval_only,
+                answer_only=self._answer_only,
+                retrieval_only=self._retrieval_only,
             )
         elif self._answer_only >= 20 and not self._retrieval_only and not self.settings.context_from_prompt:
             warn_once(
@@ -298,7 +307,11 @@ class OtlpIngest:
 
         self.collector_settings = collector_settings or CollectorSettings()
         self.pipeline = TracePipeline.to_kafka(
-            self.collector_settings, sink=sink, registry=registry, producer_factory=producer_factory, clock=clock,
+            self.collector_settings,
+            sink=sink,
+            registry=registry,
+            producer_factory=producer_factory,
+            clock=clock,
             redact=redact,
         )
         self.metrics = self.pipeline.metrics

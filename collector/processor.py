@@ -87,8 +87,11 @@ def check_environment(environ: Any = None) -> list[str]:
         )
     if (env.get("TRACELOOP_TRACE_CONTENT") or "").strip().lower() in ("false", "0", "no", "off"):
         keys.append("traceloop_content_off")
-        warn_once("traceloop_content_off", "TRACELOOP_TRACE_CONTENT=false: Traceloop spans carry no text; "
-                  "unset it or set TRACELOOP_TRACE_CONTENT=true")
+        warn_once(
+            "traceloop_content_off",
+            "TRACELOOP_TRACE_CONTENT=false: Traceloop spans carry no text; "
+            "unset it or set TRACELOOP_TRACE_CONTENT=true",
+        )
     keys += _check_genai_content(env)
     return keys
 
@@ -124,18 +127,28 @@ def _check_genai_content(env: Any, installed: Callable[[str], bool] = _loaded) -
     value = (raw or "").strip().lower()
     util = installed("opentelemetry.util.genai")
     if util and value == "true":
-        warn_once("genai_content_true", f"{GENAI_CAPTURE_ENV}=true is rejected by opentelemetry-util-genai (it falls "
-                  "back to no content): set it to span_only (or span_and_event)", value=raw)
+        warn_once(
+            "genai_content_true",
+            f"{GENAI_CAPTURE_ENV}=true is rejected by opentelemetry-util-genai (it falls "
+            "back to no content): set it to span_only (or span_and_event)",
+            value=raw,
+        )
         return ["genai_content_true"]
     if util and value == "event_only":
-        warn_once("genai_content_events", f"{GENAI_CAPTURE_ENV}=event_only puts messages on log records and writes "
-                  "retrieved documents nowhere: set span_and_event (or span_only); with events, also add "
-                  "logger_provider.add_log_record_processor(processor.log_processor())")
+        warn_once(
+            "genai_content_events",
+            f"{GENAI_CAPTURE_ENV}=event_only puts messages on log records and writes "
+            "retrieved documents nowhere: set span_and_event (or span_only); with events, also add "
+            "logger_provider.add_log_record_processor(processor.log_processor())",
+        )
         return ["genai_content_events"]
     if value in ("", "false", "0", "no", "off", "no_content"):
         fix = "span_only" if util else "true"
-        warn_once("genai_content_off", f"OTel GenAI spans carry no message content, so answers cannot be judged: "
-                  f"set {GENAI_CAPTURE_ENV}={fix}", value=raw)
+        warn_once(
+            "genai_content_off",
+            f"OTel GenAI spans carry no message content, so answers cannot be judged: set {GENAI_CAPTURE_ENV}={fix}",
+            value=raw,
+        )
         return ["genai_content_off"]
     return []
 
@@ -191,8 +204,10 @@ class RagTraceProcessor(SpanProcessor):
         self._span_queue_size = span_queue_size or max(1, self.settings.queue_size * 2)
         #: queued spans above which the background thread stops yielding the GIL (it is behind)
         self._yield_backlog = max(256, self._span_queue_size // 20)
-        self.sink: Any = sink if sink is not None else KafkaSink(
-            self.settings, producer_factory=producer_factory, metrics=self.metrics
+        self.sink: Any = (
+            sink
+            if sink is not None
+            else KafkaSink(self.settings, producer_factory=producer_factory, metrics=self.metrics)
         )
         self.pipeline = TracePipeline(self.settings, sink=self.sink, metrics=self.metrics, clock=clock, redact=redact)
         #: the provider's span limits are checked on the first span (from_env() or not, check_provider() or not)

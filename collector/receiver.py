@@ -183,8 +183,14 @@ class OtlpReceiver(OtlpIngest):
         token = s.auth_token.get_secret_value() if s.auth_token is not None else None
         self.auth = TokenAuth.from_settings(token, s.auth_token_file)
         self.tls = tls.check_pair(s.tls_cert_file, s.tls_key_file)
-        super().__init__(collector_settings, sink=sink, registry=registry, producer_factory=producer_factory,
-                         clock=clock, redact=redact)
+        super().__init__(
+            collector_settings,
+            sink=sink,
+            registry=registry,
+            producer_factory=producer_factory,
+            clock=clock,
+            redact=redact,
+        )
         self.budget = Budget(s.max_concurrent_requests, s.max_inflight_bytes)
         # what collector.http_conn reads (ConnectionPolicy)
         self.header_timeout_s, self.max_header_bytes = s.header_timeout_s, s.max_header_bytes
@@ -222,20 +228,38 @@ class OtlpReceiver(OtlpIngest):
         pump = threading.Thread(target=self._pump, name="claimwatch-otlp-pump", daemon=True)
         self._threads = [http, pump]
         pump.start()
-        log.info("receiver_started", host=self.settings.host, port=self.port, path=self.settings.path,
-                 grpc_port=self.grpc_port, tls=self.tls, auth=self.auth.enabled, topic=self.collector_settings.topic)
+        log.info(
+            "receiver_started",
+            host=self.settings.host,
+            port=self.port,
+            path=self.settings.path,
+            grpc_port=self.grpc_port,
+            tls=self.tls,
+            auth=self.auth.enabled,
+            topic=self.collector_settings.topic,
+        )
         return self
 
     async def _listen(self) -> None:
         s = self.settings
         self._web = LimitedServer(
-            self._handle, self, keepalive_timeout=s.keepalive_timeout_s, lingering_time=s.linger_s,
-            max_line_size=s.max_header_bytes, max_field_size=s.max_header_bytes, auto_decompress=False,
+            self._handle,
+            self,
+            keepalive_timeout=s.keepalive_timeout_s,
+            lingering_time=s.linger_s,
+            max_line_size=s.max_header_bytes,
+            max_field_size=s.max_header_bytes,
+            auto_decompress=False,
             access_log=None,
         )
         ssl_ctx = tls.server_context(s.tls_cert_file, s.tls_key_file) if self.tls else None  # type: ignore[arg-type]
         self._listener = await asyncio.get_running_loop().create_server(
-            self._web, s.host, s.port, backlog=s.listen_backlog, reuse_address=True, ssl=ssl_ctx,
+            self._web,
+            s.host,
+            s.port,
+            backlog=s.listen_backlog,
+            reuse_address=True,
+            ssl=ssl_ctx,
             ssl_handshake_timeout=s.header_timeout_s if ssl_ctx is not None else None,
         )
         self._port = self._listener.sockets[0].getsockname()[1]
@@ -331,12 +355,17 @@ class OtlpReceiver(OtlpIngest):
         return self._canned[code]
 
     def _raw_status(self, code: int) -> bytes:
-        messages = {408: "request head not received in time", 431: "request line and headers too large",
-                    503: "claimwatch receiver is busy; retry later"}
+        messages = {
+            408: "request head not received in time",
+            431: "request line and headers too large",
+            503: "claimwatch receiver is busy; retry later",
+        }
         payload = status_pb2.Status(code=_STATUS_CODES[code], message=messages[code]).SerializeToString()
         retry = f"Retry-After: {self.settings.retry_after_s}\r\n" if code == 503 else ""
-        return (f"HTTP/1.1 {code} {_REASON_PHRASES[code]}\r\nContent-Type: {PROTOBUF}\r\n"
-                f"Content-Length: {len(payload)}\r\n{retry}Connection: close\r\n\r\n").encode("ascii") + payload
+        return (
+            f"HTTP/1.1 {code} {_REASON_PHRASES[code]}\r\nContent-Type: {PROTOBUF}\r\n"
+            f"Content-Length: {len(payload)}\r\n{retry}Connection: close\r\n\r\n"
+        ).encode("ascii") + payload
 
     # -- HTTP requests -----------------------------------------------------------
     async def _handle(self, req: web.BaseRequest) -> web.StreamResponse:
@@ -352,8 +381,9 @@ class OtlpReceiver(OtlpIngest):
             if not self.auth.check(req.headers.get("Authorization")):
                 raise Reject(401, "unauthenticated", "missing or invalid bearer token")
             if ctype not in (PROTOBUF, JSON):
-                raise Reject(415, "unsupported_media_type",
-                             f"unsupported Content-Type {ctype!r}; use {PROTOBUF} or {JSON}")
+                raise Reject(
+                    415, "unsupported_media_type", f"unsupported Content-Type {ctype!r}; use {PROTOBUF} or {JSON}"
+                )
             encoding = (req.headers.get("Content-Encoding") or "identity").strip().lower()
             if encoding not in ("gzip", "identity", ""):
                 raise Reject(415, "unsupported_media_type", f"unsupported Content-Encoding {encoding!r}; use gzip")
@@ -370,13 +400,18 @@ class OtlpReceiver(OtlpIngest):
                 raise Reject(503, "busy", "claimwatch receiver is busy; retry later", retry=True)
             pressure = self.pipeline.saturation()
             if pressure is not None:
-                raise Reject(503 if pressure == "sink_full" else 429, pressure,
-                             f"claimwatch receiver is saturated ({pressure}); retry later", retry=True)
+                raise Reject(
+                    503 if pressure == "sink_full" else 429,
+                    pressure,
+                    f"claimwatch receiver is saturated ({pressure}); retry later",
+                    retry=True,
+                )
             if req.headers.get("Expect", "").lower() == "100-continue":  # admitted: now the client may send
                 await req.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             try:
-                body = await asyncio.wait_for(self._read_body(req, length, ticket, gzipped, ctype),
-                                              self.settings.body_timeout_s)
+                body = await asyncio.wait_for(
+                    self._read_body(req, length, ticket, gzipped, ctype), self.settings.body_timeout_s
+                )
             except asyncio.TimeoutError:
                 raise Reject(408, "body_timeout", "request body not received in time", close=True) from None
             loop = asyncio.get_running_loop()
@@ -406,8 +441,9 @@ class OtlpReceiver(OtlpIngest):
         inflated = min(sent * GZIP_RATIO[ctype], self.settings.max_body_bytes) if gzipped else sent
         return sent + inflated * DECODE_COST[ctype]
 
-    async def _read_body(self, req: web.BaseRequest, length: int | None, ticket: Ticket, gzipped: bool,
-                         ctype: str) -> bytearray:
+    async def _read_body(
+        self, req: web.BaseRequest, length: int | None, ticket: Ticket, gzipped: bool, ctype: str
+    ) -> bytearray:
         """The body (Content-Length or chunked) in one buffer; a chunked body grows its ticket as it arrives."""
         limit = self.settings.max_body_bytes
         body = bytearray()
@@ -545,12 +581,21 @@ def cmd_receiver(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``claimwatch receiver`` on an argparse subparsers object."""
-    p = subparsers.add_parser("receiver", help="OTLP/HTTP (+gRPC) trace receiver: spans from any language -> RagTrace on Kafka")
-    p.add_argument("--grpc-port", type=int, default=None, help="OTLP/gRPC port (CLAIMWATCH_RECEIVER_GRPC_PORT, e.g. 4317; off by default)")
+    p = subparsers.add_parser(
+        "receiver", help="OTLP/HTTP (+gRPC) trace receiver: spans from any language -> RagTrace on Kafka"
+    )
+    p.add_argument(
+        "--grpc-port",
+        type=int,
+        default=None,
+        help="OTLP/gRPC port (CLAIMWATCH_RECEIVER_GRPC_PORT, e.g. 4317; off by default)",
+    )
     p.add_argument("--host", default=None, help="bind address (CLAIMWATCH_RECEIVER_HOST, default 0.0.0.0)")
     p.add_argument("--port", type=int, default=None, help="port (CLAIMWATCH_RECEIVER_PORT, default 4318)")
     p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
     p.add_argument("--topic", default=None, help="RagTrace topic (CLAIMWATCH_TOPIC, default claimwatch.traces)")
-    p.add_argument("--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT; off by default)")
+    p.add_argument(
+        "--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT; off by default)"
+    )
     p.set_defaults(func=cmd_receiver)
     return p

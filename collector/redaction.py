@@ -120,7 +120,9 @@ class Redactor:
                 raise ConfigError("redact_phones needs the phonenumbers package") from exc
             unknown = [r for r in self.phone_regions if r not in phonenumbers.SUPPORTED_REGIONS]
             if unknown:
-                raise ConfigError(f"redact_phone_regions: unknown region code(s) {unknown}; use ISO 3166 codes like US, GB")
+                raise ConfigError(
+                    f"redact_phone_regions: unknown region code(s) {unknown}; use ISO 3166 codes like US, GB"
+                )
             self._phonenumbers = phonenumbers
             self._leniency = getattr(phonenumbers.Leniency, phone_leniency.upper())
 

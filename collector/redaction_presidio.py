@@ -59,8 +59,16 @@ SPACY_EXCLUDE = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer",
 LEMMA_COMPONENT = "claimwatch_lower_lemma"
 #: spaCy labels -> Presidio entity types (Presidio's conf/default.yaml); labels not listed are ignored
 NER_MAPPING = {
-    "PER": "PERSON", "PERSON": "PERSON", "NORP": "NRP", "FAC": "LOCATION", "LOC": "LOCATION", "GPE": "LOCATION",
-    "LOCATION": "LOCATION", "ORG": "ORGANIZATION", "ORGANIZATION": "ORGANIZATION", "DATE": "DATE_TIME",
+    "PER": "PERSON",
+    "PERSON": "PERSON",
+    "NORP": "NRP",
+    "FAC": "LOCATION",
+    "LOC": "LOCATION",
+    "GPE": "LOCATION",
+    "LOCATION": "LOCATION",
+    "ORG": "ORGANIZATION",
+    "ORGANIZATION": "ORGANIZATION",
+    "DATE": "DATE_TIME",
     "TIME": "DATE_TIME",
 }
 #: Presidio entity type -> placeholder kind, where the builtin backend already has a name for it
@@ -175,8 +183,18 @@ def _build_analyzer(
         models=[{"lang_code": LANGUAGE, "model_name": model_name}],
         ner_model_configuration=nlp_engines.NerModelConfiguration(
             model_to_presidio_entity_mapping=dict(NER_MAPPING),
-            labels_to_ignore=["CARDINAL", "EVENT", "LANGUAGE", "LAW", "MONEY", "ORDINAL", "PERCENT", "PRODUCT",
-                              "QUANTITY", "WORK_OF_ART"],
+            labels_to_ignore=[
+                "CARDINAL",
+                "EVENT",
+                "LANGUAGE",
+                "LAW",
+                "MONEY",
+                "ORDINAL",
+                "PERCENT",
+                "PRODUCT",
+                "QUANTITY",
+                "WORK_OF_ART",
+            ],
         ),
     )
     engine.nlp = {LANGUAGE: model.nlp}  # already loaded: SpacyNlpEngine.load (which may download) never runs
@@ -185,12 +203,16 @@ def _build_analyzer(
     registry.remove_recognizer("EmailRecognizer")
     registry.add_recognizer(_offline_email_recognizer(recognizers))
     registry.remove_recognizer("PhoneRecognizer")  # the builtin backend's regions and leniency
-    registry.add_recognizer(recognizers.PhoneRecognizer(
-        supported_regions=list(phone_regions), leniency=LENIENCIES.index(phone_leniency)))
+    registry.add_recognizer(
+        recognizers.PhoneRecognizer(supported_regions=list(phone_regions), leniency=LENIENCIES.index(phone_leniency))
+    )
     for entity, values in deny.items():
         if values:
-            registry.add_recognizer(presidio.PatternRecognizer(
-                supported_entity=entity, deny_list=list(values), name=f"claimwatch_deny_{entity}"))
+            registry.add_recognizer(
+                presidio.PatternRecognizer(
+                    supported_entity=entity, deny_list=list(values), name=f"claimwatch_deny_{entity}"
+                )
+            )
     analyzer = presidio.AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=[LANGUAGE])
     return _Analyzer(analyzer, model, time.perf_counter() - started)
 
@@ -247,19 +269,27 @@ class PresidioDetector:
         self.allow = {" ".join(v.split()).casefold() for v in allow}
         self.min_score = min_score
         self.phone_regions = tuple(r.upper() for r in phone_regions) or ("US",)
-        key = (analyzer_module, model, tuple((e, tuple(v)) for e, v in sorted(self.deny.items())),
-               self.phone_regions, phone_leniency)
+        key = (
+            analyzer_module,
+            model,
+            tuple((e, tuple(v)) for e, v in sorted(self.deny.items())),
+            self.phone_regions,
+            phone_leniency,
+        )
         with _cache_lock:
             cached = _analyzers.get(key)
             if cached is None:
                 cached = _analyzers[key] = _build_analyzer(
-                    analyzer_module, model, self.deny, self.phone_regions, phone_leniency)
+                    analyzer_module, model, self.deny, self.phone_regions, phone_leniency
+                )
         self._analyzer = cached
         supported = set(cached.engine.get_supported_entities(LANGUAGE))
         unknown = [e for e in self.entities if e not in supported]
         if unknown:
-            raise ConfigError(f"redact_entities: Presidio does not detect {unknown}; it detects {sorted(supported)} "
-                              "(a new type can be given values with redact_deny)")
+            raise ConfigError(
+                f"redact_entities: Presidio does not detect {unknown}; it detects {sorted(supported)} "
+                "(a new type can be given values with redact_deny)"
+            )
 
     @classmethod
     def from_settings(cls, settings: CollectorSettings) -> "PresidioDetector":
@@ -290,8 +320,13 @@ class PresidioDetector:
             engine = analyzer.engine
             batch = engine.nlp_engine.process_batch([t for _, t in work], language=LANGUAGE, batch_size=len(work))
             for (i, text), (_, artifacts) in zip(work, batch):
-                results = engine.analyze(text=text, language=LANGUAGE, entities=self.entities,
-                                         score_threshold=self.min_score, nlp_artifacts=artifacts)
+                results = engine.analyze(
+                    text=text,
+                    language=LANGUAGE,
+                    entities=self.entities,
+                    score_threshold=self.min_score,
+                    nlp_artifacts=artifacts,
+                )
                 out[i] = self._keep(text, results)
                 time.sleep(0)  # drop the GIL between strings, like the collector's background thread between spans
         return out
@@ -300,7 +335,7 @@ class PresidioDetector:
         facts: list[tuple[int, int]] | None = None
         kept = []
         for r in results:
-            value = text[r.start:r.end]
+            value = text[r.start : r.end]
             if not value.strip() or " ".join(value.split()).casefold() in self.allow:
                 continue
             if r.entity_type == "PHONE_NUMBER":
@@ -314,8 +349,10 @@ class PresidioDetector:
     # -- masking -----------------------------------------------------------
     def mask(self, texts: Sequence[str], masker: Masker) -> list[str]:
         """``texts`` (the strings of one record, in order) with every finding replaced by its numbered placeholder."""
-        found = [[(s, e, ent, sc, _normal(ent, text[s:e], self.phone_regions)) for s, e, ent, sc in spans]
-                 for text, spans in zip(texts, self.detect(texts))]
+        found = [
+            [(s, e, ent, sc, _normal(ent, text[s:e], self.phone_regions)) for s, e, ent, sc in spans]
+            for text, spans in zip(texts, self.detect(texts))
+        ]
         alias, alias_surfaces = _surname_aliases(texts, found)
         # one entity type per value (highest score, then first seen), and every surface form of each value
         best: dict[str, tuple[float, str]] = {}
@@ -333,7 +370,8 @@ class PresidioDetector:
         for surface, (key, score) in alias_surfaces.items():
             surfaces.setdefault(surface, (key, score))
         occurrences = re.compile(
-            r"(?<!\w)(?:" + "|".join(map(re.escape, sorted(surfaces, key=len, reverse=True))) + r")(?!\w)")
+            r"(?<!\w)(?:" + "|".join(map(re.escape, sorted(surfaces, key=len, reverse=True))) + r")(?!\w)"
+        )
         out = []
         for text, spans in zip(texts, found):
             candidates = [_Found(s, e, alias.get(k, k) if ent == "PERSON" else k, sc) for s, e, ent, sc, k in spans]
@@ -351,7 +389,7 @@ class PresidioDetector:
                 entity = best[c.key][1]
                 masks.append((c, masker.mask(PLACEHOLDER.get(entity, entity), c.key)))
             for c, placeholder in reversed(masks):
-                text = text[:c.start] + placeholder + text[c.end:]
+                text = text[: c.start] + placeholder + text[c.end :]
             out.append(text)
         return out
 
@@ -372,8 +410,13 @@ def _surname_aliases(
             parts = key.split()
             words = text[start:end].split()
             last = words[-1] if words else ""
-            if entity != "PERSON" or len(parts) < 2 or len(last) < 2 or not last[:1].isupper() \
-                    or not last.replace("-", "").replace("'", "").isalpha():
+            if (
+                entity != "PERSON"
+                or len(parts) < 2
+                or len(last) < 2
+                or not last[:1].isupper()
+                or not last.replace("-", "").replace("'", "").isalpha()
+            ):
                 continue
             fulls.setdefault(parts[-1], set()).add(key)
             if last not in forms or score > forms[last][1]:

@@ -32,7 +32,19 @@ from collector.config import SamplingSettings
 
 _TRACE_ID_LIMIT = (1 << 64) - 1
 _NEGATIVE_WORDS = frozenset(
-    {"negative", "thumbs_down", "thumbsdown", "thumbs-down", "down", "bad", "dislike", "unhelpful", "wrong", "true", "yes"}
+    {
+        "negative",
+        "thumbs_down",
+        "thumbsdown",
+        "thumbs-down",
+        "down",
+        "bad",
+        "dislike",
+        "unhelpful",
+        "wrong",
+        "true",
+        "yes",
+    }
 )
 
 REASONS = frozenset({"keep_error", "keep_feedback", "keep_release", "ratio_in", "ratio_out", "rate_limited"})
@@ -114,7 +126,9 @@ class TokenBucket:
 class Sampler:
     """Applies keep rules, the deterministic ratio and the token bucket."""
 
-    def __init__(self, settings: SamplingSettings | None = None, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, settings: SamplingSettings | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.settings = settings or SamplingSettings()
         self._bucket = TokenBucket(self.settings.rate_per_second, self.settings.burst, clock=clock)
         self._overrides: list[tuple[str, str, float]] = []
@@ -143,9 +157,7 @@ class Sampler:
         keep_reason = None
         if error and self.settings.always_keep_errors:
             keep_reason = "keep_error"
-        elif any(
-            name in signals and is_negative_feedback(signals[name]) for name in self.settings.feedback_attributes
-        ):
+        elif any(name in signals and is_negative_feedback(signals[name]) for name in self.settings.feedback_attributes):
             keep_reason = "keep_feedback"
         elif slices.get("release") in self._keep_releases:
             keep_reason = "keep_release"

@@ -292,8 +292,13 @@ class KafkaSink:
             future = self._producer.send(self.topic, key=key, value=value)
         except Exception as exc:
             if not final and _is_metadata_timeout(exc):
-                self._ratelog.warn("send_metadata_timeout", "collector_send_retrying", error=type(exc).__name__,
-                                   detail=str(exc)[:200], topic=self.topic)
+                self._ratelog.warn(
+                    "send_metadata_timeout",
+                    "collector_send_retrying",
+                    error=type(exc).__name__,
+                    detail=str(exc)[:200],
+                    topic=self.topic,
+                )
                 return False
             self._failed(exc)
             return True
@@ -312,8 +317,13 @@ class KafkaSink:
     def _failed(self, exc: BaseException) -> None:
         """A record lost to Kafka: counted by error class and as a produce_error drop, logged at most once a minute."""
         self.metrics.produce_error(type(exc).__name__)
-        self._ratelog.warn(f"produce_failed_{type(exc).__name__}", "collector_produce_failed",
-                           error=type(exc).__name__, detail=str(exc)[:200], topic=self.topic)
+        self._ratelog.warn(
+            f"produce_failed_{type(exc).__name__}",
+            "collector_produce_failed",
+            error=type(exc).__name__,
+            detail=str(exc)[:200],
+            topic=self.topic,
+        )
 
 
 def _is_metadata_timeout(exc: BaseException) -> bool:

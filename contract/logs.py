@@ -69,9 +69,7 @@ def configure_logging(level: str = "INFO", json_logs: bool | None = None) -> Non
     """Configure structlog once per process (idempotent)."""
     if json_logs is None:
         json_logs = not sys.stderr.isatty()
-    renderer: Any = (
-        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer(colors=True)
-    )
+    renderer: Any = structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer(colors=True)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -37,6 +37,7 @@ _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]|\xed[\xa0-\xbf]")
 #: the slice labels metrics are broken down by unless configured otherwise (bounded: never trace ids or text)
 DEFAULT_SLICE_LABELS: tuple[str, ...] = ("release", "model", "route", "environment")
 
+
 class Context(BaseModel):
     """One retrieved chunk, in retrieval order."""
 
@@ -120,7 +121,9 @@ class RagTrace(BaseModel):
         try:
             rec = cls.model_validate(raw)
         except ValidationError as exc:  # messages without the offending input: it may be personal data
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False)[:5])
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False)[:5]
+            )
             raise RecordDecodeError(f"invalid record: {problems}"[:500], reason="invalid") from exc
         except ValueError as exc:
             raise RecordDecodeError(f"invalid record: {str(exc)[:200]}", reason="invalid") from exc

@@ -87,156 +87,290 @@ def _claim_ratio(verdict: str, window: str = RANGE, by: str = "") -> str:
 
 def _rec_ratio(verdict: str, by: str = "") -> str:
     grouping = f" by ({by})" if by else ""
-    return (
-        f'sum{grouping} ({R5}{{verdict="{verdict}", {F}}})\n/\n'
-        f'sum{grouping} ({R5}{{verdict!="error", {F}}})'
-    )
+    return f'sum{grouping} ({R5}{{verdict="{verdict}", {F}}})\n/\nsum{grouping} ({R5}{{verdict!="error", {F}}})'
 
 
 def overview() -> dict[str, Any]:
     """Answer quality: faithfulness, verdicts, slices, releases."""
     lay = Layout()
     lay.row("Headline (selected time range)")
-    lay.add(stat("Faithfulness rate", _claim_ratio("supported"), unit="percentunit", thresholds=PCT_GOOD_HIGH,
-                 description="SUPPORTED / judged claims (ERROR excluded) over the selected range."), w=6, h=5)
-    lay.add(stat("Contradicted claims", _claim_ratio("contradicted"), unit="percentunit", thresholds=PCT_GOOD_LOW,
-                 description="CONTRADICTED / judged claims over the selected range."), w=6, h=5)
-    lay.add(stat(
-        "Answers with any unsupported claim",
-        f"sum (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
-        f'sum (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
-        unit="percentunit", thresholds=[(None, "green"), (0.1, "yellow"), (0.25, "red")],
-        description="Evaluated answers with at least one UNSUPPORTED or CONTRADICTED claim."), w=6, h=5)
-    lay.add(stat("Answers evaluated", f'sum (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
-                 unit="short", decimals=0), w=6, h=5)
+    lay.add(
+        stat(
+            "Faithfulness rate",
+            _claim_ratio("supported"),
+            unit="percentunit",
+            thresholds=PCT_GOOD_HIGH,
+            description="SUPPORTED / judged claims (ERROR excluded) over the selected range.",
+        ),
+        w=6,
+        h=5,
+    )
+    lay.add(
+        stat(
+            "Contradicted claims",
+            _claim_ratio("contradicted"),
+            unit="percentunit",
+            thresholds=PCT_GOOD_LOW,
+            description="CONTRADICTED / judged claims over the selected range.",
+        ),
+        w=6,
+        h=5,
+    )
+    lay.add(
+        stat(
+            "Answers with any unsupported claim",
+            f"sum (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
+            f'sum (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+            unit="percentunit",
+            thresholds=[(None, "green"), (0.1, "yellow"), (0.25, "red")],
+            description="Evaluated answers with at least one UNSUPPORTED or CONTRADICTED claim.",
+        ),
+        w=6,
+        h=5,
+    )
+    lay.add(
+        stat(
+            "Answers evaluated",
+            f'sum (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+            unit="short",
+            decimals=0,
+        ),
+        w=6,
+        h=5,
+    )
 
     lay.row("Over time")
-    lay.add(timeseries(
-        "Faithfulness rate",
-        targets((_rec_ratio("supported"), "all selected"), (_rec_ratio("supported", "release"), "{{release}}")),
-        unit="percentunit", maximum=1,
-        description="SUPPORTED / judged claims, 5m rate (recording rule), overall and per release."))
-    lay.add(timeseries(
-        "Contradicted and unsupported claims (exemplars: the answers behind them)",
-        [target(f'sum by (verdict) (rate(claimwatch_claims_total{{verdict=~"contradicted|unsupported", {F}}}[{RI}]))',
-                "{{verdict}}", exemplar=True)],
-        unit="cps",
-        description="Raw counters, so Grafana shows their exemplars: each point carries the trace_id (and root span_id) "
-                    "of an answer judged that way; the exemplar link opens the trace (trace_url_template, see "
-                    "deploy/grafana/provisioning/datasources). The data link shows how to list the claims.",
-        links=[{"title": "List these claims (claimwatch claims)", "url": "CLAIMS_PANEL_URL"}]))
+    lay.add(
+        timeseries(
+            "Faithfulness rate",
+            targets((_rec_ratio("supported"), "all selected"), (_rec_ratio("supported", "release"), "{{release}}")),
+            unit="percentunit",
+            maximum=1,
+            description="SUPPORTED / judged claims, 5m rate (recording rule), overall and per release.",
+        )
+    )
+    lay.add(
+        timeseries(
+            "Contradicted and unsupported claims (exemplars: the answers behind them)",
+            [
+                target(
+                    f'sum by (verdict) (rate(claimwatch_claims_total{{verdict=~"contradicted|unsupported", {F}}}[{RI}]))',
+                    "{{verdict}}",
+                    exemplar=True,
+                )
+            ],
+            unit="cps",
+            description="Raw counters, so Grafana shows their exemplars: each point carries the trace_id (and root span_id) "
+            "of an answer judged that way; the exemplar link opens the trace (trace_url_template, see "
+            "deploy/grafana/provisioning/datasources). The data link shows how to list the claims.",
+            links=[{"title": "List these claims (claimwatch claims)", "url": "CLAIMS_PANEL_URL"}],
+        )
+    )
     lay.add(text(CLAIMS_PANEL_TITLE, CLAIMS_HOWTO), w=12, h=8)
     howto_id = lay.panels[-1]["id"]
     for p in lay.panels:
         for link in p.get("fieldConfig", {}).get("defaults", {}).get("links", []):
             if link["url"] == "CLAIMS_PANEL_URL":
                 link["url"] = f"/d/${{__dashboard.uid}}?viewPanel={howto_id}&${{__url_time_range}}&${{__all_variables}}"
-    lay.add(timeseries(
-        "Verdict breakdown",
-        targets((f"sum by (verdict) ({R5}{{{F}}})", "{{verdict}}")),
-        unit="cps", stacked=True, description="Claims per second by verdict (ERROR = the judge failed)."))
-    lay.add(timeseries(
-        "Share of answers with unsupported / contradicted claims",
-        targets(
-            (f"sum ({SL}:claimwatch_answers_with_unsupported:rate5m{{{F}}})\n/\n"
-             f'sum ({ANS5}{{outcome="evaluated", {F}}})', "any unsupported or contradicted"),
-            (f"sum ({SL}:claimwatch_answers_with_contradicted:rate5m{{{F}}})\n/\n"
-             f'sum ({ANS5}{{outcome="evaluated", {F}}})', "any contradicted"),
-        ),
-        unit="percentunit", minimum=0))
-    lay.add(timeseries(
-        "Average per-answer faithfulness score",
-        targets((
-            f"sum by (release) (rate(claimwatch_answer_faithfulness_ratio_sum{{{F}}}[{RI}]))\n/\n"
-            f"sum by (release) (rate(claimwatch_answer_faithfulness_ratio_count{{{F}}}[{RI}]))",
-            "{{release}}",
-        )),
-        unit="percentunit", maximum=1,
-        description="Mean of per-answer supported/judged (histogram sum / count); each answer weighs the same."))
-    lay.add(timeseries(
-        "Abstentions and failed answers",
-        targets(
-            (f'sum ({ANS5}{{outcome="abstained", {F}}})\n/\nsum ({ANS5}{{{F}}})', "abstained"),
-            (f'sum ({ANS5}{{outcome="failed", {F}}})\n/\nsum ({ANS5}{{{F}}})', "failed (judge error)"),
-        ),
-        unit="percentunit", minimum=0,
-        description="Answers with no claims (\"I don't know\") and answers whose every claim is ERROR."))
-    lay.add(timeseries(
-        "Contradicted rate per release",
-        targets((_rec_ratio("contradicted", "release"), "{{release}}")),
-        unit="percentunit", minimum=0, description="CONTRADICTED / judged claims, 5m rate, per release."))
+    lay.add(
+        timeseries(
+            "Verdict breakdown",
+            targets((f"sum by (verdict) ({R5}{{{F}}})", "{{verdict}}")),
+            unit="cps",
+            stacked=True,
+            description="Claims per second by verdict (ERROR = the judge failed).",
+        )
+    )
+    lay.add(
+        timeseries(
+            "Share of answers with unsupported / contradicted claims",
+            targets(
+                (
+                    f"sum ({SL}:claimwatch_answers_with_unsupported:rate5m{{{F}}})\n/\n"
+                    f'sum ({ANS5}{{outcome="evaluated", {F}}})',
+                    "any unsupported or contradicted",
+                ),
+                (
+                    f"sum ({SL}:claimwatch_answers_with_contradicted:rate5m{{{F}}})\n/\n"
+                    f'sum ({ANS5}{{outcome="evaluated", {F}}})',
+                    "any contradicted",
+                ),
+            ),
+            unit="percentunit",
+            minimum=0,
+        )
+    )
+    lay.add(
+        timeseries(
+            "Average per-answer faithfulness score",
+            targets(
+                (
+                    f"sum by (release) (rate(claimwatch_answer_faithfulness_ratio_sum{{{F}}}[{RI}]))\n/\n"
+                    f"sum by (release) (rate(claimwatch_answer_faithfulness_ratio_count{{{F}}}[{RI}]))",
+                    "{{release}}",
+                )
+            ),
+            unit="percentunit",
+            maximum=1,
+            description="Mean of per-answer supported/judged (histogram sum / count); each answer weighs the same.",
+        )
+    )
+    lay.add(
+        timeseries(
+            "Abstentions and failed answers",
+            targets(
+                (f'sum ({ANS5}{{outcome="abstained", {F}}})\n/\nsum ({ANS5}{{{F}}})', "abstained"),
+                (f'sum ({ANS5}{{outcome="failed", {F}}})\n/\nsum ({ANS5}{{{F}}})', "failed (judge error)"),
+            ),
+            unit="percentunit",
+            minimum=0,
+            description='Answers with no claims ("I don\'t know") and answers whose every claim is ERROR.',
+        )
+    )
+    lay.add(
+        timeseries(
+            "Contradicted rate per release",
+            targets((_rec_ratio("contradicted", "release"), "{{release}}")),
+            unit="percentunit",
+            minimum=0,
+            description="CONTRADICTED / judged claims, 5m rate, per release.",
+        )
+    )
 
     lay.row("Slices and releases (selected time range)")
-    lay.add(table(
-        "Per-slice quality",
-        [
-            (_claims(JUDGED, by=S), "judged claims", "short"),
-            (_claim_ratio("supported", by=S), "faithfulness", "percentunit"),
-            (_claim_ratio("unsupported", by=S), "unsupported", "percentunit"),
-            (_claim_ratio("contradicted", by=S), "contradicted", "percentunit"),
-            (f"sum by ({S}) (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
-             f'sum by ({S}) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
-             "answers w/ unsupported", "percentunit"),
-        ],
-        sort_by="contradicted"), w=24, h=9)
-    lay.add(table(
-        "Per-release comparison",
-        [
-            (f'sum by (release) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
-             "evaluated answers", "short"),
-            (f"sum by (release) (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
-             f'sum by (release) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
-             "flagged answers", "percentunit"),
-            (_claims(JUDGED, by="release"), "judged claims", "short"),
-            (_claim_ratio("supported", by="release"), "faithfulness", "percentunit"),
-            (_claim_ratio("unsupported", by="release"), "unsupported", "percentunit"),
-            (_claim_ratio("contradicted", by="release"), "contradicted", "percentunit"),
-            (f'sum by (release) (increase(claimwatch_answers_total{{outcome="abstained", {F}}}[{RANGE}]))\n/\n'
-             f"sum by (release) (increase(claimwatch_answers_total{{{F}}}[{RANGE}]))", "abstained", "percentunit"),
-        ],
-        description=("Compare a candidate with the previous release. `claimwatch gate` decides on the share of "
-                     "flagged answers (any UNSUPPORTED or CONTRADICTED claim): answers are independent trials, "
-                     "claims of one answer are not, so differences of the claim rates are descriptive only."),
-        sort_by="flagged answers"),
-        w=12, h=9)
-    lay.add(table(
-        "Top slices by contradicted rate",
-        [(
-            f"topk(10,\n  ({_claim_ratio('contradicted', by=S)})\n  and\n  {_claims(JUDGED, by=S)} >= 50\n)",
-            "contradicted", "percentunit",
-        )],
-        description="Slices with at least 50 judged claims in the range.", sort_by="contradicted"), w=12, h=9)
+    lay.add(
+        table(
+            "Per-slice quality",
+            [
+                (_claims(JUDGED, by=S), "judged claims", "short"),
+                (_claim_ratio("supported", by=S), "faithfulness", "percentunit"),
+                (_claim_ratio("unsupported", by=S), "unsupported", "percentunit"),
+                (_claim_ratio("contradicted", by=S), "contradicted", "percentunit"),
+                (
+                    f"sum by ({S}) (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
+                    f'sum by ({S}) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+                    "answers w/ unsupported",
+                    "percentunit",
+                ),
+            ],
+            sort_by="contradicted",
+        ),
+        w=24,
+        h=9,
+    )
+    lay.add(
+        table(
+            "Per-release comparison",
+            [
+                (
+                    f'sum by (release) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+                    "evaluated answers",
+                    "short",
+                ),
+                (
+                    f"sum by (release) (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
+                    f'sum by (release) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+                    "flagged answers",
+                    "percentunit",
+                ),
+                (_claims(JUDGED, by="release"), "judged claims", "short"),
+                (_claim_ratio("supported", by="release"), "faithfulness", "percentunit"),
+                (_claim_ratio("unsupported", by="release"), "unsupported", "percentunit"),
+                (_claim_ratio("contradicted", by="release"), "contradicted", "percentunit"),
+                (
+                    f'sum by (release) (increase(claimwatch_answers_total{{outcome="abstained", {F}}}[{RANGE}]))\n/\n'
+                    f"sum by (release) (increase(claimwatch_answers_total{{{F}}}[{RANGE}]))",
+                    "abstained",
+                    "percentunit",
+                ),
+            ],
+            description=(
+                "Compare a candidate with the previous release. `claimwatch gate` decides on the share of "
+                "flagged answers (any UNSUPPORTED or CONTRADICTED claim): answers are independent trials, "
+                "claims of one answer are not, so differences of the claim rates are descriptive only."
+            ),
+            sort_by="flagged answers",
+        ),
+        w=12,
+        h=9,
+    )
+    lay.add(
+        table(
+            "Top slices by contradicted rate",
+            [
+                (
+                    f"topk(10,\n  ({_claim_ratio('contradicted', by=S)})\n  and\n  {_claims(JUDGED, by=S)} >= 50\n)",
+                    "contradicted",
+                    "percentunit",
+                )
+            ],
+            description="Slices with at least 50 judged claims in the range.",
+            sort_by="contradicted",
+        ),
+        w=12,
+        h=9,
+    )
     lay.row("Parity with other tools (same verdicts: RagaliQ, DeepEval, FActScore, PAS2)")
-    lay.add(timeseries(
-        "Answers failing RagaliQ-style evaluators",
-        targets((
-            f"sum by (evaluator) (rate(claimwatch_answers_failing_total{{{F}}}[{RI}]))\n/ on() group_left\n"
-            f'sum (rate(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RI}]))',
-            "{{evaluator}}",
-        )),
-        unit="percentunit", minimum=0,
-        description="Share of evaluated answers below the faithfulness (0.7) / hallucination (0.8) pass thresholds."), w=8)
-    lay.add(timeseries(
-        "Context hallucination (DeepEval-style) and FActScore",
-        targets(
-            (f"sum (rate(claimwatch_answer_context_hallucination_ratio_sum{{{F}}}[{RI}]))\n/\n"
-             f"sum (rate(claimwatch_answer_context_hallucination_ratio_count{{{F}}}[{RI}]))", "contradicted chunks / chunks"),
-            (f"sum (rate(claimwatch_answer_factscore_ratio_sum{{{F}}}[{RI}]))\n/\n"
-             f"sum (rate(claimwatch_answer_factscore_ratio_count{{{F}}}[{RI}]))", "FActScore (length-penalised)"),
+    lay.add(
+        timeseries(
+            "Answers failing RagaliQ-style evaluators",
+            targets(
+                (
+                    f"sum by (evaluator) (rate(claimwatch_answers_failing_total{{{F}}}[{RI}]))\n/ on() group_left\n"
+                    f'sum (rate(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RI}]))',
+                    "{{evaluator}}",
+                )
+            ),
+            unit="percentunit",
+            minimum=0,
+            description="Share of evaluated answers below the faithfulness (0.7) / hallucination (0.8) pass thresholds.",
         ),
-        unit="percentunit", minimum=0, maximum=1,
-        description="Mean per answer. FActScore appears only for routes with a minimum expected claim count."), w=8)
-    lay.add(timeseries(
-        "Consistency across paraphrased questions",
-        targets(
-            (f'sum by (route) (rate(claimwatch_consistency_checks_total{{outcome="inconsistent", {F}}}[{RI}]))\n/\n'
-             f"sum by (route) (rate(claimwatch_consistency_checks_total{{{F}}}[{RI}]))", "inconsistent {{route}}"),
-            (f"sum (rate(claimwatch_suspect_claims_total{{{F}}}[{RI}]))\n/\n"
-             f'sum (rate(claimwatch_claims_total{{verdict="supported", {F}}}[{RI}]))', "low-confidence supported claims"),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Context hallucination (DeepEval-style) and FActScore",
+            targets(
+                (
+                    f"sum (rate(claimwatch_answer_context_hallucination_ratio_sum{{{F}}}[{RI}]))\n/\n"
+                    f"sum (rate(claimwatch_answer_context_hallucination_ratio_count{{{F}}}[{RI}]))",
+                    "contradicted chunks / chunks",
+                ),
+                (
+                    f"sum (rate(claimwatch_answer_factscore_ratio_sum{{{F}}}[{RI}]))\n/\n"
+                    f"sum (rate(claimwatch_answer_factscore_ratio_count{{{F}}}[{RI}]))",
+                    "FActScore (length-penalised)",
+                ),
+            ),
+            unit="percentunit",
+            minimum=0,
+            maximum=1,
+            description="Mean per answer. FActScore appears only for routes with a minimum expected claim count.",
         ),
-        unit="percentunit", minimum=0,
-        description="PAS2-style: share of checks where an answer conflicts with an earlier answer to an equivalent "
-                    "question; and SUPPORTED claims below the confidence floor."), w=8)
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Consistency across paraphrased questions",
+            targets(
+                (
+                    f'sum by (route) (rate(claimwatch_consistency_checks_total{{outcome="inconsistent", {F}}}[{RI}]))\n/\n'
+                    f"sum by (route) (rate(claimwatch_consistency_checks_total{{{F}}}[{RI}]))",
+                    "inconsistent {{route}}",
+                ),
+                (
+                    f"sum (rate(claimwatch_suspect_claims_total{{{F}}}[{RI}]))\n/\n"
+                    f'sum (rate(claimwatch_claims_total{{verdict="supported", {F}}}[{RI}]))',
+                    "low-confidence supported claims",
+                ),
+            ),
+            unit="percentunit",
+            minimum=0,
+            description="PAS2-style: share of checks where an answer conflicts with an earlier answer to an equivalent "
+            "question; and SUPPORTED claims below the confidence floor.",
+        ),
+        w=8,
+    )
     return dashboard(
         "claimwatch-overview",
         "claimwatch / answer quality",
@@ -262,125 +396,335 @@ def pipeline() -> dict[str, Any]:
     J = 'judge=~"$judge"'
     lay = Layout()
     lay.row("Collector (in the application)")
-    lay.add(timeseries("Collector drops by reason",
-                       targets(("sum by (reason) (rate(claimwatch_collector_dropped_total[$__rate_interval]))", "{{reason}}")),
-                       unit="cps", stacked=True,
-                       description="Data lost before Kafka. Units depend on the reason: spans (span_queue_full, "
-                                   "late_span, too_many_spans, shutdown), traces (ttl_evicted, buffer_full, "
-                                   "incomplete_at_shutdown), records (queue_full, produce_error, sink_shutdown), "
-                                   "retrieved chunks (missing_content). Sampling is not a drop: see traces by outcome."),
-            w=8)
-    lay.add(timeseries("Collector queue depth and buffered traces",
-                       targets(("sum by (queue) (claimwatch_collector_queue_depth)", "{{queue}} queue"),
-                               ("sum (claimwatch_collector_buffered_traces)", "buffered traces")),
-                       unit="short",
-                       description="span = finished spans waiting for the collector thread; sink = records waiting "
-                                   "for Kafka; buffered = traces waiting for their root span."), w=8)
-    lay.add(timeseries("Collector produce latency p95 and errors",
-                       targets(
-                           ("histogram_quantile(0.95, sum by (le) (rate(claimwatch_collector_produce_latency_seconds_bucket[$__rate_interval])))", "p95 latency"),
-                           ("sum by (reason) (rate(claimwatch_collector_produce_errors_total[$__rate_interval]))", "errors {{reason}}"),
-                       ), unit="s",
-                       description="send -> broker ack; errors by Kafka error class (each also a produce_error drop)."),
-            w=8)
-    lay.add(timeseries("Collector traces by outcome",
-                       targets(("sum by (outcome) (rate(claimwatch_collector_traces_total[$__rate_interval]))", "{{outcome}}")),
-                       unit="cps",
-                       description="A trace passes several outcomes: assembled, then not_rag or sampled_in / "
-                                   "sampled_out, then queued (handed to the Kafka sink). Not additive."), w=8)
-    lay.add(timeseries("Collector sampling decisions",
-                       targets(("sum by (decision, reason) (rate(claimwatch_collector_sampling_decisions_total[$__rate_interval]))",
-                                "{{decision}} {{reason}}")),
-                       unit="cps", stacked=True,
-                       description="keep_error / keep_feedback / keep_release = kept by rule; ratio_in / ratio_out = "
-                                   "the sampling ratio; rate_limited = the token bucket."), w=8)
-    lay.add(timeseries("Collector drop ratio (alerted) and truncated records",
-                       targets(("reason:claimwatch_collector_dropped:ratio_rate10m", "dropped: {{reason}}"),
-                               ("sum (rate(claimwatch_collector_truncated_total[$__rate_interval]))\n/\n"
-                                'sum (rate(claimwatch_collector_traces_total{outcome="sampled_in"}[$__rate_interval]))',
-                                "truncated to fit the size limits")),
-                       unit="percentunit", minimum=0,
-                       description="Recording rule used by ClaimwatchCollectorDropping: drops / (assembled traces + "
-                                   "drops), per reason; and the share of records cut to fit the record size limits."),
-            w=8)
+    lay.add(
+        timeseries(
+            "Collector drops by reason",
+            targets(("sum by (reason) (rate(claimwatch_collector_dropped_total[$__rate_interval]))", "{{reason}}")),
+            unit="cps",
+            stacked=True,
+            description="Data lost before Kafka. Units depend on the reason: spans (span_queue_full, "
+            "late_span, too_many_spans, shutdown), traces (ttl_evicted, buffer_full, "
+            "incomplete_at_shutdown), records (queue_full, produce_error, sink_shutdown), "
+            "retrieved chunks (missing_content). Sampling is not a drop: see traces by outcome.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Collector queue depth and buffered traces",
+            targets(
+                ("sum by (queue) (claimwatch_collector_queue_depth)", "{{queue}} queue"),
+                ("sum (claimwatch_collector_buffered_traces)", "buffered traces"),
+            ),
+            unit="short",
+            description="span = finished spans waiting for the collector thread; sink = records waiting "
+            "for Kafka; buffered = traces waiting for their root span.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Collector produce latency p95 and errors",
+            targets(
+                (
+                    "histogram_quantile(0.95, sum by (le) (rate(claimwatch_collector_produce_latency_seconds_bucket[$__rate_interval])))",
+                    "p95 latency",
+                ),
+                (
+                    "sum by (reason) (rate(claimwatch_collector_produce_errors_total[$__rate_interval]))",
+                    "errors {{reason}}",
+                ),
+            ),
+            unit="s",
+            description="send -> broker ack; errors by Kafka error class (each also a produce_error drop).",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Collector traces by outcome",
+            targets(("sum by (outcome) (rate(claimwatch_collector_traces_total[$__rate_interval]))", "{{outcome}}")),
+            unit="cps",
+            description="A trace passes several outcomes: assembled, then not_rag or sampled_in / "
+            "sampled_out, then queued (handed to the Kafka sink). Not additive.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Collector sampling decisions",
+            targets(
+                (
+                    "sum by (decision, reason) (rate(claimwatch_collector_sampling_decisions_total[$__rate_interval]))",
+                    "{{decision}} {{reason}}",
+                )
+            ),
+            unit="cps",
+            stacked=True,
+            description="keep_error / keep_feedback / keep_release = kept by rule; ratio_in / ratio_out = "
+            "the sampling ratio; rate_limited = the token bucket.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Collector drop ratio (alerted) and truncated records",
+            targets(
+                ("reason:claimwatch_collector_dropped:ratio_rate10m", "dropped: {{reason}}"),
+                (
+                    "sum (rate(claimwatch_collector_truncated_total[$__rate_interval]))\n/\n"
+                    'sum (rate(claimwatch_collector_traces_total{outcome="sampled_in"}[$__rate_interval]))',
+                    "truncated to fit the size limits",
+                ),
+            ),
+            unit="percentunit",
+            minimum=0,
+            description="Recording rule used by ClaimwatchCollectorDropping: drops / (assembled traces + "
+            "drops), per reason; and the share of records cut to fit the record size limits.",
+        ),
+        w=8,
+    )
 
     lay.row("Kafka and workers")
-    lay.add(timeseries("Consumer lag", targets(("sum by (topic) (claimwatch_consumer_lag_records)", "{{topic}}")),
-                       unit="short"), w=8)
-    lay.add(timeseries("Worker throughput",
-                       targets(("sum by (outcome) (rate(claimwatch_records_total[$__rate_interval]))", "{{outcome}}")),
-                       unit="rps", stacked=True, description="Records handled per second by outcome."), w=8)
-    lay.add(timeseries("Evaluation duration",
-                       targets(
-                           ("histogram_quantile(0.5, sum by (le) (rate(claimwatch_evaluation_duration_seconds_bucket[$__rate_interval])))", "p50"),
-                           ("histogram_quantile(0.95, sum by (le) (rate(claimwatch_evaluation_duration_seconds_bucket[$__rate_interval])))", "p95"),
-                       ), unit="s"), w=8)
-    lay.add(stat("Workers up", "sum (claimwatch_worker_up)", unit="short",
-                 thresholds=[(None, "red"), (1, "green")], decimals=0), w=6, h=5)
-    lay.add(stat("Last evaluation age", "time() - max (claimwatch_last_evaluation_timestamp_seconds)", unit="s",
-                 thresholds=[(None, "green"), (600, "yellow"), (1800, "red")]), w=6, h=5)
-    lay.add(timeseries("Dead letters by reason",
-                       targets(("sum by (reason) (increase(claimwatch_dead_letters_total[$__rate_interval]))", "{{reason}}")),
-                       unit="short", stacked=True), w=12, h=5)
+    lay.add(
+        timeseries(
+            "Consumer lag", targets(("sum by (topic) (claimwatch_consumer_lag_records)", "{{topic}}")), unit="short"
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Worker throughput",
+            targets(("sum by (outcome) (rate(claimwatch_records_total[$__rate_interval]))", "{{outcome}}")),
+            unit="rps",
+            stacked=True,
+            description="Records handled per second by outcome.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Evaluation duration",
+            targets(
+                (
+                    "histogram_quantile(0.5, sum by (le) (rate(claimwatch_evaluation_duration_seconds_bucket[$__rate_interval])))",
+                    "p50",
+                ),
+                (
+                    "histogram_quantile(0.95, sum by (le) (rate(claimwatch_evaluation_duration_seconds_bucket[$__rate_interval])))",
+                    "p95",
+                ),
+            ),
+            unit="s",
+        ),
+        w=8,
+    )
+    lay.add(
+        stat(
+            "Workers up",
+            "sum (claimwatch_worker_up)",
+            unit="short",
+            thresholds=[(None, "red"), (1, "green")],
+            decimals=0,
+        ),
+        w=6,
+        h=5,
+    )
+    lay.add(
+        stat(
+            "Last evaluation age",
+            "time() - max (claimwatch_last_evaluation_timestamp_seconds)",
+            unit="s",
+            thresholds=[(None, "green"), (600, "yellow"), (1800, "red")],
+        ),
+        w=6,
+        h=5,
+    )
+    lay.add(
+        timeseries(
+            "Dead letters by reason",
+            targets(("sum by (reason) (increase(claimwatch_dead_letters_total[$__rate_interval]))", "{{reason}}")),
+            unit="short",
+            stacked=True,
+        ),
+        w=12,
+        h=5,
+    )
 
     lay.row("Flow control (slow, rate-limited judges)")
-    lay.add(timeseries("Answers in flight and judge concurrency limit",
-                       targets(("sum (claimwatch_in_flight_answers)", "answers in flight"),
-                               ("sum (claimwatch_judge_concurrency_limit)", "adaptive concurrency limit"),
-                               ("sum (claimwatch_unacked_writes)", "writes awaiting ack")),
-                       unit="short",
-                       description="In flight = handed to judging, not finished (partitions pause at "
-                                   "CLAIMWATCH_FLOW__MAX_IN_FLIGHT). The limit halves on 429/529 and grows back by "
-                                   "about one per round of successful calls (AIMD)."), w=8)
-    lay.add(timeseries("Throttled judge calls",
-                       targets((f"sum by (judge) (rate(claimwatch_judge_throttled_total{{{J}}}[$__rate_interval]))", "{{judge}} 429/529")),
-                       unit="cps", stacked=True,
-                       description="Calls the provider answered with 429 or 529. They are retried after retry-after: "
-                                   "a burst shows here and as lag, not as failed answers."), w=8)
-    lay.add(timeseries("Rebalance drains, write and commit failures",
-                       targets(("sum (increase(claimwatch_rebalance_drain_seconds_count[$__rate_interval]))", "rebalances with answers in flight"),
-                               ("histogram_quantile(0.95, sum by (le) (rate(claimwatch_rebalance_drain_seconds_bucket[$__rate_interval])))", "drain p95 (s)"),
-                               ("sum by (reason) (increase(claimwatch_result_write_errors_total[$__rate_interval]))", "write errors {{reason}}"),
-                               ("sum (increase(claimwatch_commit_failures_total[$__rate_interval]))", "commit failures"),
-                               ("sum (increase(claimwatch_results_shrunk_total[$__rate_interval]))", "results shrunk to fit")),
-                       unit="short",
-                       description="Drain = time to finish revoked partitions' answers before handing them over. Write "
-                                   "errors are retried; a worker stops only when the broker keeps refusing."), w=8)
+    lay.add(
+        timeseries(
+            "Answers in flight and judge concurrency limit",
+            targets(
+                ("sum (claimwatch_in_flight_answers)", "answers in flight"),
+                ("sum (claimwatch_judge_concurrency_limit)", "adaptive concurrency limit"),
+                ("sum (claimwatch_unacked_writes)", "writes awaiting ack"),
+            ),
+            unit="short",
+            description="In flight = handed to judging, not finished (partitions pause at "
+            "CLAIMWATCH_FLOW__MAX_IN_FLIGHT). The limit halves on 429/529 and grows back by "
+            "about one per round of successful calls (AIMD).",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Throttled judge calls",
+            targets(
+                (
+                    f"sum by (judge) (rate(claimwatch_judge_throttled_total{{{J}}}[$__rate_interval]))",
+                    "{{judge}} 429/529",
+                )
+            ),
+            unit="cps",
+            stacked=True,
+            description="Calls the provider answered with 429 or 529. They are retried after retry-after: "
+            "a burst shows here and as lag, not as failed answers.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Rebalance drains, write and commit failures",
+            targets(
+                (
+                    "sum (increase(claimwatch_rebalance_drain_seconds_count[$__rate_interval]))",
+                    "rebalances with answers in flight",
+                ),
+                (
+                    "histogram_quantile(0.95, sum by (le) (rate(claimwatch_rebalance_drain_seconds_bucket[$__rate_interval])))",
+                    "drain p95 (s)",
+                ),
+                (
+                    "sum by (reason) (increase(claimwatch_result_write_errors_total[$__rate_interval]))",
+                    "write errors {{reason}}",
+                ),
+                ("sum (increase(claimwatch_commit_failures_total[$__rate_interval]))", "commit failures"),
+                ("sum (increase(claimwatch_results_shrunk_total[$__rate_interval]))", "results shrunk to fit"),
+            ),
+            unit="short",
+            description="Drain = time to finish revoked partitions' answers before handing them over. Write "
+            "errors are retried; a worker stops only when the broker keeps refusing.",
+        ),
+        w=8,
+    )
 
     lay.row("Judges")
-    lay.add(timeseries("Judge latency p50 / p95",
-                       targets(
-                           (f"histogram_quantile(0.5, sum by (le, judge, operation) (rate(claimwatch_judge_latency_seconds_bucket{{{J}}}[$__rate_interval])))", "p50 {{judge}} {{operation}}"),
-                           (f"histogram_quantile(0.95, sum by (le, judge, operation) (rate(claimwatch_judge_latency_seconds_bucket{{{J}}}[$__rate_interval])))", "p95 {{judge}} {{operation}}"),
-                       ), unit="s"), w=8)
-    lay.add(timeseries("Judge errors by reason",
-                       targets((f"sum by (judge, reason) (rate(claimwatch_judge_errors_total{{{J}}}[$__rate_interval]))", "{{judge}} {{reason}}")),
-                       unit="cps", stacked=True), w=8)
-    lay.add(timeseries("Judge error ratio (alerted)",
-                       targets((f"judge:claimwatch_judge_errors:ratio_rate10m{{{J}}}", "{{judge}}")),
-                       unit="percentunit", minimum=0,
-                       description="Recording rule used by ClaimwatchJudgeFailing: errors / calls over 10m."), w=8)
-    lay.add(timeseries("Judge tokens",
-                       targets((f"sum by (judge, kind) (rate(claimwatch_judge_tokens_total{{{J}}}[$__rate_interval]))", "{{judge}} {{kind}}")),
-                       unit="short", stacked=True, description="Tokens per second by kind (cache reads are cheaper)."), w=8)
-    lay.add(timeseries("Judge cost",
-                       targets((f"sum by (judge, model) (rate(claimwatch_judge_cost_dollars_total{{{J}}}[$__rate_interval])) * 3600", "{{judge}} {{model}}")),
-                       unit="currencyUSD", stacked=True, description="Estimated US dollars per hour."), w=8)
-    lay.add(timeseries("Judge calls",
-                       targets((f"sum by (judge, model) (rate(claimwatch_judge_calls_total{{{J}}}[$__rate_interval]))", "{{judge}} {{model}}")),
-                       unit="cps"), w=8)
+    lay.add(
+        timeseries(
+            "Judge latency p50 / p95",
+            targets(
+                (
+                    f"histogram_quantile(0.5, sum by (le, judge, operation) (rate(claimwatch_judge_latency_seconds_bucket{{{J}}}[$__rate_interval])))",
+                    "p50 {{judge}} {{operation}}",
+                ),
+                (
+                    f"histogram_quantile(0.95, sum by (le, judge, operation) (rate(claimwatch_judge_latency_seconds_bucket{{{J}}}[$__rate_interval])))",
+                    "p95 {{judge}} {{operation}}",
+                ),
+            ),
+            unit="s",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Judge errors by reason",
+            targets(
+                (
+                    f"sum by (judge, reason) (rate(claimwatch_judge_errors_total{{{J}}}[$__rate_interval]))",
+                    "{{judge}} {{reason}}",
+                )
+            ),
+            unit="cps",
+            stacked=True,
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Judge error ratio (alerted)",
+            targets((f"judge:claimwatch_judge_errors:ratio_rate10m{{{J}}}", "{{judge}}")),
+            unit="percentunit",
+            minimum=0,
+            description="Recording rule used by ClaimwatchJudgeFailing: errors / calls over 10m.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Judge tokens",
+            targets(
+                (
+                    f"sum by (judge, kind) (rate(claimwatch_judge_tokens_total{{{J}}}[$__rate_interval]))",
+                    "{{judge}} {{kind}}",
+                )
+            ),
+            unit="short",
+            stacked=True,
+            description="Tokens per second by kind (cache reads are cheaper).",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Judge cost",
+            targets(
+                (
+                    f"sum by (judge, model) (rate(claimwatch_judge_cost_dollars_total{{{J}}}[$__rate_interval])) * 3600",
+                    "{{judge}} {{model}}",
+                )
+            ),
+            unit="currencyUSD",
+            stacked=True,
+            description="Estimated US dollars per hour.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Judge calls",
+            targets(
+                (
+                    f"sum by (judge, model) (rate(claimwatch_judge_calls_total{{{J}}}[$__rate_interval]))",
+                    "{{judge}} {{model}}",
+                )
+            ),
+            unit="cps",
+        ),
+        w=8,
+    )
 
     lay.row("Judge cascade (optional: empty unless the cascade judge runs)")
-    lay.add(timeseries("Cascade: which judge decided",
-                       targets(("sum by (decided_by) (rate(claimwatch_cascade_claims_total[$__rate_interval]))", "{{decided_by}}")),
-                       unit="cps", stacked=True,
-                       description="second = escalated to the stronger judge; first_over_budget / first_fallback = "
-                                   "escalation skipped (budget) or failed."), w=12)
-    lay.add(timeseries("Cascade: first/second judge agreement",
-                       targets(('sum (rate(claimwatch_cascade_agreement_total{agree="true"}[$__rate_interval]))\n/\n'
-                                "sum (rate(claimwatch_cascade_agreement_total[$__rate_interval]))", "agreement")),
-                       unit="percentunit", maximum=1,
-                       description="On sampled confident claims judged by both judges."), w=12)
+    lay.add(
+        timeseries(
+            "Cascade: which judge decided",
+            targets(
+                ("sum by (decided_by) (rate(claimwatch_cascade_claims_total[$__rate_interval]))", "{{decided_by}}")
+            ),
+            unit="cps",
+            stacked=True,
+            description="second = escalated to the stronger judge; first_over_budget / first_fallback = "
+            "escalation skipped (budget) or failed.",
+        ),
+        w=12,
+    )
+    lay.add(
+        timeseries(
+            "Cascade: first/second judge agreement",
+            targets(
+                (
+                    'sum (rate(claimwatch_cascade_agreement_total{agree="true"}[$__rate_interval]))\n/\n'
+                    "sum (rate(claimwatch_cascade_agreement_total[$__rate_interval]))",
+                    "agreement",
+                )
+            ),
+            unit="percentunit",
+            maximum=1,
+            description="On sampled confident claims judged by both judges.",
+        ),
+        w=12,
+    )
     return dashboard(
         "claimwatch-pipeline",
         "claimwatch / pipeline",
@@ -436,8 +780,9 @@ datasources:
 """
 
 
-def render_all(thresholds: dict[str, Any] | None = None,
-               trace_url_template: str = DEFAULT_TRACE_URL_TEMPLATE) -> dict[Path, str]:
+def render_all(
+    thresholds: dict[str, Any] | None = None, trace_url_template: str = DEFAULT_TRACE_URL_TEMPLATE
+) -> dict[Path, str]:
     """Every generated file (absolute path) -> its text."""
     out = {GRAFANA_DIR / name: json.dumps(build(), indent=2) + "\n" for name, build in DASHBOARDS.items()}
     out[DATASOURCES] = datasources(trace_url_template)
@@ -462,9 +807,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dashboards.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a generated file differs from the one on disk")
     parser.add_argument("--thresholds", type=Path, help="JSON object overriding rules_gen.DEFAULT_THRESHOLDS")
-    parser.add_argument("--trace-url-template",
-                        default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE", DEFAULT_TRACE_URL_TEMPLATE),
-                        help="where an exemplar's trace opens, with {trace_id} (default: the compose Jaeger UI)")
+    parser.add_argument(
+        "--trace-url-template",
+        default=os.environ.get("CLAIMWATCH_TRACE_URL_TEMPLATE", DEFAULT_TRACE_URL_TEMPLATE),
+        help="where an exemplar's trace opens, with {trace_id} (default: the compose Jaeger UI)",
+    )
     args = parser.parse_args(argv)
     thresholds = json.loads(args.thresholds.read_text()) if args.thresholds else None
     files = render_all(thresholds, args.trace_url_template)

@@ -14,8 +14,9 @@ SCHEMA_VERSION = 39
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
 
-def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False, table: bool = False,
-           exemplar: bool = False) -> dict[str, Any]:
+def target(
+    expr: str, legend: str = "", ref: str = "A", *, instant: bool = False, table: bool = False, exemplar: bool = False
+) -> dict[str, Any]:
     """One PromQL query of a panel (``exemplar``: also fetch the raw series' exemplars, shown as points)."""
     t: dict[str, Any] = {
         "datasource": DATASOURCE,
@@ -37,8 +38,14 @@ def targets(*specs: tuple[str, str]) -> list[dict[str, Any]]:
     return [target(expr, legend, chr(ord("A") + i)) for i, (expr, legend) in enumerate(specs)]
 
 
-def _field_config(unit: str, *, stacked: bool = False, thresholds: list[tuple[float | None, str]] | None = None,
-                  minimum: float | None = None, maximum: float | None = None) -> dict[str, Any]:
+def _field_config(
+    unit: str,
+    *,
+    stacked: bool = False,
+    thresholds: list[tuple[float | None, str]] | None = None,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> dict[str, Any]:
     steps = [{"color": color, "value": value} for value, color in (thresholds or [(None, "green")])]
     defaults: dict[str, Any] = {
         "unit": unit,
@@ -54,9 +61,17 @@ def _field_config(unit: str, *, stacked: bool = False, thresholds: list[tuple[fl
     return {"defaults": defaults, "overrides": []}
 
 
-def timeseries(title: str, tgts: list[dict[str, Any]], *, unit: str = "short", stacked: bool = False,
-               description: str = "", minimum: float | None = None, maximum: float | None = None,
-               links: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def timeseries(
+    title: str,
+    tgts: list[dict[str, Any]],
+    *,
+    unit: str = "short",
+    stacked: bool = False,
+    description: str = "",
+    minimum: float | None = None,
+    maximum: float | None = None,
+    links: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A time-series panel; ``links``: data links on its points (``{"title", "url"}``, Grafana variables allowed)."""
     panel: dict[str, Any] = {
         "type": "timeseries",
@@ -80,8 +95,15 @@ def text(title: str, markdown: str) -> dict[str, Any]:
     return {"type": "text", "title": title, "options": {"mode": "markdown", "content": markdown}}
 
 
-def stat(title: str, expr: str, *, unit: str = "short", thresholds: list[tuple[float | None, str]] | None = None,
-         description: str = "", decimals: int | None = None) -> dict[str, Any]:
+def stat(
+    title: str,
+    expr: str,
+    *,
+    unit: str = "short",
+    thresholds: list[tuple[float | None, str]] | None = None,
+    description: str = "",
+    decimals: int | None = None,
+) -> dict[str, Any]:
     panel: dict[str, Any] = {
         "type": "stat",
         "title": title,
@@ -101,8 +123,9 @@ def stat(title: str, expr: str, *, unit: str = "short", thresholds: list[tuple[f
     return panel
 
 
-def table(title: str, columns: Iterable[tuple[str, str, str]], *, description: str = "",
-          sort_by: str | None = None) -> dict[str, Any]:
+def table(
+    title: str, columns: Iterable[tuple[str, str, str]], *, description: str = "", sort_by: str | None = None
+) -> dict[str, Any]:
     """Instant queries merged on their labels; ``columns`` = ``(expr, column name, unit)``."""
     cols = list(columns)
     tgts = [target(expr, name, chr(ord("A") + i), instant=True, table=True) for i, (expr, name, _) in enumerate(cols)]
@@ -202,8 +225,14 @@ def query_variable(name: str, query: str, label: str | None = None) -> dict[str,
     }
 
 
-def dashboard(uid: str, title: str, description: str, panels: list[dict[str, Any]],
-              variables: list[dict[str, Any]], tags: list[str]) -> dict[str, Any]:
+def dashboard(
+    uid: str,
+    title: str,
+    description: str,
+    panels: list[dict[str, Any]],
+    variables: list[dict[str, Any]],
+    tags: list[str],
+) -> dict[str, Any]:
     return {
         "__inputs": [],
         "__requires": [

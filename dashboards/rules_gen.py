@@ -186,7 +186,10 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             "record": "release:claimwatch_claims_supported:ratio_rate5m",
             "expr": _ratio("release", f'{claims5}{{verdict="supported"}}', f'{claims5}{{verdict!="error"}}'),
         },
-        {"record": f"{SL}:claimwatch_answers:rate5m", "expr": f"sum by ({S}, outcome) (rate(claimwatch_answers_total[5m]))"},
+        {
+            "record": f"{SL}:claimwatch_answers:rate5m",
+            "expr": f"sum by ({S}, outcome) (rate(claimwatch_answers_total[5m]))",
+        },
         {
             "record": f"{SL}:claimwatch_answers_with_unsupported:rate5m",
             "expr": f"sum by ({S}) (rate(claimwatch_answers_with_unsupported_total[5m]))",
@@ -214,22 +217,33 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
         trailing.append(
             {
                 "record": f"{SL}:claimwatch_claims_contradicted:ratio_rate{window}",
-                "expr": _ratio(S, f'rate(claimwatch_claims_total{{verdict="contradicted"}}[{window}])', f"rate({raw_all}[{window}])"
+                "expr": _ratio(
+                    S,
+                    f'rate(claimwatch_claims_total{{verdict="contradicted"}}[{window}])',
+                    f"rate({raw_all}[{window}])",
                 ),
             }
         )
-    trailing.append({
-        "record": f"{SL}:claimwatch_answers_contradicted:ratio_rate24h",
-        "expr": _ratio(S, "rate(claimwatch_answers_with_contradicted_total[24h])", f"rate({EVALUATED}[24h])"),
-    })
+    trailing.append(
+        {
+            "record": f"{SL}:claimwatch_answers_contradicted:ratio_rate24h",
+            "expr": _ratio(S, "rate(claimwatch_answers_with_contradicted_total[24h])", f"rate({EVALUATED}[24h])"),
+        }
+    )
     trailing += _baseline_rules()
 
     release = _release_rules()
 
     ignored = "|".join(t["collector_ignored_drop_reasons"]) or "^$"
     pipeline = [
-        {"record": "judge:claimwatch_judge_calls:rate10m", "expr": "sum by (judge) (rate(claimwatch_judge_calls_total[10m]))"},
-        {"record": "judge:claimwatch_judge_errors:rate10m", "expr": "sum by (judge) (rate(claimwatch_judge_errors_total[10m]))"},
+        {
+            "record": "judge:claimwatch_judge_calls:rate10m",
+            "expr": "sum by (judge) (rate(claimwatch_judge_calls_total[10m]))",
+        },
+        {
+            "record": "judge:claimwatch_judge_errors:rate10m",
+            "expr": "sum by (judge) (rate(claimwatch_judge_errors_total[10m]))",
+        },
         {
             "record": "judge:claimwatch_judge_errors:ratio_rate10m",
             "expr": (
@@ -281,11 +295,16 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
     ratio5 = f"{SL}:claimwatch_answers_contradicted:ratio_rate5m"
     base24 = f"{SL}:claimwatch_answers_contradicted:ratio_rate24h"
     spike_window = _seconds("5m")
-    p1, n1, x1 = ("release:claimwatch_answers_flagged:ratio_count1h", "release:claimwatch_answers_evaluated:count1h",
-                  "release:claimwatch_answers_flagged:count1h")
-    p24, n24, x24 = ("release:claimwatch_answers_flagged:ratio_count24h offset 1h",
-                     "release:claimwatch_answers_evaluated:count24h offset 1h",
-                     "release:claimwatch_answers_flagged:count24h offset 1h")
+    p1, n1, x1 = (
+        "release:claimwatch_answers_flagged:ratio_count1h",
+        "release:claimwatch_answers_evaluated:count1h",
+        "release:claimwatch_answers_flagged:count1h",
+    )
+    p24, n24, x24 = (
+        "release:claimwatch_answers_flagged:ratio_count24h offset 1h",
+        "release:claimwatch_answers_evaluated:count24h offset 1h",
+        "release:claimwatch_answers_flagged:count24h offset 1h",
+    )
     quality = [
         _alert(
             "ClaimwatchContradictedClaimsSpike",
@@ -350,7 +369,7 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             (
                 f"sum by (topic) (claimwatch_consumer_lag_records) > {t['stalled_min_lag']}\n"
                 "and\nsum by (topic) (delta(claimwatch_consumer_lag_records[10m])) > 0\n"
-                'and on ()\n(sum(rate(claimwatch_records_total[10m])) or vector(0)) == 0'
+                "and on ()\n(sum(rate(claimwatch_records_total[10m])) or vector(0)) == 0"
             ),
             t["stalled_for"],
             t["severity_page"],
@@ -367,7 +386,7 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
                 f"time() - max(claimwatch_last_evaluation_timestamp_seconds) > {t['no_evaluations_seconds']}\n"
                 "and on ()\n(\n  sum(claimwatch_consumer_lag_records) > 0\n"
                 "  or\n  sum(increase(claimwatch_records_total[30m])) > 0\n"
-                "  or\n  sum(increase(claimwatch_collector_traces_total{outcome=\"queued\"}[30m])) > 0\n)"
+                '  or\n  sum(increase(claimwatch_collector_traces_total{outcome="queued"}[30m])) > 0\n)'
             ),
             t["no_evaluations_for"],
             t["severity_page"],
@@ -416,7 +435,11 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
                 "Drops with reason {{ $labels.reason }} were {{ $value | humanizePercentage }} of what the "
                 "collector handled over the last 10m (drops / (assembled traces + drops); "
                 f"threshold {t['collector_drop_ratio']}"
-                + (f"; reasons {', '.join(t['collector_ignored_drop_reasons'])} not alerted" if t["collector_ignored_drop_reasons"] else "")
+                + (
+                    f"; reasons {', '.join(t['collector_ignored_drop_reasons'])} not alerted"
+                    if t["collector_ignored_drop_reasons"]
+                    else ""
+                )
                 + ")."
             ),
             t,

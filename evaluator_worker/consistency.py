@@ -86,9 +86,7 @@ class _Seen:
     answer: str
 
 
-def compare_answers(
-    judge: Judge, topic: str, claims: Sequence[Claim], others: Sequence[_Seen]
-) -> ConsistencyResult:
+def compare_answers(judge: Judge, topic: str, claims: Sequence[Claim], others: Sequence[_Seen]) -> ConsistencyResult:
     """Check ``claims`` against each earlier answer in ``others``."""
     conflicts: list[Conflict] = []
     confidences: list[float] = []
@@ -98,22 +96,37 @@ def compare_answers(
         try:
             verdicts = judge.verify(list(claims), [other.answer]).verdicts
         except JudgeError as exc:
-            return ConsistencyResult(status="not_detected", group_size=len(others) + 1, confidence=0.0,
-                                     error=f"{exc.reason}: {str(exc)[:200]}")
+            return ConsistencyResult(
+                status="not_detected",
+                group_size=len(others) + 1,
+                confidence=0.0,
+                error=f"{exc.reason}: {str(exc)[:200]}",
+            )
         by_id = {c.id: c for c in claims}
         for v in verdicts:
             if v.verdict == Verdict.ERROR:
                 continue
             confidences.append(v.confidence)
             if v.verdict == Verdict.CONTRADICTED and v.claim_id in by_id:
-                conflicts.append(Conflict(topic=topic, claim=by_id[v.claim_id].text,
-                                          conflicting_with=v.evidence or other.answer[:300], other_trace_id=other.trace_id))
+                conflicts.append(
+                    Conflict(
+                        topic=topic,
+                        claim=by_id[v.claim_id].text,
+                        conflicting_with=v.evidence or other.answer[:300],
+                        other_trace_id=other.trace_id,
+                    )
+                )
     if not confidences:
-        return ConsistencyResult(status="not_detected", group_size=len(others) + 1, confidence=0.0,
-                                 error="judge returned no usable verdicts")
+        return ConsistencyResult(
+            status="not_detected", group_size=len(others) + 1, confidence=0.0, error="judge returned no usable verdicts"
+        )
     conf = min(confidences) if not conflicts else max(v for v in confidences)
-    return ConsistencyResult(status="inconsistent" if conflicts else "consistent", group_size=len(others) + 1,
-                             conflicts=conflicts, confidence=round(conf, 4))
+    return ConsistencyResult(
+        status="inconsistent" if conflicts else "consistent",
+        group_size=len(others) + 1,
+        conflicts=conflicts,
+        confidence=round(conf, 4),
+    )
 
 
 def _normalised(answer: str) -> str:
@@ -149,8 +162,15 @@ class ConsistencyTracker:
         tokens = question_tokens(question)
         checked = _sampled(trace_id, self.sample)
         with self._lock:
-            similar = [s for s in reversed(self._seen) if s.trace_id != trace_id and similarity(tokens, s.tokens) >= self.threshold] \
-                if checked else []
+            similar = (
+                [
+                    s
+                    for s in reversed(self._seen)
+                    if s.trace_id != trace_id and similarity(tokens, s.tokens) >= self.threshold
+                ]
+                if checked
+                else []
+            )
             self._seen.append(_Seen(trace_id, tokens, answer))
         if not checked or not tokens or not similar or not claims:
             return ConsistencyResult(status="no_group", group_size=1 + len(similar))
@@ -181,12 +201,16 @@ def http_asker(url: str, timeout: float = 30.0) -> Callable[[str], str]:
     """An asker for a RAG app endpoint taking ``{"question": ...}`` and returning ``{"answer": ...}``."""
 
     def ask(question: str) -> str:
-        req = urllib.request.Request(url, data=json.dumps({"question": question}).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+        req = urllib.request.Request(
+            url,
+            data=json.dumps({"question": question}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             body = json.loads(resp.read())
         if not isinstance(body, dict) or not isinstance(body.get("answer"), str):
-            raise ValueError("endpoint did not return {\"answer\": str}")
+            raise ValueError('endpoint did not return {"answer": str}')
         return body["answer"]
 
     return ask

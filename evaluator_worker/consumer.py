@@ -129,7 +129,11 @@ def make_producer(settings: WorkerSettings) -> KafkaProducer:
 
 
 def read_result_keys(
-    settings: WorkerSettings, partitions: list[int] | None, limit: int, timeout_s: float = 5.0, source_partitions: int | None = None
+    settings: WorkerSettings,
+    partitions: list[int] | None,
+    limit: int,
+    timeout_s: float = 5.0,
+    source_partitions: int | None = None,
 ) -> list[str]:
     """Trace ids of the last ``limit`` results.
 
@@ -182,8 +186,24 @@ class _Job:
     """One consumed record from hand-out to durable outcome (owned by the poll loop, except ``result``/``error``)."""
 
     __slots__ = (
-        "tp", "offset", "msg", "trace", "kind", "state", "result", "error", "abandoned", "topic", "key", "value",
-        "headers", "attempts", "first_failure", "retry_at", "admitted", "followers",
+        "tp",
+        "offset",
+        "msg",
+        "trace",
+        "kind",
+        "state",
+        "result",
+        "error",
+        "abandoned",
+        "topic",
+        "key",
+        "value",
+        "headers",
+        "attempts",
+        "first_failure",
+        "retry_at",
+        "admitted",
+        "followers",
     )
 
     def __init__(self, tp: TopicPartition, msg: Any, admitted: float) -> None:
@@ -374,9 +394,14 @@ class Worker:
             if self._seed is not None:
                 keys = self._seed(partitions)
             else:
-                source = self._consumer.partitions_for_topic(self.settings.topic) if self._consumer is not None else None
+                source = (
+                    self._consumer.partitions_for_topic(self.settings.topic) if self._consumer is not None else None
+                )
                 keys = read_result_keys(
-                    self.settings, partitions, self.settings.dedupe_seed_records, source_partitions=len(source or ()) or None
+                    self.settings,
+                    partitions,
+                    self.settings.dedupe_seed_records,
+                    source_partitions=len(source or ()) or None,
                 )
             self.dedupe.update(keys)
             log.info("worker_dedupe_seeded", ids=len(keys))
@@ -612,8 +637,9 @@ class Worker:
                 self._abandon(job)
                 return
             # a judge bug must not kill the worker or lose the record
-            log.error("worker_evaluation_crashed", trace_id=job.trace.trace_id if job.trace else None,
-                      error=repr(exc)[:300])
+            log.error(
+                "worker_evaluation_crashed", trace_id=job.trace.trace_id if job.trace else None, error=repr(exc)[:300]
+            )
             self._dead_letter(job, "evaluation_error", repr(exc))
             return
         assert job.result is not None
@@ -622,8 +648,12 @@ class Worker:
             return
         key, value, headers, dropped = encode_result(job.result, self._budget)
         if dropped:
-            log.warning("worker_result_shrunk", trace_id=job.result.trace_id[:64], dropped=dropped,
-                        limit=self.flow.producer_max_request_bytes)
+            log.warning(
+                "worker_result_shrunk",
+                trace_id=job.result.trace_id[:64],
+                dropped=dropped,
+                limit=self.flow.producer_max_request_bytes,
+            )
             self.metrics.results_shrunk.inc()
         job.topic, job.key, job.value, job.headers = self.settings.results_topic, key, value, headers
         self._send(job)
@@ -636,8 +666,14 @@ class Worker:
 
     def _dead_letter(self, job: _Job, reason: str, error: str) -> None:
         msg = job.msg
-        log.warning("worker_record_dead_lettered", reason=reason, topic=msg.topic, partition=msg.partition, offset=msg.offset,
-                    error=error[:MAX_DLQ_ERROR_CHARS])
+        log.warning(
+            "worker_record_dead_lettered",
+            reason=reason,
+            topic=msg.topic,
+            partition=msg.partition,
+            offset=msg.offset,
+            error=error[:MAX_DLQ_ERROR_CHARS],
+        )
         key, key_headers = fit_key(msg.key)
         headers = [
             ("claimwatch.reason", reason.encode()),
@@ -699,8 +735,10 @@ class Worker:
         job.attempts += 1
         if job.first_failure is None:
             job.first_failure = now
-        exhausted = (now - job.first_failure > self.flow.write_retry_deadline_s) if retriable else (
-            job.attempts >= self.flow.write_max_attempts
+        exhausted = (
+            (now - job.first_failure > self.flow.write_retry_deadline_s)
+            if retriable
+            else (job.attempts >= self.flow.write_max_attempts)
         )
         where = f"{job.tp.topic}/{job.tp.partition}@{job.offset}"
         if exhausted:
@@ -710,17 +748,29 @@ class Worker:
                 f"the broker keeps refusing writes to {job.topic!r} ({name}: {str(exc)[:200]}) after {job.attempts} "
                 f"attempts; stopping without committing past {where} (fix the topic's ACLs/replicas, then restart)"
             )
-            log.error("worker_result_write_failed_stopping", topic=job.topic, source=where, error=repr(exc)[:300],
-                      attempts=job.attempts)
+            log.error(
+                "worker_result_write_failed_stopping",
+                topic=job.topic,
+                source=where,
+                error=repr(exc)[:300],
+                attempts=job.attempts,
+            )
             return
         delay = min(WRITE_BACKOFF_MAX_S, WRITE_BACKOFF_BASE_S * 2 ** (job.attempts - 1))
         job.retry_at = now + delay
         self._retries.append(job)
         self._write_failures_unlogged += 1
         if now - self._write_warned_at >= WRITE_WARN_EVERY_S:  # one line per interval, not one per record
-            log.warning("worker_result_write_retrying", topic=job.topic, source=where, error=repr(exc)[:200],
-                        attempt=job.attempts, retry_in_s=delay, retriable=retriable,
-                        failures_since_last_warning=self._write_failures_unlogged)
+            log.warning(
+                "worker_result_write_retrying",
+                topic=job.topic,
+                source=where,
+                error=repr(exc)[:200],
+                attempt=job.attempts,
+                retry_in_s=delay,
+                retriable=retriable,
+                failures_since_last_warning=self._write_failures_unlogged,
+            )
             self._write_warned_at = now
             self._write_failures_unlogged = 0
 
@@ -812,8 +862,9 @@ class Worker:
         if not offsets or self._consumer is None:
             return True
         try:
-            self._consumer.commit({tp: OffsetAndMetadata(o, None, -1) for tp, o in offsets.items()},
-                                  timeout_ms=COMMIT_TIMEOUT_MS)
+            self._consumer.commit(
+                {tp: OffsetAndMetadata(o, None, -1) for tp, o in offsets.items()}, timeout_ms=COMMIT_TIMEOUT_MS
+            )
         except (KafkaError, ClaimwatchError, AssertionError) as exc:
             # CommitFailedError (the group moved on: the rebalance listener takes it from here),
             # KafkaTimeoutError (stalled broker): nothing is lost, the next commit carries the same offsets
@@ -868,8 +919,13 @@ class Worker:
         took = self._clock() - started
         if busy:
             self.metrics.rebalance_drain.observe(took)
-        log.info("worker_partitions_lost" if lost else "worker_partitions_revoked", partitions=sorted(tp.partition for tp in parts),
-                 in_flight=busy, abandoned=left, drain_s=round(took, 3))
+        log.info(
+            "worker_partitions_lost" if lost else "worker_partitions_revoked",
+            partitions=sorted(tp.partition for tp in parts),
+            in_flight=busy,
+            abandoned=left,
+            drain_s=round(took, 3),
+        )
 
     async def _assigned(self, partitions: list[int]) -> None:
         """Seed the dedupe window from the results topic on a helper thread (this runs on the IO loop)."""

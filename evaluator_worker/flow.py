@@ -171,7 +171,12 @@ class AdaptiveLimiter:
             return Permit(tokens, now)
 
     def release(
-        self, permit: Permit, *, throttled: bool = False, retry_after: float | None = None, used_tokens: int | None = None
+        self,
+        permit: Permit,
+        *,
+        throttled: bool = False,
+        retry_after: float | None = None,
+        used_tokens: int | None = None,
     ) -> None:
         """End a call. ``throttled``: the provider said slow down; ``used_tokens`` corrects the estimate."""
         with self._cond:
@@ -183,8 +188,7 @@ class AdaptiveLimiter:
                 if now - self._last_decrease >= self.decrease_cooldown_s:
                     self._limit = max(float(self.min_limit), self._limit * self.decrease_factor)
                     self._last_decrease = now
-                    log.warning("judge_throttled_limit_lowered", limit=int(self._limit),
-                                retry_after_s=retry_after)
+                    log.warning("judge_throttled_limit_lowered", limit=int(self._limit), retry_after_s=retry_after)
                 if retry_after:
                     self._not_before = max(self._not_before, now + retry_after)
             else:
@@ -257,18 +261,31 @@ class JudgeCaller:
             except JudgeError as exc:
                 if limiter is not None and permit is not None:
                     limiter.release(permit, throttled=exc.throttled, retry_after=exc.retry_after)
-                m.judge_call(self.judge_name, operation, time.perf_counter() - start, error=exc.reason,
-                             throttled=exc.throttled)
+                m.judge_call(
+                    self.judge_name, operation, time.perf_counter() - start, error=exc.reason, throttled=exc.throttled
+                )
                 if exc.fatal or not exc.retryable:
                     raise
                 delay = self.retry.delay(attempt, exc.retry_after)
                 out_of_attempts = self.retry.max_attempts is not None and attempt + 1 >= self.retry.max_attempts
                 if out_of_attempts or self._clock() - first + delay > self.retry.deadline_s:
-                    log.warning("judge_retry_deadline_reached", judge=self.judge_name,
-                                operation=operation, reason=exc.reason, attempts=attempt + 1)
+                    log.warning(
+                        "judge_retry_deadline_reached",
+                        judge=self.judge_name,
+                        operation=operation,
+                        reason=exc.reason,
+                        attempts=attempt + 1,
+                    )
                     raise
-                log.info("judge_call_retrying", judge=self.judge_name, operation=operation,
-                         reason=exc.reason, status=exc.status_code, attempt=attempt + 1, delay_s=round(delay, 2))
+                log.info(
+                    "judge_call_retrying",
+                    judge=self.judge_name,
+                    operation=operation,
+                    reason=exc.reason,
+                    status=exc.status_code,
+                    attempt=attempt + 1,
+                    delay_s=round(delay, 2),
+                )
                 attempt += 1
                 self._wait(delay, cancelled)
                 continue

@@ -172,17 +172,21 @@ class WorkerMetrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.judge_calls = Counter("claimwatch_judge_calls", "LLM/model calls made by judges.", ["judge", "model"], registry=r)
-        self.judge_tokens = Counter(
-            "claimwatch_judge_tokens", "Judge tokens.", ["judge", "model", "kind"], registry=r
+        self.judge_calls = Counter(
+            "claimwatch_judge_calls", "LLM/model calls made by judges.", ["judge", "model"], registry=r
         )
+        self.judge_tokens = Counter("claimwatch_judge_tokens", "Judge tokens.", ["judge", "model", "kind"], registry=r)
         self.judge_cost = Counter(
             "claimwatch_judge_cost_dollars", "Estimated judge cost in US dollars.", ["judge", "model"], registry=r
         )
-        self.judge_errors = Counter("claimwatch_judge_errors", "Judge failures, by reason.", ["judge", "reason"], registry=r)
+        self.judge_errors = Counter(
+            "claimwatch_judge_errors", "Judge failures, by reason.", ["judge", "reason"], registry=r
+        )
         self.judge_throttled = Counter(
-            "claimwatch_judge_throttled", "Judge calls answered with 429/529 (the concurrency limit backs off).",
-            ["judge"], registry=r,
+            "claimwatch_judge_throttled",
+            "Judge calls answered with 429/529 (the concurrency limit backs off).",
+            ["judge"],
+            registry=r,
         )
         self.concurrency_limit = Gauge(
             "claimwatch_judge_concurrency_limit", "Current adaptive limit on judge calls in flight.", registry=r
@@ -191,7 +195,9 @@ class WorkerMetrics:
             "claimwatch_in_flight_answers", "Answers handed to judging and not finished yet.", registry=r
         )
         self.unacked_writes = Gauge(
-            "claimwatch_unacked_writes", "Results and dead letters sent and not yet acknowledged by the broker.", registry=r
+            "claimwatch_unacked_writes",
+            "Results and dead letters sent and not yet acknowledged by the broker.",
+            registry=r,
         )
         self.rebalance_drain = Histogram(
             "claimwatch_rebalance_drain_seconds",
@@ -208,11 +214,13 @@ class WorkerMetrics:
         for kind in ("retriable", "non_retriable"):  # at 0 from the start: increase() sees the first one
             self.write_errors.labels(kind)
         self.results_shrunk = Counter(
-            "claimwatch_results_shrunk", "Results cut (text fields dropped) to fit the producer's request limit.",
+            "claimwatch_results_shrunk",
+            "Results cut (text fields dropped) to fit the producer's request limit.",
             registry=r,
         )
         self.commit_failures = Counter(
-            "claimwatch_commit_failures", "Offset commits that failed (the next commit carries the same offsets).",
+            "claimwatch_commit_failures",
+            "Offset commits that failed (the next commit carries the same offsets).",
             registry=r,
         )
         self.evaluation_duration = Histogram(
@@ -222,7 +230,10 @@ class WorkerMetrics:
             registry=r,
         )
         self.consumer_lag = Gauge(
-            "claimwatch_consumer_lag_records", "Records behind the log end on assigned partitions.", ["topic"], registry=r
+            "claimwatch_consumer_lag_records",
+            "Records behind the log end on assigned partitions.",
+            ["topic"],
+            registry=r,
         )
         self.last_evaluation = Gauge(
             "claimwatch_last_evaluation_timestamp_seconds", "Unix time of the last evaluated answer.", registry=r
@@ -351,8 +362,9 @@ class WorkerMetrics:
                 self.judge_cost.labels(judge, model).inc(float(u["cost_usd"]))
 
     # -- judge calls (JudgeCaller) and judges (JudgeObserver) -----------------
-    def judge_call(self, judge: str, operation: str, seconds: float, *, error: str | None = None,
-                   throttled: bool = False) -> None:
+    def judge_call(
+        self, judge: str, operation: str, seconds: float, *, error: str | None = None, throttled: bool = False
+    ) -> None:
         """One judge call: its latency, and the error reason when it failed."""
         self.judge_latency.labels(judge, operation).observe(seconds)
         if error is not None:

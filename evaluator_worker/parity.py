@@ -71,15 +71,24 @@ def ragaliq_hallucination(claims: Sequence, threshold: float = 0.8) -> Evaluator
         return EvaluatorScore(score=None, threshold=threshold, passed=None, detail=["every claim ERROR: not scored"])
     bad = [c for c in judged if c.verdict in (Verdict.UNSUPPORTED, Verdict.CONTRADICTED)]
     score = 1.0 - len(bad) / len(judged)
-    return EvaluatorScore(score=score, threshold=threshold, passed=score >= threshold,
-                          detail=[f"{c.verdict.value}: {c.text}" for c in bad])
+    return EvaluatorScore(
+        score=score,
+        threshold=threshold,
+        passed=score >= threshold,
+        detail=[f"{c.verdict.value}: {c.text}" for c in bad],
+    )
 
 
 def context_hallucination(claims: Sequence, n_contexts: int) -> tuple[float | None, list[int]]:
     if n_contexts <= 0:
         return None, []
-    hit = sorted({c.context_index for c in claims
-                  if c.verdict == Verdict.CONTRADICTED and c.context_index is not None and 0 <= c.context_index < n_contexts})
+    hit = sorted(
+        {
+            c.context_index
+            for c in claims
+            if c.verdict == Verdict.CONTRADICTED and c.context_index is not None and 0 <= c.context_index < n_contexts
+        }
+    )
     return len(hit) / n_contexts, hit
 
 

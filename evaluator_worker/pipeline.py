@@ -118,15 +118,23 @@ class Evaluator:
         metered = self.caller.limiter is not None  # token estimates only feed a limiter's token ceiling
         try:
             extraction = call(
-                "extract", lambda: self._extract(trace, contexts), cancelled=cancelled, used_tokens=_billed_input_tokens,
-                est_tokens=estimate_tokens(trace.answer, trace.question, *(contexts if self.judge.extract_sees_contexts else ()))
-                if metered else 0,
+                "extract",
+                lambda: self._extract(trace, contexts),
+                cancelled=cancelled,
+                used_tokens=_billed_input_tokens,
+                est_tokens=estimate_tokens(
+                    trace.answer, trace.question, *(contexts if self.judge.extract_sees_contexts else ())
+                )
+                if metered
+                else 0,
             )
             claims = list(extraction.claims)
             usages.append(extraction.usage)
             if claims:
                 verification = call(
-                    "verify", lambda: self.judge.verify(claims, contexts, trace.question), cancelled=cancelled,
+                    "verify",
+                    lambda: self.judge.verify(claims, contexts, trace.question),
+                    cancelled=cancelled,
                     used_tokens=_billed_input_tokens,
                     est_tokens=estimate_tokens(trace.question, *(c.text for c in claims), *contexts) if metered else 0,
                 )
@@ -138,8 +146,13 @@ class Evaluator:
         except JudgeError as exc:
             if exc.fatal:
                 raise
-            log.warning("judge_failed_claims_error", judge=self.judge.name, reason=exc.reason,
-                        status=exc.status_code, error=str(exc)[:300])
+            log.warning(
+                "judge_failed_claims_error",
+                judge=self.judge.name,
+                reason=exc.reason,
+                status=exc.status_code,
+                error=str(exc)[:300],
+            )
             if not claims:
                 # extraction itself failed: one placeholder claim so the failure is visible, never NaN
                 claims = [Claim(id="c0", text="")]

@@ -123,8 +123,15 @@ def encode_result(result: AnswerResult, budget: int) -> tuple[bytes, bytes, list
         if len(key or b"") + len(value) <= budget:
             break
     else:  # pathological (a budget below a few hundred bytes): the counts alone
-        value = json.dumps({"trace_id": shrunk.trace_id, "call_id": shrunk.call_id, "outcome": shrunk.outcome,
-                            "counts": shrunk.counts, "truncated": ["all"]}).encode()
+        value = json.dumps(
+            {
+                "trace_id": shrunk.trace_id,
+                "call_id": shrunk.call_id,
+                "outcome": shrunk.outcome,
+                "counts": shrunk.counts,
+                "truncated": ["all"],
+            }
+        ).encode()
         dropped.append("all")
     return key or b"", value, headers, dropped
 

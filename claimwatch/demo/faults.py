@@ -16,7 +16,13 @@ from claimwatch.demo.corpus import Question
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)")
 _SPEAKER = re.compile(r"^(?P<who>[A-Z][\w.]*(?: [A-Z][\w.-]*)+) said,")
-SPEAKERS = ("Chef Nadia Okafor", "Dr. Helen Park", "Chair Maria Lopez", "Engineer John Bradfield", "Governor DeWitt Clinton")
+SPEAKERS = (
+    "Chef Nadia Okafor",
+    "Dr. Helen Park",
+    "Chair Maria Lopez",
+    "Engineer John Bradfield",
+    "Governor DeWitt Clinton",
+)
 
 WORLD_KNOWLEDGE = {
     "recipe-cookies": "Chocolate chip cookies were invented by Ruth Wakefield in 1938.",
@@ -86,7 +92,7 @@ def numeric_drift(sentences: list[str], q: Question, rng: random.Random) -> list
         if new == raw:
             new = str(int(value) + 1)
         out = list(sentences)
-        out[i] = s[: m.start(1)] + new + s[m.end(1):]
+        out[i] = s[: m.start(1)] + new + s[m.end(1) :]
         return out
     return None
 
@@ -98,7 +104,7 @@ def speaker_drift(sentences: list[str], q: Question, rng: random.Random) -> list
             who = m.group("who")
             other = rng.choice([p for p in SPEAKERS if p != who])
             out = list(sentences)
-            out[i] = other + s[len(who):]
+            out[i] = other + s[len(who) :]
             return out
     return None
 

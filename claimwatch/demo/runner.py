@@ -87,8 +87,9 @@ def _worker_settings(bootstrap: str) -> WorkerSettings:
     return s
 
 
-def _serve_release(release: str, bootstrap: str, topic: str, n: int, fault_rate: float, seed: int,
-                   progress, warmup=None) -> list[Sent]:
+def _serve_release(
+    release: str, bootstrap: str, topic: str, n: int, fault_rate: float, seed: int, progress, warmup=None
+) -> list[Sent]:
     provider = make_provider(release)
     settings = CollectorSettings()
     settings.kafka.bootstrap_servers = bootstrap
@@ -151,15 +152,19 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
         judged = rel["SUPPORTED"] + rel["UNSUPPORTED"] + rel["CONTRADICTED"]
         rel["faithfulness"] = round(rel["SUPPORTED"] / judged, 4) if judged else None
     return {
-        "releases": {rel: {"totals": dict(totals[rel]), "routes": {k: dict(v) for k, v in routes.items()}}
-                     for rel, routes in table.items()},
+        "releases": {
+            rel: {"totals": dict(totals[rel]), "routes": {k: dict(v) for k, v in routes.items()}}
+            for rel, routes in table.items()
+        },
         "worst_contradicted": [],
         "accuracy": {
             "injected_failures": injected,
             "caught": sum(v[0] for v in caught.values()),
             "recall": round(sum(v[0] for v in caught.values()) / injected, 4) if injected else None,
-            "recall_by_kind": {k: {"caught": v[0], "injected": v[1], "recall": round(v[0] / v[1], 4) if v[1] else None}
-                               for k, v in sorted(caught.items())},
+            "recall_by_kind": {
+                k: {"caught": v[0], "injected": v[1], "recall": round(v[0] / v[1], 4) if v[1] else None}
+                for k, v in sorted(caught.items())
+            },
             "clean_answers": clean_total,
             "clean_flagged": clean_flagged,
             "false_positive_rate": round(clean_flagged / clean_total, 4) if clean_total else None,
@@ -170,26 +175,40 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
 def _counts(summary: dict[str, Any], release: str) -> ReleaseCounts:
     """What the worker counted for ``release`` (the numbers the gate must read back from Prometheus)."""
     t = summary["releases"].get(release, {}).get("totals", {})
-    claims = Counts(supported=t.get("SUPPORTED", 0), unsupported=t.get("UNSUPPORTED", 0),
-                    contradicted=t.get("CONTRADICTED", 0), error=t.get("ERROR", 0))
-    return ReleaseCounts(answers=t.get("evaluated", 0), flagged=t.get("flagged_answers", 0),
-                         contradicted=t.get("contradicted_answers", 0), claims=claims)
+    claims = Counts(
+        supported=t.get("SUPPORTED", 0),
+        unsupported=t.get("UNSUPPORTED", 0),
+        contradicted=t.get("CONTRADICTED", 0),
+        error=t.get("ERROR", 0),
+    )
+    return ReleaseCounts(
+        answers=t.get("evaluated", 0),
+        flagged=t.get("flagged_answers", 0),
+        contradicted=t.get("contradicted_answers", 0),
+        claims=claims,
+    )
 
 
 def render(summary: dict[str, Any]) -> str:
     out = []
     out.append("Claim verdicts per release and route")
-    out.append(f"  {'release':12} {'route':10} {'answers':>7} {'SUPP':>5} {'UNSUP':>5} {'CONTR':>5} {'ERR':>4} {'faithful':>8} {'flagged':>7}")
+    out.append(
+        f"  {'release':12} {'route':10} {'answers':>7} {'SUPP':>5} {'UNSUP':>5} {'CONTR':>5} {'ERR':>4} {'faithful':>8} {'flagged':>7}"
+    )
     for rel, data in summary["releases"].items():
         for route, row in sorted(data["routes"].items()):
             judged = row.get("SUPPORTED", 0) + row.get("UNSUPPORTED", 0) + row.get("CONTRADICTED", 0)
             f = f"{row.get('SUPPORTED', 0) / judged:.2f}" if judged else "n/a"
-            out.append(f"  {rel:12} {route:10} {row.get('answers', 0):7} {row.get('SUPPORTED', 0):5} {row.get('UNSUPPORTED', 0):5} "
-                       f"{row.get('CONTRADICTED', 0):5} {row.get('ERROR', 0):4} {f:>8} {row.get('flagged_answers', 0):7}")
+            out.append(
+                f"  {rel:12} {route:10} {row.get('answers', 0):7} {row.get('SUPPORTED', 0):5} {row.get('UNSUPPORTED', 0):5} "
+                f"{row.get('CONTRADICTED', 0):5} {row.get('ERROR', 0):4} {f:>8} {row.get('flagged_answers', 0):7}"
+            )
         t = data["totals"]
         f = "n/a" if t.get("faithfulness") is None else f"{t['faithfulness']:.2f}"
-        out.append(f"  {rel:12} {'ALL':10} {t.get('answers', 0):7} {t.get('SUPPORTED', 0):5} {t.get('UNSUPPORTED', 0):5} "
-                   f"{t.get('CONTRADICTED', 0):5} {t.get('ERROR', 0):4} {f:>8} {t.get('flagged_answers', 0):7}")
+        out.append(
+            f"  {rel:12} {'ALL':10} {t.get('answers', 0):7} {t.get('SUPPORTED', 0):5} {t.get('UNSUPPORTED', 0):5} "
+            f"{t.get('CONTRADICTED', 0):5} {t.get('ERROR', 0):4} {f:>8} {t.get('flagged_answers', 0):7}"
+        )
     out.append("")
     out.append(f"Worst contradicted claims (claimwatch claims --release {CANDIDATE} --verdict CONTRADICTED)")
     for w in summary["worst_contradicted"][:5]:
@@ -202,18 +221,24 @@ def render(summary: dict[str, Any]) -> str:
     out.append(f"  recall: caught {a['caught']}/{a['injected_failures']} injected failures ({(a['recall'] or 0):.0%})")
     for kind, v in a["recall_by_kind"].items():
         out.append(f"    {kind:20} {v['caught']:3}/{v['injected']:<3} {(v['recall'] or 0):.0%}")
-    out.append(f"  false positives: {a['clean_flagged']}/{a['clean_answers']} clean answers flagged ({(a['false_positive_rate'] or 0):.0%})")
-    out.append("  (the demo's answers are synthetic: templates with injected failures. On real LLM answers with human "
-               "labels the offline judges barely beat answer length: docs/judge-quality.md)")
+    out.append(
+        f"  false positives: {a['clean_flagged']}/{a['clean_answers']} clean answers flagged ({(a['false_positive_rate'] or 0):.0%})"
+    )
+    out.append(
+        "  (the demo's answers are synthetic: templates with injected failures. On real LLM answers with human "
+        "labels the offline judges barely beat answer length: docs/judge-quality.md)"
+    )
     g = summary["gate"]
     out.append("")
     out.append(f"Release gate ({g['source']}): {g['decision'].upper()}  {g['baseline']} -> {g['candidate']}")
     for role in ("baseline", "candidate"):
         c, w = g[f"{role}_counts"], g[f"worker_{role}_counts"]
         same = "equal to the worker's" if c == w else f"worker counted {w['answers']} answers / {w['flagged']} flagged"
-        out.append(f"  gate counts {role}: {c['answers']} answers, {c['flagged']} flagged, "
-                   f"{c['claims']['supported'] + c['claims']['unsupported'] + c['claims']['contradicted']} judged claims"
-                   f" ({same})")
+        out.append(
+            f"  gate counts {role}: {c['answers']} answers, {c['flagged']} flagged, "
+            f"{c['claims']['supported'] + c['claims']['unsupported'] + c['claims']['contradicted']} judged claims"
+            f" ({same})"
+        )
     for line in g["reasoning"]:
         out.append(f"  {line}")
     return "\n".join(out)
@@ -234,16 +259,21 @@ def read_topic_results(bootstrap: str, topic: str, max_records: int) -> list[dic
     """Every result record on the results topic: what ``claimwatch claims`` and ``claimwatch report`` read."""
     consumer, _ = open_results(bootstrap, topic)
     try:
-        return [value for value, _ in read_results(consumer, topic, since_s=None, from_offset=None,
-                                                   max_records=max_records)]
+        return [
+            value for value, _ in read_results(consumer, topic, since_s=None, from_offset=None, max_records=max_records)
+        ]
     finally:
         consumer.close()
 
 
 def worst_from_topic(results: list[dict[str, Any]], release: str, n: int = 5) -> list[FlaggedClaim]:
     """The candidate's worst CONTRADICTED claims, as ``claimwatch claims --release R --verdict CONTRADICTED`` ranks them."""
-    flagged = [f for r in results if matches(r, {"release": release})
-               for f in flagged_claims(r, ["CONTRADICTED"], int(float(r.get("evaluated_at") or 0) * 1000))]
+    flagged = [
+        f
+        for r in results
+        if matches(r, {"release": release})
+        for f in flagged_claims(r, ["CONTRADICTED"], int(float(r.get("evaluated_at") or 0) * 1000))
+    ]
     flagged.sort(key=lambda f: f.rank)
     out: list[FlaggedClaim] = []
     seen: set[str] = set()
@@ -305,15 +335,24 @@ def run_demo(args: argparse.Namespace, on_finished: Callable[[DemoEnv], None] | 
                 th.join(15)
 
         stack.callback(_stop_workers)
-        print(f"claimwatch demo: broker {broker.bootstrap}, metrics http://127.0.0.1:{port}/metrics"
-              + (f", prometheus {prom.url}" if prom else ", prometheus not started"), file=sys.stderr)
+        print(
+            f"claimwatch demo: broker {broker.bootstrap}, metrics http://127.0.0.1:{port}/metrics"
+            + (f", prometheus {prom.url}" if prom else ", prometheus not started"),
+            file=sys.stderr,
+        )
         sent: list[Sent] = []
         for release, rate in ((BASELINE, 0.0), (CANDIDATE, args.fault_rate)):
             base = len(sent)
             sent += _serve_release(
-                release, broker.bootstrap, topic, args.requests, rate, args.seed,
+                release,
+                broker.bootstrap,
+                topic,
+                args.requests,
+                rate,
+                args.seed,
                 lambda k, release=release, base=base: _status(
-                    f"serving {release}: {k}/{args.requests} requests, judged {len(collected)}/{base + k}", tty),
+                    f"serving {release}: {k}/{args.requests} requests, judged {len(collected)}/{base + k}", tty
+                ),
                 warmup=(lambda tid: _await_scrape(collected, tid)) if prom else None,
             )
         deadline = time.monotonic() + max(60.0, len(sent) * 0.2)
@@ -338,24 +377,30 @@ def run_demo(args: argparse.Namespace, on_finished: Callable[[DemoEnv], None] | 
         topic_results = read_topic_results(broker.bootstrap, results_topic, max_records=4 * len(sent) + 100)
         summary["results_read"] = len(topic_results)
         summary["worst_contradicted"] = [
-            {**f.to_json(), "injected": next((x.fault for x in sent if x.trace_id == f.trace_id), None),
-             "text": f.to_text()}
+            {
+                **f.to_json(),
+                "injected": next((x.fault for x in sent if x.trace_id == f.trace_id), None),
+                "text": f.to_text(),
+            }
             for f in worst_from_topic(topic_results, CANDIDATE, 8)
         ]
         report = getattr(args, "report", None)
         summary["report"] = write_report(topic_results, report, args.gate_min_answers) if report else None
         results_out = getattr(args, "results_out", None)
         if results_out:  # the broker lives in memory and ends with the demo: keep its results for label/report
-            Path(results_out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in topic_results),
-                                         encoding="utf-8")
+            Path(results_out).write_text(
+                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in topic_results), encoding="utf-8"
+            )
         summary["results_file"] = results_out or None
         summary["elapsed_s"] = round(time.monotonic() - started, 1)
         print(render(summary))
         if summary["report"]:
             print(f"\nRelease report (HTML, offline): {summary['report']}")
         if summary["results_file"]:
-            print(f"Results ({len(topic_results)} records; label your judge on them: claimwatch label --results "
-                  f"{summary['results_file']} --out labels.jsonl): {summary['results_file']}")
+            print(
+                f"Results ({len(topic_results)} records; label your judge on them: claimwatch label --results "
+                f"{summary['results_file']} --out labels.jsonl): {summary['results_file']}"
+            )
         print(f"\n{len(collected)}/{len(sent)} answers judged in {summary['elapsed_s']} s", file=sys.stderr)
         if args.summary_json:
             Path(args.summary_json).write_text(json.dumps(summary, indent=2, ensure_ascii=False))
@@ -387,8 +432,15 @@ def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None, min_answers:
         except Exception as exc:  # fall back to the worker's own counts, and say so
             source = f"worker counts (Prometheus query failed: {exc})"
     d = decide(base, cand, GateConfig(min_answers=min_answers), labels={"baseline": BASELINE, "candidate": CANDIDATE})
-    return {"source": source, "baseline": BASELINE, "candidate": CANDIDATE, "decision": d.action,
-            "exit_code": d.exit_code, "reasoning": d.render().splitlines()[1:],
-            "baseline_counts": dataclasses.asdict(base), "candidate_counts": dataclasses.asdict(cand),
-            "worker_baseline_counts": dataclasses.asdict(worker_base),
-            "worker_candidate_counts": dataclasses.asdict(worker_cand)}
+    return {
+        "source": source,
+        "baseline": BASELINE,
+        "candidate": CANDIDATE,
+        "decision": d.action,
+        "exit_code": d.exit_code,
+        "reasoning": d.render().splitlines()[1:],
+        "baseline_counts": dataclasses.asdict(base),
+        "candidate_counts": dataclasses.asdict(cand),
+        "worker_baseline_counts": dataclasses.asdict(worker_base),
+        "worker_candidate_counts": dataclasses.asdict(worker_cand),
+    }

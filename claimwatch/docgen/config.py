@@ -129,6 +129,7 @@ FALLBACK_DESCRIPTIONS: dict[str, str] = {
     "CollectorSettings.metrics_port": "Serve the collector's own metrics on this port; null when the app already exposes its registry.",
 }
 
+
 #: the settings classes documented, with the section title
 def _extra_settings() -> tuple[tuple[str, type[BaseModel]], ...]:
     from collector.otlp_bridge import BridgeSettings
@@ -136,7 +137,10 @@ def _extra_settings() -> tuple[tuple[str, type[BaseModel]], ...]:
     from evaluator_worker.trace_export import TraceExportSettings
 
     return (
-        ("OTLP receiver (`claimwatch receiver`; Kafka, topic and sampling from the collector's settings)", ReceiverSettings),
+        (
+            "OTLP receiver (`claimwatch receiver`; Kafka, topic and sampling from the collector's settings)",
+            ReceiverSettings,
+        ),
         ("Collector-topic bridge (`claimwatch bridge`)", BridgeSettings),
         ("Evaluations back into traces (worker; off until an endpoint is set)", TraceExportSettings),
     )
@@ -360,10 +364,7 @@ def env_prefix(model: type[BaseModel]) -> str:
 
 def render_markdown(documented: Sequence[tuple[str, type[BaseModel]]] = DOCUMENTED) -> str:
     """The whole reference: settings shared by every documented class first, then one section per class."""
-    per_class = [
-        (title, list(iter_settings(model, prefix=env_prefix(model))))
-        for title, model in documented
-    ]
+    per_class = [(title, list(iter_settings(model, prefix=env_prefix(model)))) for title, model in documented]
     shared: list[SettingDoc] = []
     if len(per_class) > 1:
         # shared between the worker and the collector (the first two sections)
@@ -415,7 +416,9 @@ def extract_generated(document: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the reference, or ``--write FILE`` to refresh the generated block of FILE."""
     parser = argparse.ArgumentParser(prog="python -m claimwatch.docgen.config", description=__doc__.split("\n")[0])
-    parser.add_argument("--write", metavar="FILE", help="replace the generated block of FILE (e.g. docs/configuration.md)")
+    parser.add_argument(
+        "--write", metavar="FILE", help="replace the generated block of FILE (e.g. docs/configuration.md)"
+    )
     parser.add_argument("--check", metavar="FILE", help="exit 1 when the generated block of FILE is out of date")
     args = parser.parse_args(argv)
     generated = render_markdown()
@@ -426,8 +429,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         current = extract_generated(Path(args.check).read_text(encoding="utf-8"))
         if current != generated:
-            print(f"{args.check} is out of date: run python -m claimwatch.docgen.config --write {args.check}",
-                  file=sys.stderr)
+            print(
+                f"{args.check} is out of date: run python -m claimwatch.docgen.config --write {args.check}",
+                file=sys.stderr,
+            )
             return 1
         return 0
     sys.stdout.write(generated)

@@ -91,8 +91,17 @@ def _table(metrics: list[Any]) -> list[str]:
 def render() -> str:
     worker = _metrics(WorkerMetrics(registry=CollectorRegistry()))
     collector = _metrics(get_metrics(CollectorRegistry()))
-    out = [INTRO, "## Worker (`claimwatch worker`)", "", *_table(worker), "",
-           "## Collector (in the application, the OTLP receiver and the bridge)", "", *_table(collector), ""]
+    out = [
+        INTRO,
+        "## Worker (`claimwatch worker`)",
+        "",
+        *_table(worker),
+        "",
+        "## Collector (in the application, the OTLP receiver and the bridge)",
+        "",
+        *_table(collector),
+        "",
+    ]
     return "\n".join(out)
 
 

@@ -27,17 +27,23 @@ EXAMPLE_TRACE = RagTrace(
     question="How long do customers have to request a refund?",
     answer="Customers can request a refund within 60 days. Refunds go back to the original payment method.",
     contexts=[
-        {"id": "doc-refunds", "source": "policies/refunds.md",
-         "content": "Customers may request a refund within 30 days of delivery. "
-                    "Refunds are issued to the original payment method."},
+        {
+            "id": "doc-refunds",
+            "source": "policies/refunds.md",
+            "content": "Customers may request a refund within 30 days of delivery. "
+            "Refunds are issued to the original payment method.",
+        },
         {"id": "doc-shipping", "source": "policies/shipping.md", "content": "Orders ship within 2 business days."},
     ],
     slices={"release": "v1.5.0", "model": "claude-sonnet-4-5", "route": "billing", "environment": "prod"},
 )
 
 DEAD_LETTER_HEADERS = [
-    ("claimwatch.reason", "why: `empty`, `not_json`, `not_object`, `schema_version`, `invalid`, `invalid_text`, "
-                          "`oversized`, `evaluation_error` (a judge crashed on this record)"),
+    (
+        "claimwatch.reason",
+        "why: `empty`, `not_json`, `not_object`, `schema_version`, `invalid`, `invalid_text`, "
+        "`oversized`, `evaluation_error` (a judge crashed on this record)",
+    ),
     ("claimwatch.error", "the error message, at most 500 characters (never the offending value)"),
     ("claimwatch.source", "`topic/partition/offset` of the original record"),
     ("claimwatch.original_bytes", "only when the value was too large to copy: its size (the value is then empty)"),

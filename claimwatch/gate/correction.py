@@ -56,24 +56,33 @@ def correct(d: GateDecision, profile_path: str | Path) -> Correction:
     unit = "answers" if answers else "claims"
     rates = profile.get("flagged") or {}
     se, sp = (rates.get("sensitivity") or {}).get("estimate"), (rates.get("specificity") or {}).get("estimate")
-    lines = [f"judge profile {Path(profile_path).name} ({unit}, {profile.get('labelled', '?')} labels; "
-             f"Se {se if se is None else round(se, 3)}, Sp {sp if sp is None else round(sp, 3)}): "
-             f"flagged {unit}, raw -> corrected for the judge's errors ({round(100 * profile.get('level', 0.95))}% interval)"]
+    lines = [
+        f"judge profile {Path(profile_path).name} ({unit}, {profile.get('labelled', '?')} labels; "
+        f"Se {se if se is None else round(se, 3)}, Sp {sp if sp is None else round(sp, 3)}): "
+        f"flagged {unit}, raw -> corrected for the judge's errors ({round(100 * profile.get('level', 0.95))}% interval)"
+    ]
     uncertain: list[str] = []
     for role in ("baseline", "candidate"):
         flagged, n = counts_for(profile, getattr(d, role))
         r = corrected_rate(strata, flagged, n, positive=positive_for(profile))
         c = r.corrected
-        lines.append(f"  {role:9} {d.labels.get(role, role)}  raw {_pct(r.raw)} -> corrected {_pct(c.estimate)} "
-                     f"[{_pct(c.low)}, {_pct(c.high)}] of {n} {unit}")
+        lines.append(
+            f"  {role:9} {d.labels.get(role, role)}  raw {_pct(r.raw)} -> corrected {_pct(c.estimate)} "
+            f"[{_pct(c.low)}, {_pct(c.high)}] of {n} {unit}"
+        )
         if not r.decidable and r.why not in uncertain:
             uncertain.append(str(r.why))
     if not answers:
-        lines.append("  (a claim profile: for reference; label answers with `claimwatch label --unit answer` to let "
-                     "the judge's measured error rates hold a rollback)")
+        lines.append(
+            "  (a claim profile: for reference; label answers with `claimwatch label --unit answer` to let "
+            "the judge's measured error rates hold a rollback)"
+        )
         return Correction(tuple(lines))
     veto = None
     if uncertain:
-        veto = ("the judge's measured error rates are too uncertain for a rollback decision ("
-                + "; ".join(uncertain) + "): label more answers, or use a judge that separates them better")
+        veto = (
+            "the judge's measured error rates are too uncertain for a rollback decision ("
+            + "; ".join(uncertain)
+            + "): label more answers, or use a judge that separates them better"
+        )
     return Correction(tuple(lines), veto)

@@ -96,8 +96,9 @@ def latest_per_trace(results: Iterable[Mapping[str, Any]]) -> list[Mapping[str, 
     return list(latest.values())
 
 
-def counts_from_results(results: Iterable[Mapping[str, Any]], releases: Iterable[str],
-                        label: str = "release") -> dict[str, ReleaseCounts]:
+def counts_from_results(
+    results: Iterable[Mapping[str, Any]], releases: Iterable[str], label: str = "release"
+) -> dict[str, ReleaseCounts]:
     """:class:`ReleaseCounts` per release from result records (what ``claimwatch report`` decides on)."""
     out = {release: ReleaseCounts() for release in releases}
     for r in latest_per_trace(results):

@@ -81,8 +81,10 @@ class GateDecision:
             f"  flagged answers  change {_pts(cmp.difference)}, bounds [{_pts(cmp.lower)}, {_pts(cmp.upper)}]"
             f"  tolerance {_pts(t.max_increase)}; at most {t.alpha:g} false rollbacks over {test}"
         )
-        lines.append(f"  power: a rise of {_pts(self.power.min_detectable)} or more is caught with probability "
-                     f"{t.power:g} at these counts")
+        lines.append(
+            f"  power: a rise of {_pts(self.power.min_detectable)} or more is caught with probability "
+            f"{t.power:g} at these counts"
+        )
         lines += [f"  - {reason}" for reason in self.reasons]
         return "\n".join(lines)
 
@@ -95,8 +97,9 @@ def _pts(x: float) -> str:
     return "n/a" if math.isinf(x) else f"{x * 100:+.2f} pts"
 
 
-def _power(baseline: ReleaseCounts, candidate: ReleaseCounts, cmp: ShareComparison, cfg: GateConfig,
-           action: str) -> Power:
+def _power(
+    baseline: ReleaseCounts, candidate: ReleaseCounts, cmp: ShareComparison, cfg: GateConfig, action: str
+) -> Power:
     nc, nb = candidate.answers, baseline.answers
     p = (candidate.flagged + baseline.flagged) / (nc + nb) if nc + nb else 0.0
     mde = power.min_detectable_increase(p, max(nc, 1), max(nb, 1), cfg.test)
@@ -110,16 +113,28 @@ def _power(baseline: ReleaseCounts, candidate: ReleaseCounts, cmp: ShareComparis
     return Power(mde, math.ceil(nc * (k - 1)), math.ceil(nb * (k - 1)))
 
 
-def decide(baseline: ReleaseCounts, candidate: ReleaseCounts, config: GateConfig | None = None,
-           labels: dict[str, str] | None = None) -> GateDecision:
+def decide(
+    baseline: ReleaseCounts,
+    candidate: ReleaseCounts,
+    config: GateConfig | None = None,
+    labels: dict[str, str] | None = None,
+) -> GateDecision:
     """Promote, hold or roll back ``candidate`` given ``baseline`` (see the module docstring)."""
     cfg = config or GateConfig()
     t = cfg.test
     cmp = compare_shares(candidate.flagged, candidate.answers, baseline.flagged, baseline.answers, t)
 
     def done(action: str, reasons: list[str]) -> GateDecision:
-        return GateDecision(action, baseline, candidate, cmp, tuple(reasons), cfg,
-                            _power(baseline, candidate, cmp, cfg, action), dict(labels or {}))
+        return GateDecision(
+            action,
+            baseline,
+            candidate,
+            cmp,
+            tuple(reasons),
+            cfg,
+            _power(baseline, candidate, cmp, cfg, action),
+            dict(labels or {}),
+        )
 
     thin = [
         f"{role} has {c.answers} evaluated answers, fewer than the {cfg.min_answers} needed"
@@ -129,19 +144,30 @@ def decide(baseline: ReleaseCounts, candidate: ReleaseCounts, config: GateConfig
     if thin:
         return _with_more(done(HOLD, ["not enough evidence: " + "; ".join(thin) + " (widen the window or wait)"]))
     if cmp.rolls_back:
-        return done(ROLLBACK, [
-            f"flagged answers rose from {_pct(cmp.baseline_rate).strip()} to {_pct(cmp.candidate_rate).strip()}: "
-            f"even the lower bound of the rise ({_pts(cmp.lower)}) exceeds the tolerance ({_pts(t.max_increase)})"
-        ])
+        return done(
+            ROLLBACK,
+            [
+                f"flagged answers rose from {_pct(cmp.baseline_rate).strip()} to {_pct(cmp.candidate_rate).strip()}: "
+                f"even the lower bound of the rise ({_pts(cmp.lower)}) exceeds the tolerance ({_pts(t.max_increase)})"
+            ],
+        )
     if cmp.difference > t.max_increase:
-        return _with_more(done(HOLD, [
-            f"flagged answers look worse ({_pts(cmp.difference)}, above the tolerance) but not significantly "
-            f"(lower bound {_pts(cmp.lower)}): collect more answers"
-        ]))
-    return done(PROMOTE, [
-        f"the flagged-answer share did not rise by more than the tolerance ({_pts(t.max_increase)}): "
-        f"{_pts(cmp.difference)}"
-    ])
+        return _with_more(
+            done(
+                HOLD,
+                [
+                    f"flagged answers look worse ({_pts(cmp.difference)}, above the tolerance) but not significantly "
+                    f"(lower bound {_pts(cmp.lower)}): collect more answers"
+                ],
+            )
+        )
+    return done(
+        PROMOTE,
+        [
+            f"the flagged-answer share did not rise by more than the tolerance ({_pts(t.max_increase)}): "
+            f"{_pts(cmp.difference)}"
+        ],
+    )
 
 
 def _with_more(d: GateDecision) -> GateDecision:
@@ -152,7 +178,10 @@ def _with_more(d: GateDecision) -> GateDecision:
     elif more_c is None:
         sentence = "no feasible number of answers settles a difference this close to the tolerance"
     else:
-        sentence = (f"about {more_c} more evaluated candidate answers (and {more_b} baseline) would settle it"
-                    " if the difference is real and stays")
-    return GateDecision(d.action, d.baseline, d.candidate, d.comparison, d.reasons + (sentence,), d.config,
-                        d.power, d.labels)
+        sentence = (
+            f"about {more_c} more evaluated candidate answers (and {more_b} baseline) would settle it"
+            " if the difference is real and stays"
+        )
+    return GateDecision(
+        d.action, d.baseline, d.candidate, d.comparison, d.reasons + (sentence,), d.config, d.power, d.labels
+    )

@@ -37,8 +37,9 @@ def queries(release: str, window: str, label: str = "release", extra: str = "") 
     }
 
 
-def instant_query(url: str, query: str, *, timeout: float = 10.0, at: float | None = None,
-                  opener: Opener = urllib.request.urlopen) -> list[dict[str, Any]]:
+def instant_query(
+    url: str, query: str, *, timeout: float = 10.0, at: float | None = None, opener: Opener = urllib.request.urlopen
+) -> list[dict[str, Any]]:
     """The result vector of ``query`` (``/api/v1/query``, evaluated at ``at`` if given); :class:`GateError` on failure."""
     params = {"query": query, **({"time": f"{at:.3f}"} if at is not None else {})}
     full = url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode(params)
@@ -68,8 +69,9 @@ def _count(sample: dict[str, Any]) -> int:
     return 0 if math.isnan(value) or value < 0 else int(round(value))
 
 
-def fetch_counts(source: Source, release: str, window: str = "1h", *, opener: Opener = urllib.request.urlopen
-                 ) -> ReleaseCounts:
+def fetch_counts(
+    source: Source, release: str, window: str = "1h", *, opener: Opener = urllib.request.urlopen
+) -> ReleaseCounts:
     """Evaluated answers, flagged answers and claims by verdict of ``release`` over ``window``.
 
     The four queries are evaluated at one instant, so a scrape between them cannot make the

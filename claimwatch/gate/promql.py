@@ -72,8 +72,9 @@ def exact_increase(series: str, window: str) -> str:
     return f"((({last} - {series} offset {window}) >= 0) or ignoring(__name__) {last})"
 
 
-def count_query(metric: str, release: str, window: str = "1h", label: str = "release", extra: str = "",
-                by: str = "") -> str:
+def count_query(
+    metric: str, release: str, window: str = "1h", label: str = "release", extra: str = "", by: str = ""
+) -> str:
     """The gate's count of ``metric`` for one release, summed (``by`` a label, e.g. ``verdict``)."""
     check_window(window)
     series = selector(metric, release, label, extra)
@@ -93,8 +94,7 @@ def share_counts(release_expr: str, window: str, extra: str, *, quote: bool = Tr
     """
     answers = selector(ANSWERS, release_expr, "release", extra, quote=quote)[:-1] + ', outcome="evaluated"}'
     flagged = selector(FLAGGED, release_expr, "release", extra, quote=quote)
-    return (f"(sum({exact_increase(flagged, window)}) or vector(0))",
-            f"sum({exact_increase(answers, window)})")
+    return (f"(sum({exact_increase(flagged, window)}) or vector(0))", f"sum({exact_increase(answers, window)})")
 
 
 def point_difference(xc: str, nc: str, xb: str, nb: str) -> str:
@@ -113,7 +113,7 @@ def sequential_log_evidence(xc: str, nc: str, xb: str, nb: str, theta: str, alph
     t2 = f"({tau} ^ 2)"
     c = f"({excess} * {tau} / sqrt({v} * ({v} + {t2})))"
     mills = f"clamp_min(1 - exp(-({c} ^ 2) / 2) / {SQRT_2PI!r} / {c}, 0.5)"
-    evidence = (f"{LN2!r} + 0.5 * ln({v} / ({v} + {t2})) + {c} ^ 2 / 2 + ln({mills}) + ln(vector({alpha}))")
+    evidence = f"{LN2!r} + 0.5 * ln({v} / ({v} + {t2})) + {c} ^ 2 / 2 + ln({mills}) + ln(vector({alpha}))"
     return f"({evidence})\nand on ()\n{excess} > 0"
 
 

@@ -46,24 +46,33 @@ def sampling_advice(d: GateDecision, window_s: float, advice: Advice) -> list[st
     pace = d.candidate.answers / window_s if window_s > 0 else 0.0  # evaluated answers per second
     target_min = advice.target_s / 60
     if pace > 0 and more / pace <= advice.target_s:
-        return [f"at the current pace ({pace * 60:.1f} answers/min) the candidate gets there in about "
-                f"{more / pace / 60:.0f} min, within the {target_min:g} min target"]
+        return [
+            f"at the current pace ({pace * 60:.1f} answers/min) the candidate gets there in about "
+            f"{more / pace / 60:.0f} min, within the {target_min:g} min target"
+        ]
     factor = math.inf if pace == 0 else more / advice.target_s / pace
-    line = (f"to get there within {target_min:g} min the candidate needs {more / advice.target_s * 60:.1f} "
-            f"judged answers/min" + ("" if pace == 0 else f", {factor:.1f}x its current {pace * 60:.1f}"))
+    line = (
+        f"to get there within {target_min:g} min the candidate needs {more / advice.target_s * 60:.1f} "
+        f"judged answers/min" + ("" if pace == 0 else f", {factor:.1f}x its current {pace * 60:.1f}")
+    )
     ratio = advice.sampling_ratio
     if ratio is not None and factor * ratio <= 1:
-        line += (f": raise its sampling ratio from {ratio:g} to {min(1.0, factor * ratio):.2g} "
-                 f"(CLAIMWATCH_SLICE_RATIOS='{{\"release={candidate}\": {min(1.0, factor * ratio):.2g}}}')")
+        line += (
+            f": raise its sampling ratio from {ratio:g} to {min(1.0, factor * ratio):.2g} "
+            f"(CLAIMWATCH_SLICE_RATIOS='{{\"release={candidate}\": {min(1.0, factor * ratio):.2g}}}')"
+        )
     else:
-        line += (f": keep every candidate answer (CLAIMWATCH_KEEP_RELEASES='[\"{candidate}\"]')"
-                 + ("" if ratio is None else " and send the candidate more traffic")
-                 + ", or wait longer")
+        line += (
+            f": keep every candidate answer (CLAIMWATCH_KEEP_RELEASES='[\"{candidate}\"]')"
+            + ("" if ratio is None else " and send the candidate more traffic")
+            + ", or wait longer"
+        )
     return [line]
 
 
-def look(source: Source, baseline: str, candidate: str, window: str, config: GateConfig,
-         fetch: Fetch = fetch_counts) -> GateDecision:
+def look(
+    source: Source, baseline: str, candidate: str, window: str, config: GateConfig, fetch: Fetch = fetch_counts
+) -> GateDecision:
     """One read of both releases and the decision (raises :class:`GateError`)."""
     base = fetch(source, baseline, window)
     cand = fetch(source, candidate, window)
@@ -81,9 +90,17 @@ def _report(d: GateDecision, source: Source, window: str, advice: Advice) -> str
     return "\n".join(lines)
 
 
-def run_gate(source: Source, baseline: str, candidate: str, *, window: str = "1h",
-             config: GateConfig | None = None, advice: Advice | None = None,
-             fetch: Fetch = fetch_counts, profile: str | None = None) -> tuple[int, str]:
+def run_gate(
+    source: Source,
+    baseline: str,
+    candidate: str,
+    *,
+    window: str = "1h",
+    config: GateConfig | None = None,
+    advice: Advice | None = None,
+    fetch: Fetch = fetch_counts,
+    profile: str | None = None,
+) -> tuple[int, str]:
     """One look: ``(exit code, report)``; 0 promote, 1 rollback, 2 hold. With a judge ``profile``, the corrected
     shares are printed and a rollback the judge's measured error rates cannot support is held
     (:mod:`claimwatch.gate.correction`)."""
@@ -108,11 +125,21 @@ class Follow:
     duration_s: float = 3600.0
 
 
-def follow(source: Source, baseline: str, candidate: str, *, window: str = "1h",
-           config: GateConfig | None = None, plan: Follow | None = None, advice: Advice | None = None,
-           fetch: Fetch = fetch_counts, clock: Callable[[], float] = time.time,
-           sleep: Callable[[float], None] = time.sleep, emit: Callable[[str], None] = print,
-           profile: str | None = None) -> int:
+def follow(
+    source: Source,
+    baseline: str,
+    candidate: str,
+    *,
+    window: str = "1h",
+    config: GateConfig | None = None,
+    plan: Follow | None = None,
+    advice: Advice | None = None,
+    fetch: Fetch = fetch_counts,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    emit: Callable[[str], None] = print,
+    profile: str | None = None,
+) -> int:
     """Repeated looks on growing data; the exit code of the first rollback or of the last look."""
     cfg = config or GateConfig()
     if cfg.test.method != SEQUENTIAL:
@@ -126,8 +153,9 @@ def follow(source: Source, baseline: str, candidate: str, *, window: str = "1h",
         n += 1
         elapsed = clock() - start
         grown = f"{int(round(base_s + elapsed))}s"
-        code, text = run_gate(source, baseline, candidate, window=grown, config=cfg, advice=advice, fetch=fetch,
-                              profile=profile)
+        code, text = run_gate(
+            source, baseline, candidate, window=grown, config=cfg, advice=advice, fetch=fetch, profile=profile
+        )
         emit(f"look {n} at +{elapsed:.0f}s\n{text}")
         if code == EXIT_CODES[ROLLBACK] or elapsed + plan.every_s > plan.duration_s:
             return code

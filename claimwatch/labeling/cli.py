@@ -39,21 +39,38 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     for name in ("release", "route", "model", "environment"):
         src.add_argument(f"--{name}", help=f"only answers of this {name}")
     s = p.add_argument_group("the sample")
-    s.add_argument("--unit", choices=UNITS, default="claim",
-                   help="label claims (default; claimwatch calibrate reads them) or whole answers, the release "
-                        "gate's unit (faithful/hallucinated; calibrate --answers reads them)")
+    s.add_argument(
+        "--unit",
+        choices=UNITS,
+        default="claim",
+        help="label claims (default; claimwatch calibrate reads them) or whole answers, the release "
+        "gate's unit (faithful/hallucinated; calibrate --answers reads them)",
+    )
     s.add_argument("--n", type=int, default=200, help="items to label (default 200; " + PRECISION_HINT + ")")
     s.add_argument("--by", default=None, help="also stratify by this slice, e.g. route or release")
     s.add_argument("--confidence-cuts", default="0.8", help="confidence band edges, comma-separated (default 0.8)")
-    s.add_argument("--flagged-share", type=float, default=0.5,
-                   help="share of the sample from claims the judge flagged (default 0.5)")
+    s.add_argument(
+        "--flagged-share",
+        type=float,
+        default=0.5,
+        help="share of the sample from claims the judge flagged (default 0.5)",
+    )
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--plan-only", action="store_true", help="write the plan and stop")
     p.add_argument("--blind", action="store_true", help="hide the judge's verdict (no anchoring on it)")
-    p.add_argument("--html", metavar="PAGE", default=None,
-                   help="instead of the terminal: write the unlabelled items as a self-contained HTML page")
-    p.add_argument("--import", dest="import_file", metavar="FILE", default=None,
-                   help="append the labels downloaded from the HTML page to --out (ids already there are kept)")
+    p.add_argument(
+        "--html",
+        metavar="PAGE",
+        default=None,
+        help="instead of the terminal: write the unlabelled items as a self-contained HTML page",
+    )
+    p.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE",
+        default=None,
+        help="append the labels downloaded from the HTML page to --out (ids already there are kept)",
+    )
     p.add_argument("--labeller", default=None, help="your name in the label records (default: the login name)")
     p.set_defaults(func=cmd_label)
     return p
@@ -61,19 +78,26 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def add_cli(sub: Any) -> argparse.ArgumentParser:
     """Register ``claimwatch label`` on an argparse subparsers object."""
-    return configure(sub.add_parser("label", help="label a stratified sample of judged claims in the terminal "
-                                                  "(for claimwatch calibrate --profile-out)"))
+    return configure(
+        sub.add_parser(
+            "label",
+            help="label a stratified sample of judged claims in the terminal (for claimwatch calibrate --profile-out)",
+        )
+    )
 
 
 def cmd_label(args: argparse.Namespace) -> int:
     path = plan_path(args.out)
     if path.exists():
         plan = load_plan(path)
-        print(f"resuming the plan in {path} ({plan['n']} {plan.get('unit', 'claim')}s from {plan['source'] or '?'})",
-              file=sys.stderr)
+        print(
+            f"resuming the plan in {path} ({plan['n']} {plan.get('unit', 'claim')}s from {plan['source'] or '?'})",
+            file=sys.stderr,
+        )
         if args.results or args.bootstrap or args.topic or args.unit != plan.get("unit", "claim"):
-            print(f"  (the source and sample options are the plan's; delete {path} to draw a new sample)",
-                  file=sys.stderr)
+            print(
+                f"  (the source and sample options are the plan's; delete {path} to draw a new sample)", file=sys.stderr
+            )
     else:
         cuts = tuple(float(x) for x in str(args.confidence_cuts).split(",") if x.strip())
         if not cuts:
@@ -83,16 +107,28 @@ def cmd_label(args: argparse.Namespace) -> int:
             results = list(read_results_file(args.results))
             source = args.results
         else:
-            results = read_results_topic(args.bootstrap, args.topic, since=args.since, from_offset=args.from_offset,
-                                         max_records=args.max_records)
+            results = read_results_topic(
+                args.bootstrap, args.topic, since=args.since, from_offset=args.from_offset, max_records=args.max_records
+            )
             source = f"topic {args.topic or 'claimwatch.results'}"
         pick = population_answers if args.unit == "answer" else population
         cands = pick(results, cuts=cuts, by=args.by, filters=filters)
-        plan = draw_plan(cands, args.n, seed=args.seed, flagged_share=args.flagged_share, source=source, cuts=cuts,
-                         by=args.by, unit=args.unit)
+        plan = draw_plan(
+            cands,
+            args.n,
+            seed=args.seed,
+            flagged_share=args.flagged_share,
+            source=source,
+            cuts=cuts,
+            by=args.by,
+            unit=args.unit,
+        )
         save_plan(plan, path)
-        print(f"plan: {plan['n']} of {plan['population_total']} judged {args.unit}s in {len(plan['strata'])} strata "
-              f"-> {path}", file=sys.stderr)
+        print(
+            f"plan: {plan['n']} of {plan['population_total']} judged {args.unit}s in {len(plan['strata'])} strata "
+            f"-> {path}",
+            file=sys.stderr,
+        )
         for key, st in plan["strata"].items():
             print(f"  {key:<40} population {st['population']:>7}  sampled {st['sampled']:>5}", file=sys.stderr)
     if args.plan_only:
@@ -108,16 +144,25 @@ def cmd_label(args: argparse.Namespace) -> int:
         from claimwatch.labeling.html import render_page
 
         Path(args.html).write_text(render_page(plan, args.out, blind=args.blind, labeller=labeller), encoding="utf-8")
-        print(f"labelling page written to {args.html}: open it in a browser, label, download, then "
-              f"claimwatch label --out {args.out} --import labels-new.jsonl", file=sys.stderr)
+        print(
+            f"labelling page written to {args.html}: open it in a browser, label, download, then "
+            f"claimwatch label --out {args.out} --import labels-new.jsonl",
+            file=sys.stderr,
+        )
         return 0
     summary = run_session(plan, args.out, sys.stdin, sys.stdout, blind=args.blind, labeller=labeller)
-    print(f"\n{summary.labelled} labelled, {summary.skipped} skipped of {summary.total} "
-          f"({summary.this_session} this session) -> {args.out}"
-          + ("" if summary.finished else "; run the same command again to go on"), file=sys.stderr)
+    print(
+        f"\n{summary.labelled} labelled, {summary.skipped} skipped of {summary.total} "
+        f"({summary.this_session} this session) -> {args.out}"
+        + ("" if summary.finished else "; run the same command again to go on"),
+        file=sys.stderr,
+    )
     if summary.labelled:
-        print(f"next: claimwatch calibrate {args.out} --profile-out judge-profile.json "
-              f"(corrected-rate precision: {PRECISION_HINT}; skips in {skipped_path(args.out)})", file=sys.stderr)
+        print(
+            f"next: claimwatch calibrate {args.out} --profile-out judge-profile.json "
+            f"(corrected-rate precision: {PRECISION_HINT}; skips in {skipped_path(args.out)})",
+            file=sys.stderr,
+        )
     return 0
 
 

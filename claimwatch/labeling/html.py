@@ -19,8 +19,9 @@ from claimwatch.labeling.session import ANSWER_KEYS, KEYS, _append, _ids, skippe
 LABEL_SLOT = "__LABEL__"
 
 
-def page_data(plan: Mapping[str, Any], labels_path: str | Path, *, blind: bool = False,
-              labeller: str | None = None) -> dict[str, Any]:
+def page_data(
+    plan: Mapping[str, Any], labels_path: str | Path, *, blind: bool = False, labeller: str | None = None
+) -> dict[str, Any]:
     """What the page needs: the items not labelled or skipped yet, each with its view and its record template."""
     answers = plan.get("unit") == "answer"
     record = answer_label_record if answers else label_record
@@ -29,22 +30,52 @@ def page_data(plan: Mapping[str, Any], labels_path: str | Path, *, blind: bool =
     for it in plan["items"]:
         if it["id"] in done:
             continue
-        view = {k: it.get(k) for k in ("stratum", "stratum_share", "population_total", "question", "claim", "answer",
-                                       "evidence", "context_excerpt", "context_source", "context_id", "slices")}
+        view = {
+            k: it.get(k)
+            for k in (
+                "stratum",
+                "stratum_share",
+                "population_total",
+                "question",
+                "claim",
+                "answer",
+                "evidence",
+                "context_excerpt",
+                "context_source",
+                "context_id",
+                "slices",
+            )
+        }
         if answers:
-            view["claims"] = [{k: c.get(k) for k in ("id", "text", "context_excerpt", "evidence")
-                               + (() if blind else ("verdict", "confidence"))} for c in it.get("claims") or []]
+            view["claims"] = [
+                {
+                    k: c.get(k)
+                    for k in ("id", "text", "context_excerpt", "evidence")
+                    + (() if blind else ("verdict", "confidence"))
+                }
+                for c in it.get("claims") or []
+            ]
         if not blind:
-            view.update(judge_verdict=it.get("judge_verdict"), judge_confidence=it.get("judge_confidence"),
-                        reason=it.get("reason"))
+            view.update(
+                judge_verdict=it.get("judge_verdict"),
+                judge_confidence=it.get("judge_confidence"),
+                reason=it.get("reason"),
+            )
         items.append({"id": it["id"], "view": view, "record": record(it, LABEL_SLOT, labeller=None, at=0.0)})
-    return {"unit": plan.get("unit", "claim"), "keys": ANSWER_KEYS if answers else KEYS,
-            "total": len(plan["items"]), "done": len(plan["items"]) - len(items), "items": items,
-            "labeller": labeller, "storage_key": f"claimwatch-label:{plan.get('source')}:{plan.get('seed')}:{plan.get('n')}"}
+    return {
+        "unit": plan.get("unit", "claim"),
+        "keys": ANSWER_KEYS if answers else KEYS,
+        "total": len(plan["items"]),
+        "done": len(plan["items"]) - len(items),
+        "items": items,
+        "labeller": labeller,
+        "storage_key": f"claimwatch-label:{plan.get('source')}:{plan.get('seed')}:{plan.get('n')}",
+    }
 
 
-def render_page(plan: Mapping[str, Any], labels_path: str | Path, *, blind: bool = False,
-                labeller: str | None = None) -> str:
+def render_page(
+    plan: Mapping[str, Any], labels_path: str | Path, *, blind: bool = False, labeller: str | None = None
+) -> str:
     """The page for the plan's items not labelled yet (``</`` escaped inside the embedded JSON)."""
     data = json.dumps(page_data(plan, labels_path, blind=blind, labeller=labeller), ensure_ascii=False)
     data = data.replace("</", "<\\/")

@@ -34,16 +34,19 @@ PLAN_VERSION = 1
 NO_CONTEXT = "(the result record kept no evidence chunk for this claim)"
 
 
-def read_results_topic(bootstrap: str | None, topic: str | None, *, since: str | None, from_offset: int | None,
-                       max_records: int) -> list[dict[str, Any]]:
+def read_results_topic(
+    bootstrap: str | None, topic: str | None, *, since: str | None, from_offset: int | None, max_records: int
+) -> list[dict[str, Any]]:
     """Result records from the results topic, with ``claimwatch claims``' reader."""
     from claimwatch.claims_query import open_results, parse_since, read_results
 
     consumer, name = open_results(bootstrap, topic)
     try:
         since_s = None if from_offset is not None or not since else parse_since(since)
-        return [v for v, _ in read_results(consumer, name, since_s=since_s, from_offset=from_offset,
-                                           max_records=max_records)]
+        return [
+            v
+            for v, _ in read_results(consumer, name, since_s=since_s, from_offset=from_offset, max_records=max_records)
+        ]
     finally:
         consumer.close()
 
@@ -70,8 +73,13 @@ class Candidate:
     item: dict[str, Any]
 
 
-def population(results: Iterable[Mapping[str, Any]], *, cuts: Sequence[float] = (0.8,), by: str | None = None,
-               filters: Mapping[str, str | None] | None = None) -> list[Candidate]:
+def population(
+    results: Iterable[Mapping[str, Any]],
+    *,
+    cuts: Sequence[float] = (0.8,),
+    by: str | None = None,
+    filters: Mapping[str, str | None] | None = None,
+) -> list[Candidate]:
     """Every judged claim with text in the last record per trace matching ``filters``, with its stratum."""
     latest: dict[str, Mapping[str, Any]] = {}
     for r in results:  # the results topic is at-least-once: one record per trace, the last
@@ -89,12 +97,20 @@ def population(results: Iterable[Mapping[str, Any]], *, cuts: Sequence[float] = 
             stratum = "|".join(x for x in (sl, verdict, band(claim.get("confidence"), cuts)) if x)
             cid = f"{trace_id}/{claim.get('id')}"
             item = {
-                "id": cid, "trace_id": trace_id, "claim_id": str(claim.get("id")), "claim": claim["text"],
-                "judge": str(r.get("judge") or "?"), "judge_verdict": verdict,
-                "judge_confidence": claim.get("confidence"), "reason": claim.get("reason"),
-                "question": r.get("question"), "evidence": claim.get("evidence"),
-                "context_excerpt": claim.get("context_excerpt"), "context_id": claim.get("context_id"),
-                "context_source": claim.get("context_source"), "slices": slices,
+                "id": cid,
+                "trace_id": trace_id,
+                "claim_id": str(claim.get("id")),
+                "claim": claim["text"],
+                "judge": str(r.get("judge") or "?"),
+                "judge_verdict": verdict,
+                "judge_confidence": claim.get("confidence"),
+                "reason": claim.get("reason"),
+                "question": r.get("question"),
+                "evidence": claim.get("evidence"),
+                "context_excerpt": claim.get("context_excerpt"),
+                "context_id": claim.get("context_id"),
+                "context_source": claim.get("context_source"),
+                "slices": slices,
             }
             out.append(Candidate(cid, stratum, sl, item))
     return out
@@ -104,8 +120,13 @@ def population(results: Iterable[Mapping[str, Any]], *, cuts: Sequence[float] = 
 FLOOR = 2
 
 
-def population_answers(results: Iterable[Mapping[str, Any]], *, cuts: Sequence[float] = (0.8,), by: str | None = None,
-                       filters: Mapping[str, str | None] | None = None) -> list[Candidate]:
+def population_answers(
+    results: Iterable[Mapping[str, Any]],
+    *,
+    cuts: Sequence[float] = (0.8,),
+    by: str | None = None,
+    filters: Mapping[str, str | None] | None = None,
+) -> list[Candidate]:
     """Every evaluated answer with text (last record per trace, matching ``filters``): the gate's unit. The judge
     calls it hallucinated when one of its claims is UNSUPPORTED or CONTRADICTED; its band is that of its least
     confident judged claim."""
@@ -124,11 +145,35 @@ def population_answers(results: Iterable[Mapping[str, Any]], *, cuts: Sequence[f
         low = min(float(c["confidence"]) if c.get("confidence") is not None else 0.5 for c in judged)
         sl = f"{by}={slices.get(by, '?')}" if by else None
         stratum = "|".join(x for x in (sl, f"answer:{call}", band(low, cuts)) if x)
-        claims = [{k: c.get(k) for k in ("id", "text", "verdict", "confidence", "evidence", "context_excerpt",
-                                         "context_id", "context_source", "reason")} for c in judged]
-        item = {"id": trace_id, "unit": "answer", "trace_id": trace_id, "judge": str(r.get("judge") or "?"),
-                "judge_verdict": call, "judge_confidence": low, "question": r.get("question"),
-                "answer": r["answer"], "claims": claims, "slices": slices}
+        claims = [
+            {
+                k: c.get(k)
+                for k in (
+                    "id",
+                    "text",
+                    "verdict",
+                    "confidence",
+                    "evidence",
+                    "context_excerpt",
+                    "context_id",
+                    "context_source",
+                    "reason",
+                )
+            }
+            for c in judged
+        ]
+        item = {
+            "id": trace_id,
+            "unit": "answer",
+            "trace_id": trace_id,
+            "judge": str(r.get("judge") or "?"),
+            "judge_verdict": call,
+            "judge_confidence": low,
+            "question": r.get("question"),
+            "answer": r["answer"],
+            "claims": claims,
+            "slices": slices,
+        }
         out.append(Candidate(trace_id, stratum, sl, item))
     return out
 
@@ -156,9 +201,17 @@ def _allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
     return alloc
 
 
-def draw_plan(candidates: Sequence[Candidate], n: int, *, seed: int = 1, flagged_share: float = 0.5,
-              source: str = "", cuts: Sequence[float] = (0.8,), by: str | None = None,
-              unit: str = "claim") -> dict[str, Any]:
+def draw_plan(
+    candidates: Sequence[Candidate],
+    n: int,
+    *,
+    seed: int = 1,
+    flagged_share: float = 0.5,
+    source: str = "",
+    cuts: Sequence[float] = (0.8,),
+    by: str | None = None,
+    unit: str = "claim",
+) -> dict[str, Any]:
     """The labelling plan: strata populations and a shuffled stratified sample of ``n`` claims."""
     if not candidates:
         raise ConfigError(f"no judged {unit}s with text to label (wrong source or filters, or the results omit text)")
@@ -178,16 +231,36 @@ def draw_plan(candidates: Sequence[Candidate], n: int, *, seed: int = 1, flagged
     for key in sorted(strata):
         members = sorted(strata[key], key=lambda c: c.id)
         for c in rng.sample(members, alloc[key]):
-            items.append({**c.item, "stratum": key, "stratum_slice": c.stratum_slice,
-                          "stratum_population": sizes[key], "stratum_share": round(sizes[key] / total, 6),
-                          "population_total": total})
+            items.append(
+                {
+                    **c.item,
+                    "stratum": key,
+                    "stratum_slice": c.stratum_slice,
+                    "stratum_population": sizes[key],
+                    "stratum_share": round(sizes[key] / total, 6),
+                    "population_total": total,
+                }
+            )
     rng.shuffle(items)
     return {
-        "version": PLAN_VERSION, "unit": unit, "source": source, "seed": seed, "n": len(items),
+        "version": PLAN_VERSION,
+        "unit": unit,
+        "source": source,
+        "seed": seed,
+        "n": len(items),
         "flagged_share": flagged_share,
-        "confidence_cuts": list(cuts), "by": by, "population_total": total,
-        "strata": {k: {"judge_verdict": strata[k][0].item["judge_verdict"], "slice": strata[k][0].stratum_slice,
-                       "population": sizes[k], "sampled": alloc[k]} for k in sorted(strata)},
+        "confidence_cuts": list(cuts),
+        "by": by,
+        "population_total": total,
+        "strata": {
+            k: {
+                "judge_verdict": strata[k][0].item["judge_verdict"],
+                "slice": strata[k][0].stratum_slice,
+                "population": sizes[k],
+                "sampled": alloc[k],
+            }
+            for k in sorted(strata)
+        },
         "items": items,
     }
 
@@ -216,10 +289,18 @@ def answer_label_record(item: Mapping[str, Any], label: str, *, labeller: str | 
     context = list(dict.fromkeys(x for x in chunks if x)) or [NO_CONTEXT]
     slices = item.get("slices") or {}
     rec: dict[str, Any] = {
-        "id": item["id"], "question": item.get("question"), "context": context, "answer": item["answer"],
-        "label": label, "unit": "answer", "judge": item.get("judge"), "judge_verdict": item["judge_verdict"],
-        "stratum": item["stratum"], "stratum_population": item["stratum_population"],
-        "stratum_share": item["stratum_share"], "population_total": item["population_total"],
+        "id": item["id"],
+        "question": item.get("question"),
+        "context": context,
+        "answer": item["answer"],
+        "label": label,
+        "unit": "answer",
+        "judge": item.get("judge"),
+        "judge_verdict": item["judge_verdict"],
+        "stratum": item["stratum"],
+        "stratum_population": item["stratum_population"],
+        "stratum_share": item["stratum_share"],
+        "population_total": item["population_total"],
         "judge_confidence": item.get("judge_confidence"),
     }
     if item.get("stratum_slice"):
@@ -227,8 +308,13 @@ def answer_label_record(item: Mapping[str, Any], label: str, *, labeller: str | 
     for key in ("release", "route"):
         if slices.get(key):
             rec[key] = slices[key]
-    rec["source"] = {"trace_id": item.get("trace_id"), "claims": item.get("claims"), "slices": slices,
-                     "labelled_at": round(at, 3), "labeller": labeller}
+    rec["source"] = {
+        "trace_id": item.get("trace_id"),
+        "claims": item.get("claims"),
+        "slices": slices,
+        "labelled_at": round(at, 3),
+        "labeller": labeller,
+    }
     return rec
 
 
@@ -239,17 +325,26 @@ def label_record(item: Mapping[str, Any], label: str, *, labeller: str | None, a
     context = item.get("context_excerpt") or item.get("evidence") or NO_CONTEXT
     slices = item.get("slices") or {}
     rec: dict[str, Any] = {
-        "id": item["id"], "claim": item["claim"], "context": [context], "label": label,
-        "judge": item.get("judge"), "judge_verdict": item["judge_verdict"], "stratum": item["stratum"],
-        "stratum_population": item["stratum_population"], "stratum_share": item["stratum_share"],
-        "population_total": item["population_total"], "judge_confidence": item.get("judge_confidence"),
+        "id": item["id"],
+        "claim": item["claim"],
+        "context": [context],
+        "label": label,
+        "judge": item.get("judge"),
+        "judge_verdict": item["judge_verdict"],
+        "stratum": item["stratum"],
+        "stratum_population": item["stratum_population"],
+        "stratum_share": item["stratum_share"],
+        "population_total": item["population_total"],
+        "judge_confidence": item.get("judge_confidence"),
     }
     if item.get("stratum_slice"):
         rec["stratum_slice"] = item["stratum_slice"]
     for key in ("release", "route"):
         if slices.get(key):
             rec[key] = slices[key]
-    rec["source"] = {k: item.get(k) for k in ("trace_id", "claim_id", "question", "evidence", "context_id",
-                                              "context_source", "reason")}
+    rec["source"] = {
+        k: item.get(k)
+        for k in ("trace_id", "claim_id", "question", "evidence", "context_id", "context_source", "reason")
+    }
     rec["source"].update({"slices": slices, "labelled_at": round(at, 3), "labeller": labeller})
     return rec

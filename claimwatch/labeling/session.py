@@ -74,17 +74,25 @@ def _header(item: Mapping[str, Any], position: int, total: int, unit: str) -> li
     slices = item.get("slices") or {}
     where = "  ".join(f"{k} {slices[k]}" for k in ("release", "route") if slices.get(k))
     share = item.get("stratum_share") or 0.0
-    return ["", f"[{position}/{total}]  stratum {item['stratum']} ({share:.0%} of {item['population_total']} "
-                f"{unit}s)" + (f"  {where}" if where else ""),
-            _wrap("question", item.get("question") or "(not kept in the result record)")]
+    return [
+        "",
+        f"[{position}/{total}]  stratum {item['stratum']} ({share:.0%} of {item['population_total']} "
+        f"{unit}s)" + (f"  {where}" if where else ""),
+        _wrap("question", item.get("question") or "(not kept in the result record)"),
+    ]
 
 
 def render_answer(item: Mapping[str, Any], position: int, total: int, *, blind: bool = False) -> str:
     """What the labeller sees for one answer: the answer, then each claim with its chunk (and the judge's verdict)."""
     lines = _header(item, position, total, "answer") + [_wrap("answer", item["answer"])]
     for c in item.get("claims") or []:
-        verdict = "" if blind else f"  [{c.get('verdict')}" + (
-            "" if c.get("confidence") is None else f" {float(c['confidence']):.2f}") + "]"
+        verdict = (
+            ""
+            if blind
+            else f"  [{c.get('verdict')}"
+            + ("" if c.get("confidence") is None else f" {float(c['confidence']):.2f}")
+            + "]"
+        )
         lines.append(_wrap(f"  {c.get('id')}", f"{c.get('text')}{verdict}"))
         lines.append(_wrap("", f"chunk: {c.get('context_excerpt') or c.get('evidence') or '(none kept)'}"))
     if not blind:
@@ -111,8 +119,15 @@ def render(item: Mapping[str, Any], position: int, total: int, *, blind: bool = 
     return "\n".join(lines)
 
 
-def run_session(plan: Mapping[str, Any], labels_path: str | Path, stdin: IO[str], stdout: IO[str], *,
-                blind: bool = False, labeller: str | None = None) -> Summary:
+def run_session(
+    plan: Mapping[str, Any],
+    labels_path: str | Path,
+    stdin: IO[str],
+    stdout: IO[str],
+    *,
+    blind: bool = False,
+    labeller: str | None = None,
+) -> Summary:
     """Label the plan's claims not labelled or skipped yet, reading one answer per line from ``stdin``."""
     labels = Path(labels_path)
     skips = skipped_path(labels)

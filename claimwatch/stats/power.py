@@ -49,8 +49,9 @@ def min_detectable_increase(p: float, nc: float, nb: float, cfg: TestConfig) -> 
     return cfg.max_increase + margin(p, nc, nb, cfg) + z_beta * math.sqrt(_variance(p, nc, nb))
 
 
-def scale_to_settle(pc: float, pb: float, nc: float, nb: float, cfg: TestConfig,
-                    max_scale: float = 1e4) -> float | None:
+def scale_to_settle(
+    pc: float, pb: float, nc: float, nb: float, cfg: TestConfig, max_scale: float = 1e4
+) -> float | None:
     """Factor ``k >= 1`` on both releases' answers at which shares ``pc`` vs ``pb`` would roll back.
 
     ``None`` when the difference is within the tolerance (nothing to settle: more data
@@ -71,8 +72,7 @@ def scale_to_settle(pc: float, pb: float, nc: float, nb: float, cfg: TestConfig,
     return hi
 
 
-def answers_for_power(increase: float, p: float, cfg: TestConfig, ratio: float = 1.0,
-                      max_n: int = 10**7) -> int | None:
+def answers_for_power(increase: float, p: float, cfg: TestConfig, ratio: float = 1.0, max_n: int = 10**7) -> int | None:
     """Candidate answers (baseline ``ratio`` times as many) to detect ``increase`` with ``cfg.power``."""
     if increase <= cfg.max_increase:
         return None

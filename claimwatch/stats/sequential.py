@@ -72,8 +72,13 @@ def log_evidence(excess: float, variance: float, alpha: float, tau: float = DEFA
         return math.inf
     t2 = tau * tau
     c = excess * tau / math.sqrt(variance * (variance + t2))
-    return (math.log(2) + 0.5 * math.log(variance / (variance + t2)) + c * c / 2 + math.log(mills_lower(c))
-            + math.log(alpha))
+    return (
+        math.log(2)
+        + 0.5 * math.log(variance / (variance + t2))
+        + c * c / 2
+        + math.log(mills_lower(c))
+        + math.log(alpha)
+    )
 
 
 def half_width(variance: float, alpha: float, tau: float = DEFAULT_TAU) -> float:
@@ -93,8 +98,9 @@ def half_width(variance: float, alpha: float, tau: float = DEFAULT_TAU) -> float
     return hi / k
 
 
-def confidence_sequence(x1: int, n1: int, x2: int, n2: int, alpha: float,
-                        tau: float = DEFAULT_TAU) -> tuple[float, float]:
+def confidence_sequence(
+    x1: int, n1: int, x2: int, n2: int, alpha: float, tau: float = DEFAULT_TAU
+) -> tuple[float, float]:
     """Always-valid one-sided ``(lower, upper)`` bounds for ``x1/n1 - x2/n2``, each at ``alpha``.
 
     ``(-1, 1)`` when a side is empty.

@@ -47,9 +47,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         judge.verify(claims, list(a.context), a.question)
     summ_s = time.perf_counter() - t0
     out = {
-        "judge": args.judge, "torch_threads": torch.get_num_threads(), "load_average": os.getloadavg()[0],
-        "dev_claims": len(dev), "dev_claims_per_s": round(len(dev) / dev_s, 1),
-        "summarization_answers": len(items), "summarization_claims": n_claims,
+        "judge": args.judge,
+        "torch_threads": torch.get_num_threads(),
+        "load_average": os.getloadavg()[0],
+        "dev_claims": len(dev),
+        "dev_claims_per_s": round(len(dev) / dev_s, 1),
+        "summarization_answers": len(items),
+        "summarization_claims": n_claims,
         "summarization_claims_per_s": round(n_claims / summ_s, 1),
     }
     print(json.dumps(out))

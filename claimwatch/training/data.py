@@ -85,26 +85,106 @@ _GLUED = re.compile(r"(?<=[a-z0-9)\]”\"'])\.(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w])")
 _YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _MONTH = re.compile(r"\b(" + "|".join(MONTHS) + r")\b")
-_ENTITY = re.compile(r"\b(?:[A-Z][a-z]+|[A-Z]\.)(?:\s+(?:[A-Z][a-z]+|[A-Z]\.|of|de|van|von|del|la|the)(?=\s+[A-Z]))*(?:\s+[A-Z][a-z]+)?")
-_SPEAKER = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\s+(said|says|told|added|explained|claimed|insisted|warned)\b")
-_AUX = re.compile(r"\b(is|are|was|were|has|have|had|can|will|could|would|should|does|did|must)\b(?!\s+(?:not|n't|never)\b)")
+_ENTITY = re.compile(
+    r"\b(?:[A-Z][a-z]+|[A-Z]\.)(?:\s+(?:[A-Z][a-z]+|[A-Z]\.|of|de|van|von|del|la|the)(?=\s+[A-Z]))*(?:\s+[A-Z][a-z]+)?"
+)
+_SPEAKER = re.compile(
+    r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\s+(said|says|told|added|explained|claimed|insisted|warned)\b"
+)
+_AUX = re.compile(
+    r"\b(is|are|was|were|has|have|had|can|will|could|would|should|does|did|must)\b(?!\s+(?:not|n't|never)\b)"
+)
 _NEG = re.compile(r"\s+(?:not|never)\b|n't\b")
 _PAST_VERB = re.compile(r"(?<=[a-z] )([a-z]{3,}ed)\b")
-_HEDGE_NUM = re.compile(r"\b(about|around|approximately|nearly|almost|roughly|some|more than|over|up to|an estimated|at least|less than)\s+(?=\d)")
+_HEDGE_NUM = re.compile(
+    r"\b(about|around|approximately|nearly|almost|roughly|some|more than|over|up to|an estimated|at least|less than)\s+(?=\d)"
+)
 _HEDGE_MODAL = re.compile(r"\b(may|might|could)\b")
-_HEDGE_VERB = {"suggests": "proves", "suggested": "proved", "suggest": "prove", "likely": "certainly",
-               "possibly": "definitely", "probably": "definitely", "reportedly": "officially",
-               "allegedly": "", "appears to": "does", "seems to": "does"}
-NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                "twelve")
+_HEDGE_VERB = {
+    "suggests": "proves",
+    "suggested": "proved",
+    "suggest": "prove",
+    "likely": "certainly",
+    "possibly": "definitely",
+    "probably": "definitely",
+    "reportedly": "officially",
+    "allegedly": "",
+    "appears to": "does",
+    "seems to": "does",
+}
+NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+)
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS[2:]) + r")\b")
 _NOT_ENTITY = frozenset(
-    MONTHS + ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "The", "A", "An",
-              "In", "On", "At", "It", "He", "She", "They", "We", "I", "His", "Her", "Their", "This", "That",
-              "But", "And", "If", "When", "After", "Before", "As", "For", "CNN", "By", "There", "Its", "Mr", "Mrs")
+    MONTHS
+    + (
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "The",
+        "A",
+        "An",
+        "In",
+        "On",
+        "At",
+        "It",
+        "He",
+        "She",
+        "They",
+        "We",
+        "I",
+        "His",
+        "Her",
+        "Their",
+        "This",
+        "That",
+        "But",
+        "And",
+        "If",
+        "When",
+        "After",
+        "Before",
+        "As",
+        "For",
+        "CNN",
+        "By",
+        "There",
+        "Its",
+        "Mr",
+        "Mrs",
+    )
 )
 
 
@@ -148,7 +228,9 @@ def entities(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-_LOWERABLE = frozenset("the a an he she it they this that these those in on at his her its their there we after before".split())
+_LOWERABLE = frozenset(
+    "the a an he she it they this that these those in on at his her its their there we after before".split()
+)
 
 
 def _lower_first(s: str) -> str:
@@ -271,7 +353,9 @@ def t_synonym(rng: random.Random, doc: Document, i: int, others: Sequence[Docume
     return s[: m.start()] + new + s[m.end() :], "SUPPORTED", "synonym"
 
 
-def t_number_format(rng: random.Random, doc: Document, i: int, others: Sequence[Document]) -> tuple[str, str, str] | None:
+def t_number_format(
+    rng: random.Random, doc: Document, i: int, others: Sequence[Document]
+) -> tuple[str, str, str] | None:
     s = doc.sentences[i]
     m = re.search(r"\b([2-9]|1[0-2])\b(?![.,:]\d)", s)
     if m and not _YEAR.search(s[m.start() : m.end() + 2]):
@@ -287,7 +371,10 @@ def t_number_format(rng: random.Random, doc: Document, i: int, others: Sequence[
 def t_synthesis(rng: random.Random, doc: Document, i: int, others: Sequence[Document]) -> tuple[str, str, str] | None:
     if i + 1 >= len(doc.sentences):
         return None
-    a, b = _strip_end(doc.sentences[i]), _strip_end(doc.sentences[min(len(doc.sentences) - 1, i + rng.choice((1, 1, 2)))])
+    a, b = (
+        _strip_end(doc.sentences[i]),
+        _strip_end(doc.sentences[min(len(doc.sentences) - 1, i + rng.choice((1, 1, 2)))]),
+    )
     if a == b or len(a.split()) + len(b.split()) > 45:
         return None
     joiner = rng.choice((", and ", "; ", ", while ", ". "))
@@ -422,7 +509,11 @@ def t_hedge(rng: random.Random, doc: Document, i: int, others: Sequence[Document
     s = doc.sentences[i]
     m = _HEDGE_NUM.search(s)
     if m:
-        return s[: m.start()] + rng.choice(("exactly ", "precisely ", "")) + s[m.end() :], "UNSUPPORTED", "hedge_inflation"
+        return (
+            s[: m.start()] + rng.choice(("exactly ", "precisely ", "")) + s[m.end() :],
+            "UNSUPPORTED",
+            "hedge_inflation",
+        )
     m = _HEDGE_MODAL.search(s)
     if m:
         return s[: m.start()] + rng.choice(("will", "does")) + s[m.end() :], "UNSUPPORTED", "hedge_inflation"
@@ -452,7 +543,9 @@ def t_specificity(rng: random.Random, doc: Document, i: int, others: Sequence[Do
     return None
 
 
-def t_other_document(rng: random.Random, doc: Document, i: int, others: Sequence[Document]) -> tuple[str, str, str] | None:
+def t_other_document(
+    rng: random.Random, doc: Document, i: int, others: Sequence[Document]
+) -> tuple[str, str, str] | None:
     other = rng.choice(others)
     claim = rng.choice(other.sentences)
     if coverage(claim, " ".join(doc.sentences)) > 0.5:
@@ -464,7 +557,9 @@ def t_other_document(rng: random.Random, doc: Document, i: int, others: Sequence
     return claim, "UNSUPPORTED", "knowledge_insertion"
 
 
-def t_outside_window(rng: random.Random, doc: Document, i: int, others: Sequence[Document]) -> tuple[str, str, str] | None:
+def t_outside_window(
+    rng: random.Random, doc: Document, i: int, others: Sequence[Document]
+) -> tuple[str, str, str] | None:
     # handled in ``_premise``: the claim is a sentence of the same document, the premise a window without it
     return None
 
@@ -642,8 +737,10 @@ def generate(docs: Sequence[Document], n: int, seed: int = 0, natural_share: flo
             need = j - i + 1
         a, b = _window(rng, doc, i, need=need, max_words=130 if need > 1 else 110)
         premise = _premise(doc, a, b)
-        if label == "SUPPORTED" and kind == "synthesis" and not all(
-            _strip_end(doc.sentences[k]) in premise for k in range(i, i + need)
+        if (
+            label == "SUPPORTED"
+            and kind == "synthesis"
+            and not all(_strip_end(doc.sentences[k]) in premise for k in range(i, i + need))
         ):
             continue
         key = (premise, claim)

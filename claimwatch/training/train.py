@@ -52,8 +52,13 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     data_seed = args.seed if args.data_seed is None else args.data_seed
     examples = generate(docs, args.examples, seed=data_seed)
     write_jsonl(examples, out / "train.jsonl")
-    data_stats = {"sources": stats, "examples": len(examples), "labels": label_counts(examples),
-                  "kinds": kind_counts(examples), "seed": data_seed}
+    data_stats = {
+        "sources": stats,
+        "examples": len(examples),
+        "labels": label_counts(examples),
+        "kinds": kind_counts(examples),
+        "seed": data_seed,
+    }
     (out / "data_stats.json").write_text(json.dumps(data_stats, indent=2) + "\n")
     log(f"data: {len(examples)} examples {label_counts(examples)} in {time.time() - t0:.1f}s")
 
@@ -63,8 +68,9 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         str(base), num_labels=3, id2label=ID2LABEL, label2id={v: k for k, v in ID2LABEL.items()}, local_files_only=True
     )
     model.train()
-    enc = tok([e.premise for e in examples], [e.claim for e in examples], truncation="only_first",
-              max_length=args.max_length)
+    enc = tok(
+        [e.premise for e in examples], [e.claim for e in examples], truncation="only_first", max_length=args.max_length
+    )
     ids, types = enc["input_ids"], enc["token_type_ids"]
     labels = [LABEL_IDS[e.label] for e in examples]
     # length-bucketed batches: shuffle, sort within chunks of 50 batches, shuffle the batches
@@ -106,7 +112,9 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             running = 0.98 * running + 0.02 * float(loss.detach()) if step > 1 else float(loss.detach())
             if step % 50 == 0 or step == steps:
                 rate = step * args.batch_size / (time.time() - t1)
-                log(f"step {step}/{steps} loss {running:.4f} {rate:.1f} ex/s, eta {(steps - step) * args.batch_size / rate / 60:.1f} min")
+                log(
+                    f"step {step}/{steps} loss {running:.4f} {rate:.1f} ex/s, eta {(steps - step) * args.batch_size / rate / 60:.1f} min"
+                )
     train_seconds = time.time() - t1
     model.eval()
     model.save_pretrained(str(out / "fp32"))
@@ -148,7 +156,9 @@ def metrics(pred: Sequence[str], expected: Sequence[str]) -> dict[str, float]:
     }
 
 
-def predict(logits: Sequence[Sequence[Sequence[float]]], labels: dict[str, int], t: float, te: float, tc: float) -> tuple[list[str], list[float]]:
+def predict(
+    logits: Sequence[Sequence[Sequence[float]]], labels: dict[str, int], t: float, te: float, tc: float
+) -> tuple[list[str], list[float]]:
     from evaluator_worker.judges.verifier import decide
 
     out, conf = [], []
@@ -159,7 +169,9 @@ def predict(logits: Sequence[Sequence[Sequence[float]]], labels: dict[str, int],
     return out, conf
 
 
-def fit_calibration(logits: Sequence[Sequence[Sequence[float]]], expected: Sequence[str], labels: dict[str, int]) -> dict[str, float]:
+def fit_calibration(
+    logits: Sequence[Sequence[Sequence[float]]], expected: Sequence[str], labels: dict[str, int]
+) -> dict[str, float]:
     """Temperature: min NLL of the true label under the deciding window's scaled probabilities (grid).
 
     Thresholds (on the scaled probabilities): the grid point maximising min(TPR, TNR) on dev, ties
@@ -184,8 +196,12 @@ def fit_calibration(logits: Sequence[Sequence[Sequence[float]]], expected: Seque
             key = (min(m["tpr_supported"], m["tnr_not_supported"]), m["accuracy"], -abs(te - 0.5) - abs(tc - 0.5))
             if not best or key > best[0]:
                 best = (key, te, tc)
-    return {"temperature": best_t, "entail_threshold": best[1], "contradict_threshold": best[2],
-            "dev_nll_per_claim": round(best_nll / max(1, len(expected)), 4)}
+    return {
+        "temperature": best_t,
+        "entail_threshold": best[1],
+        "contradict_threshold": best[2],
+        "dev_nll_per_claim": round(best_nll / max(1, len(expected)), 4),
+    }
 
 
 def ece(conf: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float:
@@ -237,8 +253,10 @@ def finish(args: argparse.Namespace, out: Path, info: dict[str, Any]) -> dict[st
         "int8_size_mb": round(size_mb, 2),
         "int8_max_abs_weight_error": round(worst, 6),
         "train": info,
-        "hyper_parameters": {k: getattr(args, k) for k in ("examples", "epochs", "batch_size", "lr", "max_length", "seed",
-                                                           "data_seed", "init_from")},
+        "hyper_parameters": {
+            k: getattr(args, k)
+            for k in ("examples", "epochs", "batch_size", "lr", "max_length", "seed", "data_seed", "init_from")
+        },
         "torch_threads": torch.get_num_threads(),
     }
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -286,8 +304,11 @@ def write_model_card(out: Path, results: dict[str, Any]) -> None:
         "| model | accuracy | TPR (SUPPORTED) | TNR (not supported) |",
         "|---|---|---|---|",
     ]
-    for key, name in (("dev_int8_calibrated", "int8 (shipped), calibrated"), ("dev_fp32_calibrated", "fp32, same calibration"),
-                      ("dev_int8_uncalibrated_T1_0.5_0.5", "int8, T=1, thresholds 0.5/0.5")):
+    for key, name in (
+        ("dev_int8_calibrated", "int8 (shipped), calibrated"),
+        ("dev_fp32_calibrated", "fp32, same calibration"),
+        ("dev_int8_uncalibrated_T1_0.5_0.5", "int8, T=1, thresholds 0.5/0.5"),
+    ):
         m = results[key]
         lines.append(f"| {name} | {m['accuracy']:.3f} | {m['tpr_supported']:.3f} | {m['tnr_not_supported']:.3f} |")
     cal = results["calibration"]
@@ -299,9 +320,11 @@ def write_model_card(out: Path, results: dict[str, Any]) -> None:
         f"{cal['contradict_threshold']}; expected calibration error of the confidence on dev "
         f"{results['dev_ece_int8_T1']} (T=1) -> {results['dev_ece_int8_calibrated']} (calibrated).",
         "",
-        "Per kind on dev (accuracy, n): " + ", ".join(f"{k} {v[0]:.2f} ({v[1]})" for k, v in results["dev_per_kind_accuracy"].items()) + ".",
+        "Per kind on dev (accuracy, n): "
+        + ", ".join(f"{k} {v[0]:.2f} ({v[1]})" for k, v in results["dev_per_kind_accuracy"].items())
+        + ".",
         "",
-        "Held-out and HaluEval numbers: docs/judge-quality.md (section \"verifier\").",
+        'Held-out and HaluEval numbers: docs/judge-quality.md (section "verifier").',
         "",
         "Limitations: trained on machine-made transformations of Wikipedia / CNN-DailyMail / dialogue-knowledge",
         "text; English only; premises up to ~256 tokens (longer chunks are windowed by sentences).",
@@ -325,7 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data-seed", type=int, default=None, help="seed of the generated data (default: --seed)")
     p.add_argument("--init-from", default=None, help="continue from this fine-tuned fp32 directory (a second round)")
     p.add_argument("--stage", choices=["all", "train", "finish"], default="all")
-    p.add_argument("--ship", action="store_true", help="copy the int8 model into evaluator_worker/judges/models/verifier/")
+    p.add_argument(
+        "--ship", action="store_true", help="copy the int8 model into evaluator_worker/judges/models/verifier/"
+    )
     args = p.parse_args(argv)
     import torch
 

@@ -32,8 +32,9 @@ def git_show(repo: str, path: str) -> bytes:
 
 
 def git_head(repo: str) -> str:
-    return subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", repo, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def sha(data: bytes) -> str:
@@ -70,22 +71,28 @@ def factcheck_gpt(repo: str) -> None:
         resp = json.loads(line)
         for s_key, sent in resp["sentences"].items():
             for c_i, claim in enumerate(sent["claims"]):
-                rows.append({
-                    "id": f"fcgpt-r{r_i}-{s_key}-c{c_i}",
-                    "response": r_i,
-                    "prompt": resp["prompt"],
-                    "claim": claim.strip(),
-                    "evidence": [str(e) for e in sent["auto_evidence"][c_i]],
-                    "stances": [str(s) for s in sent["stance_claim_autoEvid"][c_i]],
-                })
+                rows.append(
+                    {
+                        "id": f"fcgpt-r{r_i}-{s_key}-c{c_i}",
+                        "response": r_i,
+                        "prompt": resp["prompt"],
+                        "claim": claim.strip(),
+                        "evidence": [str(e) for e in sent["auto_evidence"][c_i]],
+                        "stances": [str(s) for s in sent["stance_claim_autoEvid"][c_i]],
+                    }
+                )
     written = {"factcheck-gpt/claims.jsonl.gz": write_jsonl_gz(HERE / "factcheck-gpt" / "claims.jsonl.gz", rows)}
     report("factcheck-gpt", repo, {path: raw}, written)
 
 
 def summedits(repo: str) -> None:
     """Documents once (docs.jsonl.gz), summaries pointing at them (summaries.jsonl.gz)."""
-    listing = subprocess.run(["git", "-C", repo, "ls-tree", "--name-only", "HEAD", "data/summedits/"], check=True,
-                             capture_output=True, text=True).stdout.split()
+    listing = subprocess.run(
+        ["git", "-C", repo, "ls-tree", "--name-only", "HEAD", "data/summedits/"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     upstream: dict[str, bytes] = {}
     docs: dict[str, dict[str, Any]] = {}
     summaries = []
@@ -100,14 +107,16 @@ def summedits(repo: str) -> None:
         for row in json.loads(raw):
             doc_id = f"{domain}-{sha(row['doc'].encode('utf-8'))[:12]}"
             docs.setdefault(doc_id, {"doc_id": doc_id, "domain": domain, "doc": row["doc"]})
-            summaries.append({
-                "id": row["id"],
-                "doc_id": doc_id,
-                "domain": domain,
-                "summary": row["summary"],
-                "label": row["label"],
-                "edit_types": list(row.get("edit_types") or []),
-            })
+            summaries.append(
+                {
+                    "id": row["id"],
+                    "doc_id": doc_id,
+                    "domain": domain,
+                    "summary": row["summary"],
+                    "label": row["label"],
+                    "edit_types": list(row.get("edit_types") or []),
+                }
+            )
     written = {
         "summedits/docs.jsonl.gz": write_jsonl_gz(HERE / "summedits" / "docs.jsonl.gz", docs.values()),
         "summedits/summaries.jsonl.gz": write_jsonl_gz(HERE / "summedits" / "summaries.jsonl.gz", summaries),
@@ -170,14 +179,16 @@ def wice(repo: str) -> None:
                 continue
             row = json.loads(line)
             meta = row.get("meta") or {}
-            rows.append({
-                "id": f"wice-{meta['id']}",
-                "title": meta.get("claim_title") or "",
-                "claim": row["claim"],
-                "evidence": row["evidence"],
-                "label": row["label"],
-                "upstream_split": split,
-            })
+            rows.append(
+                {
+                    "id": f"wice-{meta['id']}",
+                    "title": meta.get("claim_title") or "",
+                    "claim": row["claim"],
+                    "evidence": row["evidence"],
+                    "label": row["label"],
+                    "upstream_split": split,
+                }
+            )
     written = {"wice/claims.jsonl.gz": write_jsonl_gz(HERE / "wice" / "claims.jsonl.gz", rows)}
     report("wice", repo, upstream, written)
 
@@ -189,8 +200,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--expertqa")
     ap.add_argument("--wice")
     args = ap.parse_args(argv)
-    for name, fn in (("factcheck_gpt", factcheck_gpt), ("summedits", summedits), ("expertqa", expertqa),
-                     ("wice", wice)):
+    for name, fn in (
+        ("factcheck_gpt", factcheck_gpt),
+        ("summedits", summedits),
+        ("expertqa", expertqa),
+        ("wice", wice),
+    ):
         repo = getattr(args, name)
         if repo:
             fn(repo)

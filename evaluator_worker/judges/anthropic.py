@@ -250,12 +250,14 @@ def status_error(
         return JudgeAuthError(
             f"{api} refused this key (403 permission_error): give {prefix}API_KEY access to "
             f"model {model!r} or choose another {prefix}MODEL",
-            setting=f"{prefix}API_KEY", **kw,
+            setting=f"{prefix}API_KEY",
+            **kw,
         )
     if status == 404:
         return JudgeAuthError(
             f"{api} does not know model {model!r} (404): fix {prefix}MODEL / {prefix}EXTRACT_MODEL (or {prefix}BASE_URL)",
-            setting=f"{prefix}MODEL", **kw,
+            setting=f"{prefix}MODEL",
+            **kw,
         )
     if status == 429:
         return JudgeRateLimited(f"judge rate limited (429): {detail}", **kw)
@@ -494,9 +496,7 @@ class AnthropicJudge(JudgeBase):
 
     # ------------------------------------------------------------------ verification
 
-    def verify(
-        self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None
-    ) -> Verification:
+    def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification:
         """One verdict per claim: batched calls, one repair call for missing ids, ERROR for the rest."""
         usage = Usage(model=self.settings.model)
         claims = list(claims)
@@ -559,8 +559,15 @@ class AnthropicJudge(JudgeBase):
                 continue  # unknown id or duplicate: ignored
             got[claim.id] = self.to_verdict(claim, w, contexts)
 
-    def verify_request(self, batch: Sequence[Claim], contexts: Sequence[str], question: str | None,
-                       pid: Mapping[str, str], *, repair: bool = False) -> dict[str, Any]:
+    def verify_request(
+        self,
+        batch: Sequence[Claim],
+        contexts: Sequence[str],
+        question: str | None,
+        pid: Mapping[str, str],
+        *,
+        repair: bool = False,
+    ) -> dict[str, Any]:
         """The Messages request that judges ``batch`` (claim ids in the prompt: ``pid``) against ``contexts``."""
         return dict(
             model=self.settings.model,
@@ -568,8 +575,14 @@ class AnthropicJudge(JudgeBase):
             system=prompts.system_blocks(prompts.VERIFY_SYSTEM),
             tools=[prompts.VERIFY_TOOL],
             tool_choice={"type": "tool", "name": prompts.VERIFY_TOOL_NAME},
-            messages=[{"role": "user", "content": prompts.render_verify_user(
-                [(pid[c.id], c.text) for c in batch], list(contexts), question, repair=repair)}],
+            messages=[
+                {
+                    "role": "user",
+                    "content": prompts.render_verify_user(
+                        [(pid[c.id], c.text) for c in batch], list(contexts), question, repair=repair
+                    ),
+                }
+            ],
         )
 
     def parse_verdicts(self, raw: dict[str, Any] | None) -> list[_WireVerdict]:

@@ -144,9 +144,7 @@ class Judge(Protocol):
         self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
     ) -> Extraction: ...
 
-    def verify(
-        self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None
-    ) -> Verification: ...
+    def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification: ...
 
     def bind_metrics(self, observer: JudgeObserver) -> None: ...
 
@@ -177,6 +175,8 @@ def complete_verdicts(claims: Sequence[Claim], verdicts: Sequence[ClaimVerdict])
     for c in claims:
         found = by_id.get(c.id)
         if found is None:
-            found = ClaimVerdict(claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0, reason="judge returned no verdict")
+            found = ClaimVerdict(
+                claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0, reason="judge returned no verdict"
+            )
         out.append(found)
     return out

@@ -39,7 +39,7 @@ SYSTEM_PROMPT = (
     "Determine whether the provided claim is consistent with the corresponding document. Consistency in this "
     "context implies that all information presented in the claim is substantiated by the document. If not, it "
     "should be considered inconsistent. Please assess the claim's consistency with the document by responding "
-    "with either \"Yes\" or \"No\"."
+    'with either "Yes" or "No".'
 )
 USER_TEMPLATE = "Document: {document}\nClaim: {claim}"
 PREFIX = "CLAIMWATCH_BESPOKE__"
@@ -102,16 +102,19 @@ class BespokeMiniCheckJudge(JudgeBase):
     def __init__(self, settings: BespokeSettings | None = None, client: Any = None) -> None:
         s = settings or BespokeSettings()
         if not s.base_url and client is None:
-            raise ConfigError(f"the bespoke-minicheck judge needs its server: set {PREFIX}BASE_URL "
-                              "(e.g. http://vllm:8000/v1 serving bespokelabs/Bespoke-MiniCheck-7B)")
+            raise ConfigError(
+                f"the bespoke-minicheck judge needs its server: set {PREFIX}BASE_URL "
+                "(e.g. http://vllm:8000/v1 serving bespokelabs/Bespoke-MiniCheck-7B)"
+            )
         if s.chunk_words < 50:
             raise ConfigError(f"{PREFIX}CHUNK_WORDS must be >= 50")
         if client is None:
             try:
                 import openai
             except ImportError as exc:
-                raise ConfigError("the bespoke-minicheck judge needs the openai package: "
-                                  "pip install 'claimwatch[openai]'") from exc
+                raise ConfigError(
+                    "the bespoke-minicheck judge needs the openai package: pip install 'claimwatch[openai]'"
+                ) from exc
             key = s.api_key.get_secret_value() if s.api_key else os.environ.get("OPENAI_API_KEY", "not-needed")
             client = openai.OpenAI(base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=s.max_retries)
         self.settings = s
@@ -121,11 +124,14 @@ class BespokeMiniCheckJudge(JudgeBase):
     def io_bound(self) -> bool:
         return True
 
-    def extract_claims(self, answer: str, question: str | None = None, *,
-                       contexts: Sequence[str] | None = None) -> Extraction:
+    def extract_claims(
+        self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
+    ) -> Extraction:
         """Atomic claims of ``answer`` (rule-based, no model call)."""
-        claims = [c if isinstance(c, Claim) else Claim(id=f"c{i + 1}", text=str(c), sentence=i)
-                  for i, c in enumerate(extract_claims(answer or ""))]
+        claims = [
+            c if isinstance(c, Claim) else Claim(id=f"c{i + 1}", text=str(c), sentence=i)
+            for i, c in enumerate(extract_claims(answer or ""))
+        ]
         return Extraction(claims=claims, usage=Usage(model=self.settings.model))
 
     def support(self, document: str, claim: str, usage: Usage) -> tuple[float, bool]:
@@ -135,9 +141,14 @@ class BespokeMiniCheckJudge(JudgeBase):
         try:
             out = self.client.chat.completions.create(
                 model=self.settings.model,
-                messages=[{"role": "system", "content": SYSTEM_PROMPT},
-                          {"role": "user", "content": user_prompt(document, claim)}],
-                max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=5,
+                messages=[
+                    {"role": "system", "content": SYSTEM_PROMPT},
+                    {"role": "user", "content": user_prompt(document, claim)},
+                ],
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=True,
+                top_logprobs=5,
             )
         except Exception as exc:  # the SDK's errors, mapped to the judge error kinds the flow layer retries on
             raise map_openai_error(exc, model=self.settings.model) from exc
@@ -163,17 +174,36 @@ class BespokeMiniCheckJudge(JudgeBase):
         verdicts = []
         for claim in claims:
             if not chunks:
-                verdicts.append(ClaimVerdict(claim_id=claim.id, verdict=Verdict.UNSUPPORTED, confidence=1.0,
-                                             reason="no context to check against"))
+                verdicts.append(
+                    ClaimVerdict(
+                        claim_id=claim.id,
+                        verdict=Verdict.UNSUPPORTED,
+                        confidence=1.0,
+                        reason="no context to check against",
+                    )
+                )
                 continue
             scored = [(self.support(text, claim.text, usage), i, text) for i, text in chunks]
             (p, from_logprobs), ctx, text = max(scored, key=lambda s: s[0][0])
             how = "P(Yes)" if from_logprobs else "answer text (the server returned no log-probabilities)"
             if p >= self.settings.threshold:
-                verdicts.append(ClaimVerdict(claim_id=claim.id, verdict=Verdict.SUPPORTED, evidence=text,
-                                             context_index=ctx, confidence=p,
-                                             reason=f"{how} {p:.3f} >= {self.settings.threshold}"))
+                verdicts.append(
+                    ClaimVerdict(
+                        claim_id=claim.id,
+                        verdict=Verdict.SUPPORTED,
+                        evidence=text,
+                        context_index=ctx,
+                        confidence=p,
+                        reason=f"{how} {p:.3f} >= {self.settings.threshold}",
+                    )
+                )
             else:
-                verdicts.append(ClaimVerdict(claim_id=claim.id, verdict=Verdict.UNSUPPORTED, confidence=1 - p,
-                                             reason=f"best {how} {p:.3f} < {self.settings.threshold}"))
+                verdicts.append(
+                    ClaimVerdict(
+                        claim_id=claim.id,
+                        verdict=Verdict.UNSUPPORTED,
+                        confidence=1 - p,
+                        reason=f"best {how} {p:.3f} < {self.settings.threshold}",
+                    )
+                )
         return Verification(verdicts=verdicts, usage=usage)

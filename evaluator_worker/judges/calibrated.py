@@ -106,14 +106,17 @@ class CalibratedJudge:
     def bind_metrics(self, observer: JudgeObserver) -> None:
         self.inner.bind_metrics(observer)
 
-    def extract_claims(self, answer: str, question: str | None = None, *,
-                       contexts: Sequence[str] | None = None) -> Extraction:
+    def extract_claims(
+        self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
+    ) -> Extraction:
         return self.inner.extract_claims(answer, question, contexts=contexts)
 
     def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification:
         out = self.inner.verify(claims, contexts, question)
-        out.verdicts = [v if v.verdict == Verdict.ERROR else v.model_copy(update={"confidence": round(self.cmap(v.confidence), 4)})
-                        for v in out.verdicts]
+        out.verdicts = [
+            v if v.verdict == Verdict.ERROR else v.model_copy(update={"confidence": round(self.cmap(v.confidence), 4)})
+            for v in out.verdicts
+        ]
         return out
 
 

@@ -143,13 +143,18 @@ class CascadeJudge(JudgeBase):
         threshold, fill = self.threshold([v.confidence for v in first.verdicts if v.verdict != Verdict.ERROR])
         always = {v.upper() for v in self.settings.always_escalate}
         uncertain = [
-            c for c in claims
-            if c.id not in by_id or by_id[c.id].verdict == Verdict.ERROR or by_id[c.id].confidence < threshold
+            c
+            for c in claims
+            if c.id not in by_id
+            or by_id[c.id].verdict == Verdict.ERROR
+            or by_id[c.id].confidence < threshold
             or (by_id[c.id].confidence == threshold and _in_sample("fill:" + c.text, fill))
             or by_id[c.id].verdict.value in always
         ]
         uncertain_ids = {c.id for c in uncertain}
-        sampled = [c for c in claims if c.id not in uncertain_ids and _in_sample(c.text, self.settings.agreement_sample)]
+        sampled = [
+            c for c in claims if c.id not in uncertain_ids and _in_sample(c.text, self.settings.agreement_sample)
+        ]
         to_second = uncertain + sampled
         final: dict[str, ClaimVerdict] = dict(by_id)
         if not to_second:

@@ -112,7 +112,7 @@ def _is_boundary(text: str, punct_start: int, cut: int, end: int) -> bool:
         k = i - 1
         while k > 0 and text[k - 1].isspace():
             k -= 1
-        prev = text[max(0, k - 1): k]
+        prev = text[max(0, k - 1) : k]
         if prev and not prev.isdigit() and prev not in "°":
             return False
     first = nxt[:1]
@@ -191,17 +191,30 @@ class CitationMarker:
 #: from the context, so the heuristic called grounded claims UNSUPPORTED (ExpertQA train: 170 of the first 300
 #: claims' false alarms were "number N not in context" for a citation [N]).
 CITATION_MARKERS: tuple[CitationMarker, ...] = (
-    CitationMarker("bracketed_numbers", re.compile(r"\s*(?:\[\s*[1-9]\d{0,2}(?:\s*[,;–-]\s*[1-9]\d{0,2})*\s*\])+"),
-                   "numeric citations [1], [1, 2], [3-5][6] read as numbers missing from the context"),
-    CitationMarker("parenthesised_source",
-                   re.compile(r"\s*\((?:see\s+)?(?:passages?|documents?|docs?|sources?|refs?|references?|contexts?)"
-                              r"\s*#?\d{1,3}(?:\s*(?:,|and|&)\s*#?\d{1,3})*\)", re.IGNORECASE),
-                   "'(passage 2)', '(source 1 and 3)' read as numbers and words missing from the context"),
-    CitationMarker("source_lead_in",
-                   re.compile(r"^\s*(?:according\s+to\s+|as\s+(?:stated|noted|mentioned)\s+in\s+)?(?:passages?|documents?|docs?"
-                              r"|sources?)\s*#?\d{1,3}(?:\s*(?:,|and)\s*#?\d{1,3})*\s*(?:,\s*|(?:says|states|mentions|notes"
-                              r"|indicates|explains|shows|reports)\s+(?:that\s+)?)", re.IGNORECASE),
-                   "'Passage 3 says that ...' lead-ins read as a claim about a passage numbered 3"),
+    CitationMarker(
+        "bracketed_numbers",
+        re.compile(r"\s*(?:\[\s*[1-9]\d{0,2}(?:\s*[,;–-]\s*[1-9]\d{0,2})*\s*\])+"),
+        "numeric citations [1], [1, 2], [3-5][6] read as numbers missing from the context",
+    ),
+    CitationMarker(
+        "parenthesised_source",
+        re.compile(
+            r"\s*\((?:see\s+)?(?:passages?|documents?|docs?|sources?|refs?|references?|contexts?)"
+            r"\s*#?\d{1,3}(?:\s*(?:,|and|&)\s*#?\d{1,3})*\)",
+            re.IGNORECASE,
+        ),
+        "'(passage 2)', '(source 1 and 3)' read as numbers and words missing from the context",
+    ),
+    CitationMarker(
+        "source_lead_in",
+        re.compile(
+            r"^\s*(?:according\s+to\s+|as\s+(?:stated|noted|mentioned)\s+in\s+)?(?:passages?|documents?|docs?"
+            r"|sources?)\s*#?\d{1,3}(?:\s*(?:,|and)\s*#?\d{1,3})*\s*(?:,\s*|(?:says|states|mentions|notes"
+            r"|indicates|explains|shows|reports)\s+(?:that\s+)?)",
+            re.IGNORECASE,
+        ),
+        "'Passage 3 says that ...' lead-ins read as a claim about a passage numbered 3",
+    ),
 )
 
 
@@ -231,7 +244,7 @@ def strip_markers(text: str) -> str:
         m = _META_PREFIX.match(s)
         if not m or m.end() >= len(s):
             break
-        s = s[m.end():].lstrip(" ,")
+        s = s[m.end() :].lstrip(" ,")
     if s and s[0].islower() and text.strip()[:1].isupper():
         s = s[0].upper() + s[1:]
     return s
@@ -249,7 +262,9 @@ _FINITE_AUX = frozenset(
     "isn't aren't wasn't weren't hasn't haven't hadn't won't wouldn't can't couldn't doesn't don't didn't "
     "it's he's she's they're we're i'm there's that's".split()
 )
-_NON_VERB_S = frozenset("is was has does its his hers this thus as us yes less news series species always perhaps".split())
+_NON_VERB_S = frozenset(
+    "is was has does its his hers this thus as us yes less news series species always perhaps".split()
+)
 _CLAUSE_CUT = re.compile(r";\s+|,\s+(?:and|but|while|whereas|yet|so)\s+", re.IGNORECASE)
 
 
@@ -270,7 +285,12 @@ def _has_subject_verb(clause: str) -> bool:
         lw = w.lower().replace("’", "'")
         if lw in _FINITE_AUX:
             return True
-        if len(lw) > 3 and lw.isalpha() and (lw.endswith("ed") or (lw.endswith("s") and not lw.endswith("ss"))) and lw not in _NON_VERB_S:
+        if (
+            len(lw) > 3
+            and lw.isalpha()
+            and (lw.endswith("ed") or (lw.endswith("s") and not lw.endswith("ss")))
+            and lw not in _NON_VERB_S
+        ):
             return True
     return False
 
@@ -289,7 +309,7 @@ def split_clauses(sentence: str) -> list[str]:
         for m in _CLAUSE_CUT.finditer(rest):
             if _inside_quotes(rest, m.start()):
                 continue
-            left, right = rest[: m.start()], rest[m.end():]
+            left, right = rest[: m.start()], rest[m.end() :]
             if m.group(0).startswith(";"):
                 ok = len(_words(left)) >= 3 and len(_words(right)) >= 3
             else:
@@ -301,7 +321,7 @@ def split_clauses(sentence: str) -> list[str]:
             parts.append(rest)
             break
         parts.append(rest[: cut.start()])
-        rest = rest[cut.end():]
+        rest = rest[cut.end() :]
     out: list[str] = []
     for p in parts:
         p = p.strip().rstrip(",;")

@@ -41,15 +41,20 @@ class HeuristicJudge(JudgeBase):
 
     name = "heuristic"
 
-    def __init__(self, support_threshold: float = THRESHOLDS.support, align_threshold: float = THRESHOLDS.align,
-                 rules: Sequence[Rule] = RULES) -> None:
+    def __init__(
+        self,
+        support_threshold: float = THRESHOLDS.support,
+        align_threshold: float = THRESHOLDS.align,
+        rules: Sequence[Rule] = RULES,
+    ) -> None:
         #: support_threshold: weighted share of claim terms the evidence must cover for SUPPORTED;
         #: align_threshold: overlap a sentence needs before its numbers can contradict the claim
         self.thresholds = with_thresholds(support_threshold, align_threshold)
         self.rules = tuple(rules)
 
-    def extract_claims(self, answer: str, question: str | None = None, *,
-                       contexts: Sequence[str] | None = None) -> Extraction:
+    def extract_claims(
+        self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
+    ) -> Extraction:
         """Rule-based claim extraction (see ``evaluator_worker.judges.claims``); contexts are not used."""
         return Extraction(claims=extract_claims(answer or "", question), usage=Usage(calls=0, model="heuristic"))
 
@@ -64,7 +69,12 @@ class HeuristicJudge(JudgeBase):
                 hit = self.decide(ClaimCase.build(claim_content(c.text), sents, vocab, qterms, self.thresholds))
                 v = _verdict(c.id, hit)
             except Exception as exc:  # a bug on odd input must not drop the claim
-                v = ClaimVerdict(claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0, reason=f"heuristic error: {type(exc).__name__}")
+                v = ClaimVerdict(
+                    claim_id=c.id,
+                    verdict=Verdict.ERROR,
+                    confidence=0.0,
+                    reason=f"heuristic error: {type(exc).__name__}",
+                )
             verdicts.append(v)
         return Verification(verdicts=verdicts, usage=Usage(calls=0, model="heuristic"))
 

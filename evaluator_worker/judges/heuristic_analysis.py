@@ -141,7 +141,9 @@ THRESHOLDS = Thresholds()
 
 _LIGHT_KEYS = frozenset(tm.key(w) for w in tm.LIGHT_WORDS)
 #: a sentence-initial capitalised word with one of these endings is a common word, not a name
-_COMMON_SUFFIX = re.compile(r"(?:ment|tion|sion|ness|ity|ance|ence|ing|ly|ive|ous|ful|less|able|ible|ism|ist|ship|ure)$")
+_COMMON_SUFFIX = re.compile(
+    r"(?:ment|tion|sion|ness|ity|ance|ence|ing|ly|ive|ous|ful|less|able|ible|ism|ist|ship|ure)$"
+)
 _OPENERS = ('"', "“", "(", "'", "‘")
 _CLAUSE_SPLIT = re.compile(r"[;:]\s*|,\s*|\s+(?=(?:but|whereas|although|though|unless)\b)", re.I)
 
@@ -161,12 +163,16 @@ def fuzzy_keys(keys: Iterable[str], prefix: int = THRESHOLDS.prefix) -> frozense
         if len(k) >= prefix:
             out.add(k[:prefix])
         if k.startswith("re") and len(k) >= prefix + 1:
-            out.add(k[2:2 + prefix] if len(k) - 2 >= prefix else k[2:])
+            out.add(k[2 : 2 + prefix] if len(k) - 2 >= prefix else k[2:])
     return frozenset(out)
 
 
-def has_key(k: str, keys: Mapping[str, float] | frozenset[str] | set[str], fuzzy: frozenset[str],
-            prefix: int = THRESHOLDS.prefix) -> bool:
+def has_key(
+    k: str,
+    keys: Mapping[str, float] | frozenset[str] | set[str],
+    fuzzy: frozenset[str],
+    prefix: int = THRESHOLDS.prefix,
+) -> bool:
     """Claim key ``k`` present among ``keys`` (exactly, or by a shared prefix / a 're-' prefix)."""
     if k in keys:
         return True
@@ -174,7 +180,7 @@ def has_key(k: str, keys: Mapping[str, float] | frozenset[str] | set[str], fuzzy
         return False
     if len(k) >= prefix and k[:prefix] in fuzzy:
         return True
-    return k.startswith("re") and len(k) >= prefix + 1 and (k[2:] in keys or k[2:2 + prefix] in fuzzy)
+    return k.startswith("re") and len(k) >= prefix + 1 and (k[2:] in keys or k[2 : 2 + prefix] in fuzzy)
 
 
 @dataclass(frozen=True)
@@ -212,11 +218,20 @@ def analyse(text: str, context_vocab: frozenset[str] | set[str] | None = None, t
         if i in in_quant:
             first_word = False
             continue
-        parts = [tok] if "-" not in tok.low else [tm.Tok(p, p.lower(), tok.start, tok.end) for p in tok.text.split("-") if p]
+        parts = (
+            [tok]
+            if "-" not in tok.low
+            else [tm.Tok(p, p.lower(), tok.start, tok.end) for p in tok.text.split("-") if p]
+        )
         for p in parts:
             low = p.low
-            if (low in tm.STOPWORDS or low in tm.HEDGE_WORDS or low in tm.NEGATION_WORDS or low in tm.NUM_WORDS
-                    or (len(low) < 2 and not p.text.isupper())):
+            if (
+                low in tm.STOPWORDS
+                or low in tm.HEDGE_WORDS
+                or low in tm.NEGATION_WORDS
+                or low in tm.NUM_WORDS
+                or (len(low) < 2 and not p.text.isupper())
+            ):
                 continue
             k = tm.key(low)
             if not k:
@@ -273,8 +288,12 @@ class Sentence:
         return self.a.text
 
 
-def overlap(claim_terms: Mapping[str, float], keys: Mapping[str, float] | frozenset[str] | set[str],
-            exclude: frozenset[str] | set[str] = frozenset(), fuzzy: frozenset[str] | None = None) -> float:
+def overlap(
+    claim_terms: Mapping[str, float],
+    keys: Mapping[str, float] | frozenset[str] | set[str],
+    exclude: frozenset[str] | set[str] = frozenset(),
+    fuzzy: frozenset[str] | None = None,
+) -> float:
     """Weighted share of ``claim_terms`` found in ``keys``."""
     total = sum(w for k, w in claim_terms.items() if k not in exclude)
     if total <= 0:
@@ -283,7 +302,9 @@ def overlap(claim_terms: Mapping[str, float], keys: Mapping[str, float] | frozen
     return sum(w for k, w in claim_terms.items() if k not in exclude and has_key(k, keys, fz)) / total
 
 
-def sentence_overlap(terms: Mapping[str, float], s: Sentence, exclude: frozenset[str] | set[str] = frozenset()) -> float:
+def sentence_overlap(
+    terms: Mapping[str, float], s: Sentence, exclude: frozenset[str] | set[str] = frozenset()
+) -> float:
     """``overlap`` of ``terms`` with the whole sentence ``s``."""
     return overlap(terms, s.a.terms, exclude=exclude, fuzzy=s.a.fuzzy)
 
@@ -305,8 +326,11 @@ def _chunk_vocab(chunk: str) -> frozenset[str]:
 
 def index_contexts(contexts: Sequence[str]) -> list[Sentence]:
     """Every sentence of every chunk, in order."""
-    return [Sentence(ci, analysed, clauses) for ci, chunk in enumerate(contexts or [])
-            for analysed, clauses in _chunk_sentences(chunk or "")]
+    return [
+        Sentence(ci, analysed, clauses)
+        for ci, chunk in enumerate(contexts or [])
+        for analysed, clauses in _chunk_sentences(chunk or "")
+    ]
 
 
 def context_vocab(contexts: Sequence[str]) -> frozenset[str]:
@@ -329,9 +353,35 @@ def short(s: str, n: int = 60) -> str:
 _RELATIONAL = re.compile(
     r"\b(?:extra|additional|after|later|before|earlier|total|altogether|combined|in all|margin|"
     r"difference|lasted|longer|shorter|apart|since|ago|gap|remaining|rest|did\s+not|didn't|between|from|"
-    r"(?:won|wins|win|lead|leads|led|ahead|beat|beating|rose|fell|increased|decreased|grew|dropped)\s+by)\b", re.I)
-_NEIGHBOUR_SKIP = frozenset({"the", "a", "an", "of", "and", "or", "than", "more", "less", "about", "around", "roughly",
-                             "approximately", "some", "over", "under", "up", "to", "at", "least", "most", "nearly"})
+    r"(?:won|wins|win|lead|leads|led|ahead|beat|beating|rose|fell|increased|decreased|grew|dropped)\s+by)\b",
+    re.I,
+)
+_NEIGHBOUR_SKIP = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "of",
+        "and",
+        "or",
+        "than",
+        "more",
+        "less",
+        "about",
+        "around",
+        "roughly",
+        "approximately",
+        "some",
+        "over",
+        "under",
+        "up",
+        "to",
+        "at",
+        "least",
+        "most",
+        "nearly",
+    }
+)
 #: how well a context number's status anchors it to a claim number (pairs the claim number with the right one)
 _STATUS_BONUS = {"match": 0.5, "within": 0.45, "approx": 0.2, "conflict": 0.0}
 #: a clashing number is set aside when another sentence agrees and aligns within this margin (and at least this well)
@@ -397,13 +447,18 @@ def _derive(q: tm.Quantity, ca: Analysed, sents: Sequence[Sentence]) -> tuple[st
     if q.dim == "time":
         dated = [(e, s) for s in sents for e in s.a.quants if e.dim in ("date", "year") and not e.is_range]
         for i, (a, sa) in enumerate(dated):
-            for b, sb in dated[i + 1:]:
+            for b, sb in dated[i + 1 :]:
                 days = tm.days_between(a, b)
                 if not days:
                     continue
                 secs = abs(days) * 86400.0
                 unit = q.unit or 86400.0
-                coarse = a.dim == "year" or b.dim == "year" or (a.date and a.date[2] is None) or (b.date and b.date[2] is None)
+                coarse = (
+                    a.dim == "year"
+                    or b.dim == "year"
+                    or (a.date and a.date[2] is None)
+                    or (b.date and b.date[2] is None)
+                )
                 tol = max(unit, 86400.0) * (1.0 if coarse else 0.5)
                 if _bound_ok(q, secs, tol):
                     s = sa if sentence_overlap(ca.terms, sa) >= sentence_overlap(ca.terms, sb) else sb
@@ -416,9 +471,14 @@ def _derive(q: tm.Quantity, ca: Analysed, sents: Sequence[Sentence]) -> tuple[st
         else:
             qs = [e for e in s.a.quants if e.dim == q.dim and not e.is_range and e.dim not in ("date", "year", "clock")]
         for i, a in enumerate(qs):
-            for b in qs[i + 1:]:
+            for b in qs[i + 1 :]:
                 for val, op in ((a.lo + b.lo, "+"), (abs(a.lo - b.lo), "-")):
-                    if val > 0 and _bound_ok(q, val, 1e-6 * max(val, 1.0)) and not tm.close(val, a.lo) and not tm.close(val, b.lo):
+                    if (
+                        val > 0
+                        and _bound_ok(q, val, 1e-6 * max(val, 1.0))
+                        and not tm.close(val, a.lo)
+                        and not tm.close(val, b.lo)
+                    ):
                         return f"{q.text} = {a.text} {op} {b.text}", s, sentence_overlap(ca.terms, s)
     return None
 
@@ -433,7 +493,9 @@ def _compare_counted(q: tm.Quantity, e: tm.Quantity, s: Sentence, ca: Analysed) 
     return st
 
 
-def find_number(q: tm.Quantity, claim_text: str, ca: Analysed, sents: Sequence[Sentence], t: Thresholds) -> NumberFinding:
+def find_number(
+    q: tm.Quantity, claim_text: str, ca: Analysed, sents: Sequence[Sentence], t: Thresholds
+) -> NumberFinding:
     """The context number that best pairs with claim number ``q`` (alignment of its sentence, its
     status and shared neighbouring words), or a derivation, or absent."""
     cands: list[tuple[float, str, tm.Quantity, Sentence, float]] = []
@@ -452,8 +514,11 @@ def find_number(q: tm.Quantity, claim_text: str, ca: Analysed, sents: Sequence[S
             best = c
     if best is not None and best[1] == "conflict":
         # another sentence that agrees and aligns nearly as well wins over the clash
-        agree = [c for c in cands if c[1] != "conflict" and c[3] is not best[3]
-                 and c[4] >= best[4] - _AGREE_MARGIN and c[4] >= _AGREE_MIN]
+        agree = [
+            c
+            for c in cands
+            if c[1] != "conflict" and c[3] is not best[3] and c[4] >= best[4] - _AGREE_MARGIN and c[4] >= _AGREE_MIN
+        ]
         if agree:
             best = max(agree, key=lambda c: c[0])
     if best is None or best[1] == "conflict":
@@ -522,15 +587,23 @@ class ClaimCase:
     t: Thresholds = THRESHOLDS
 
     @classmethod
-    def build(cls, text: str, sents: list[Sentence], vocab: frozenset[str], qterms: frozenset[str],
-              t: Thresholds = THRESHOLDS) -> ClaimCase:
+    def build(
+        cls, text: str, sents: list[Sentence], vocab: frozenset[str], qterms: frozenset[str], t: Thresholds = THRESHOLDS
+    ) -> ClaimCase:
         return cls(text, analyse(text, vocab, t), sents, qterms, t)
 
     @cached_property
     def ranked(self) -> list[Sentence]:
         """Context sentences by alignment with the claim (ties: earlier first)."""
-        scored = [(overlap(self.ca.terms, s.a.terms, fuzzy=s.a.fuzzy) + _number_bonus(self.ca, s, self.t.number_align_bonus), -i, s)
-                  for i, s in enumerate(self.sents)]
+        scored = [
+            (
+                overlap(self.ca.terms, s.a.terms, fuzzy=s.a.fuzzy)
+                + _number_bonus(self.ca, s, self.t.number_align_bonus),
+                -i,
+                s,
+            )
+            for i, s in enumerate(self.sents)
+        ]
         scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
         return [s for _, _, s in scored]
 
@@ -557,7 +630,9 @@ class ClaimCase:
     @cached_property
     def number_support(self) -> list[Sentence]:
         """Sentences holding a claim number (matched, inside a range, or the base of a derivation)."""
-        return [f.sentence for f in self.numbers if f.status in ("match", "within", "derived") and f.sentence is not None]
+        return [
+            f.sentence for f in self.numbers if f.status in ("match", "within", "derived") and f.sentence is not None
+        ]
 
     @cached_property
     def coverage(self) -> Coverage:

@@ -131,8 +131,11 @@ def quote_speaker(case: ClaimCase) -> RuleHit | None:
                 if not speaker:
                     speaker, speaker_text = tm.speakers(s.text.replace(eq.text, " "))
                 if speaker and not (speaker & cq.speaker):
-                    return _contradicted(case.t.quote_speaker,
-                                         f"quote attributed to {cq.speaker_text}; context attributes it to {speaker_text}", s)
+                    return _contradicted(
+                        case.t.quote_speaker,
+                        f"quote attributed to {cq.speaker_text}; context attributes it to {speaker_text}",
+                        s,
+                    )
     return None
 
 
@@ -149,13 +152,14 @@ def statement_speaker(case: ClaimCase) -> RuleHit | None:
     excl = spk | tm.TITLES | _SPEECH_KEYS | {tm.key(w) for w in spk}
     # the sentence that carries the statement's content (not necessarily the one naming the speaker)
     cs = max(case.sents, key=lambda s2: sentence_overlap(ca.terms, s2, exclude=excl))
-    for s2 in ([case.best, cs] if cs is not case.best else [case.best]):
+    for s2 in [case.best, cs] if cs is not case.best else [case.best]:
         ekeys, etext = tm.speakers(s2.text)
         content = sentence_overlap(ca.terms, s2, exclude=excl)
         names_here = {w.lower() for w in re.findall(r"[\w'’]+", s2.text)}
         if ekeys and not (ekeys & spk) and content >= case.t.statement_overlap and not (spk & names_here):
-            return _contradicted(case.t.statement_speaker,
-                                 f"statement attributed to {spk_text}; context attributes it to {etext}", s2)
+            return _contradicted(
+                case.t.statement_speaker, f"statement attributed to {spk_text}; context attributes it to {etext}", s2
+            )
     return None
 
 
@@ -170,8 +174,11 @@ def _conflict(case: ClaimCase, dates: bool) -> RuleHit | None:
     for f in case.numbers:
         if f.status == "conflict" and _is_date(f.q) == dates and f.evidence is not None:
             kind = "date" if dates else "number"
-            return _contradicted(case.t.number_conflict_base + case.t.number_conflict_slope * f.align,
-                                 f"{kind} {f.q.text} vs {f.evidence.text} in context", f.sentence)
+            return _contradicted(
+                case.t.number_conflict_base + case.t.number_conflict_slope * f.align,
+                f"{kind} {f.q.text} vs {f.evidence.text} in context",
+                f.sentence,
+            )
     return None
 
 
@@ -189,8 +196,11 @@ def number_less_specific(case: ClaimCase) -> RuleHit | None:
     """A number rounded, widened, or made more precise than the context states it."""
     for f in case.numbers:
         if f.status == "approx" and f.evidence is not None:
-            return _unsupported(case.t.number_approx,
-                                f"{f.q.text} approximates {f.evidence.text} in context (less specific)", f.sentence)
+            return _unsupported(
+                case.t.number_approx,
+                f"{f.q.text} approximates {f.evidence.text} in context (less specific)",
+                f.sentence,
+            )
     return None
 
 
@@ -246,18 +256,24 @@ def negation_flip(case: ClaimCase) -> RuleHit | None:
     if claim_neg:
         if any(n and o > 0 for o, _, n, _ in scored):
             return None  # the context negates something the claim mentions: leave it to coverage
-        return _contradicted(conf, f"negation: claim says '{_neg_cues(text)[0]}', context affirms: '{short(ctext)}'", case.best)
+        return _contradicted(
+            conf, f"negation: claim says '{_neg_cues(text)[0]}', context affirms: '{short(ctext)}'", case.best
+        )
     um, cm = _UNTIL_WORD.search(ctext), lex.CONDITION.search(text)
-    if um and cm and _shares_condition(text[cm.start():], ctext[um.start():]):
+    if um and cm and _shares_condition(text[cm.start() :], ctext[um.start() :]):
         return None
     return _contradicted(conf, f"negation: context says '{_neg_cues(ctext)[0]}': '{short(ctext)}'", case.best)
 
 
 _SEGMENT_END = re.compile(r"[,;:.()]|\b(?:unless|except|if|when|while|because|which|who)\b", re.I)
-_CLAIM_NEG_AFTER = re.compile(r"\b(?:not|never|no|without|cannot|n['’]t|except|excluding|rather\s+than|instead\s+of)\s+", re.I)
+_CLAIM_NEG_AFTER = re.compile(
+    r"\b(?:not|never|no|without|cannot|n['’]t|except|excluding|rather\s+than|instead\s+of)\s+", re.I
+)
 _WITHOUT = re.compile(r"\bwithout\s+", re.I)
 #: "rather than X" / "but not X" exclude a noun phrase: its scope ends at the next preposition too
-_NP_END = re.compile(_SEGMENT_END.pattern + r"|\b(?:for|in|on|at|by|from|to|with|during|after|before|since|until)\b", re.I)
+_NP_END = re.compile(
+    _SEGMENT_END.pattern + r"|\b(?:for|in|on|at|by|from|to|with|during|after|before|since|until)\b", re.I
+)
 _PROHIBITION_END = re.compile(r"\b(?:until|unless|before|if)\b", re.I)
 #: words a cue puts out of the statement: up to the segment end, at most this many
 _SCOPE_WORDS = 5
@@ -269,7 +285,7 @@ def _negated_keys(text: str, cue: re.Pattern[str], end_at: re.Pattern[str] = _SE
     """Keys of the words each ``cue`` match puts out of the statement (up to ``end_at``)."""
     out: set[str] = set()
     for m in cue.finditer(text):
-        rest = text[m.end():]
+        rest = text[m.end() :]
         end = end_at.search(rest)
         out |= term_keys(" ".join(rest[: end.start() if end else len(rest)].split()[:_SCOPE_WORDS]))
     return out
@@ -283,15 +299,20 @@ def contrast_exclusion(case: ClaimCase) -> RuleHit | None:
     for s in case.sents:
         for m in lex.CONTRAST_NEG.finditer(s.text):
             seg_start = max(s.text.rfind(c, 0, m.start()) for c in ",;:") + 1
-            positive = term_keys(s.text[seg_start:m.start()])
-            neg = _negated_keys(s.text[m.start():], lex.CONTRAST_NEG, _NP_END) - positive
+            positive = term_keys(s.text[seg_start : m.start()])
+            neg = _negated_keys(s.text[m.start() :], lex.CONTRAST_NEG, _NP_END) - positive
             for k in ca.terms:
                 if k not in neg or k in claim_neg:
                     continue
-                if (sentence_overlap(ca.terms, s, exclude={k}) >= t.contrast_here
-                        and overlap(ca.terms, anywhere, exclude={k}) >= t.contrast_all):
-                    return _contradicted(t.scoped_negation,
-                                         f"negation: context says '{m.group(0).strip()} {ca.surface[k]}': '{short(s.text)}'", s)
+                if (
+                    sentence_overlap(ca.terms, s, exclude={k}) >= t.contrast_here
+                    and overlap(ca.terms, anywhere, exclude={k}) >= t.contrast_all
+                ):
+                    return _contradicted(
+                        t.scoped_negation,
+                        f"negation: context says '{m.group(0).strip()} {ca.surface[k]}': '{short(s.text)}'",
+                        s,
+                    )
     return None
 
 
@@ -305,13 +326,16 @@ def without_vs_required(case: ClaimCase) -> RuleHit | None:
         if sentence_overlap(ca.terms, s, exclude=lacking) < case.t.without_overlap:
             continue
         for m in lex.REQUIRE.finditer(s.text):
-            if tm.negation_cues(s.text[max(0, m.start() - _REQUIRE_LOOKBACK):m.start()]):
+            if tm.negation_cues(s.text[max(0, m.start() - _REQUIRE_LOOKBACK) : m.start()]):
                 continue
-            hit = lacking & term_keys(" ".join(s.text[m.end():].split()[:4]))
+            hit = lacking & term_keys(" ".join(s.text[m.end() :].split()[:4]))
             if hit:
                 k = sorted(hit)[0]
-                return _contradicted(case.t.scoped_negation,
-                                     f"negation: claim says 'without {ca.surface.get(k, k)}'; context says '{m.group(0)}' it: '{short(s.text)}'", s)
+                return _contradicted(
+                    case.t.scoped_negation,
+                    f"negation: claim says 'without {ca.surface.get(k, k)}'; context says '{m.group(0)}' it: '{short(s.text)}'",
+                    s,
+                )
     return None
 
 
@@ -332,7 +356,7 @@ def prohibited_action(case: ClaimCase) -> RuleHit | None:
             um = _PROHIBITION_END.search(cl.text)
             if overlap(main, term_keys(cl.text[: um.start()] if um else cl.text)) < case.t.prohibition_overlap:
                 continue
-            if um and cm and _shares_condition(text[cm.start():], cl.text[um.start():]):
+            if um and cm and _shares_condition(text[cm.start() :], cl.text[um.start() :]):
                 continue
             return _contradicted(case.t.scoped_negation, f"negation: context forbids it: '{short(cl.text)}'", s)
     return None
@@ -355,8 +379,11 @@ def antonym_in_clause(case: ClaimCase) -> RuleHit | None:
             if rest >= case.t.antonym_rest:
                 o = sorted(opp)[0]
                 o_word = analyse(cl.text).surface.get(o, o)
-                return _contradicted(case.t.antonym_base + case.t.antonym_slope * rest,
-                                     f"opposite: claim '{ca.surface[k]}' vs context '{o_word}' in '{short(cl.text)}'", case.best)
+                return _contradicted(
+                    case.t.antonym_base + case.t.antonym_slope * rest,
+                    f"opposite: claim '{ca.surface[k]}' vs context '{o_word}' in '{short(cl.text)}'",
+                    case.best,
+                )
     return None
 
 
@@ -370,8 +397,11 @@ def antonym_in_sentence(case: ClaimCase) -> RuleHit | None:
         opp = tm.antonyms(k) & set(best.a.terms)
         if opp and sentence_overlap(ca.terms, best, exclude={k}) >= case.t.antonym_sentence_rest:
             o = sorted(opp)[0]
-            return _contradicted(case.t.antonym_sentence,
-                                 f"opposite: claim '{ca.surface[k]}' vs context '{best.a.surface.get(o, o)}' in '{short(best.text)}'", best)
+            return _contradicted(
+                case.t.antonym_sentence,
+                f"opposite: claim '{ca.surface[k]}' vs context '{best.a.surface.get(o, o)}' in '{short(best.text)}'",
+                best,
+            )
     return None
 
 
@@ -384,8 +414,11 @@ def _entity_swap_reason(case: ClaimCase, s: Sentence, other_sentences: list[Sent
     missing = [k for k in _names(ca) if not _has(k, s) and k not in case.qterms]
     if not missing:
         return None
-    others = [k for k in _names(s.a)
-              if k not in ca.terms and s.a.surface[k][:1].isupper() and s.a.surface[k].lower() not in tm.TITLES]
+    others = [
+        k
+        for k in _names(s.a)
+        if k not in ca.terms and s.a.surface[k][:1].isupper() and s.a.surface[k].lower() not in tm.TITLES
+    ]
     if not others:
         return None
     rest = sentence_overlap(ca.terms, s, exclude=ca.entities)
@@ -398,8 +431,10 @@ def _entity_swap_reason(case: ClaimCase, s: Sentence, other_sentences: list[Sent
     # a short frame counts only when the rest of it, another name included, matches exactly
     if rest < t.entity_rest or (len(non_ent) < 2 and not (non_ent and rest >= t.exact_frame and shared)):
         return None
-    return (f"entity: claim says {', '.join(ca.surface[k] for k in missing[:2])}; "
-            f"the matching context sentence names {', '.join(s.a.surface[k] for k in others[:2])}")
+    return (
+        f"entity: claim says {', '.join(ca.surface[k] for k in missing[:2])}; "
+        f"the matching context sentence names {', '.join(s.a.surface[k] for k in others[:2])}"
+    )
 
 
 def entity_swap(case: ClaimCase) -> RuleHit | None:
@@ -436,13 +471,22 @@ def clause_entity(case: ClaimCase) -> RuleHit | None:
     toks = [tok.low for tok in tm.tokenize(ctext)]
     claim_low = {ca.surface[k].lower() for k in ca.entities}
     beside = {toks[i + d] for i, w in enumerate(toks) if w in claim_low for d in (-1, 1) if 0 <= i + d < len(toks)}
-    others = [k for k in _names(clause) if k not in ca.terms and clause.surface[k].lower() not in tm.TITLES
-              and clause.surface[k].lower() not in beside and clause.surface[k].lower() not in _CALENDAR]
+    others = [
+        k
+        for k in _names(clause)
+        if k not in ca.terms
+        and clause.surface[k].lower() not in tm.TITLES
+        and clause.surface[k].lower() not in beside
+        and clause.surface[k].lower() not in _CALENDAR
+    ]
     if not moved or not others:
         return None
-    return _contradicted(t.entity_swap,
-                         f"entity: claim says {', '.join(ca.surface[k] for k in moved[:2])}; "
-                         f"the matching clause names {', '.join(clause.surface[k] for k in others[:2])}: '{short(ctext)}'", best)
+    return _contradicted(
+        t.entity_swap,
+        f"entity: claim says {', '.join(ca.surface[k] for k in moved[:2])}; "
+        f"the matching clause names {', '.join(clause.surface[k] for k in others[:2])}: '{short(ctext)}'",
+        best,
+    )
 
 
 _CALENDAR = lex.CLOSED_CLASSES[1] | lex.MONTH_NAMES
@@ -460,15 +504,20 @@ def closed_class_swap(case: ClaimCase) -> RuleHit | None:
                 continue
             rivals = ({w.lower() for w in re.findall(r"[A-Za-z]+", s.text)} & cls) - {surf.lower()}
             if rivals and sentence_overlap(ca.terms, s, exclude={k}) >= case.t.closed_class_rest:
-                return _contradicted(case.t.closed_class,
-                                     f"entity: claim says '{surf}'; context says '{sorted(rivals)[0]}': '{short(s.text)}'", s)
+                return _contradicted(
+                    case.t.closed_class,
+                    f"entity: claim says '{surf}'; context says '{sorted(rivals)[0]}': '{short(s.text)}'",
+                    s,
+                )
     return None
 
 
 _NAME = r"((?:[A-ZÀ-Ý][\w'’-]*\s+){0,3}[A-ZÀ-Ý][\w'’-]*)"
 _WIN_RE = re.compile(_NAME + r"(?:,\s*\d+,)?\s+(?:also\s+|has\s+|had\s+)?" + lex.WIN_VERBS + r"\b")
 _LOSE_RE = re.compile(r"\b" + lex.LOSE_AFTER + r"\s+(?:[a-z][\w-]*\s+){0,3}" + _NAME)
-_RANK_ONLY = re.compile(_NAME + r"\s+(?:(?:finished|came|placed|was)\s+)?" + lex.LOSE_RANK + r"\b|" + _NAME + r"\s+lost\b")
+_RANK_ONLY = re.compile(
+    _NAME + r"\s+(?:(?:finished|came|placed|was)\s+)?" + lex.LOSE_RANK + r"\b|" + _NAME + r"\s+lost\b"
+)
 
 
 def _name_key(name: str) -> str:
@@ -509,8 +558,11 @@ def role_swap(case: ClaimCase) -> RuleHit | None:
         if non_ent and sentence_overlap(non_ent, s) < case.t.role_overlap:
             continue
         word = "won" if role == "win" else "lost"
-        return _contradicted(case.t.role_swap,
-                             f"role: claim says {ca.surface.get(name, name)} {word}; context says otherwise: '{short(s.text)}'", s)
+        return _contradicted(
+            case.t.role_swap,
+            f"role: claim says {ca.surface.get(name, name)} {word}; context says otherwise: '{short(s.text)}'",
+            s,
+        )
     return None
 
 
@@ -522,20 +574,26 @@ def name_not_in_context(case: ClaimCase) -> RuleHit | None:
     names = case.coverage.missing_names
     if not names:
         return None
-    return _unsupported(case.t.missing_name_base + case.t.missing_name_step * min(len(names), 2),
-                        f"not in context: {', '.join(names[:3])}")
+    return _unsupported(
+        case.t.missing_name_base + case.t.missing_name_step * min(len(names), 2),
+        f"not in context: {', '.join(names[:3])}",
+    )
 
 
 # --------------------------------------------------------------------------- hedges and overclaiming
 
-_MODAL_CAN = re.compile(r"\b(?:can|cannot|can't|must|allowed|permitted|entitled|able|optional|have\s+to|has\s+to|need\s+to)\b", re.I)
+_MODAL_CAN = re.compile(
+    r"\b(?:can|cannot|can't|must|allowed|permitted|entitled|able|optional|have\s+to|has\s+to|need\s+to)\b", re.I
+)
 #: a claim about the future stated as fact
 _FUTURE = re.compile(r"\b(?:will|won't|shall|is\s+going\s+to|are\s+going\s+to)\b", re.I)
 #: context words that make a future event an intention, promise or forecast, not a fact
 _INTENT = re.compile(
     r"\b(?:plans?|planned|planning|promised?|promises|pledged?|pledges|vowed?|vows|aims?|aimed|intends?|intended|"
     r"hopes?|hoped|expects?|expected|forecasts?|forecasted|projects|projected|predicts?|predicted|proposes?|proposed|"
-    r"targets?|guidance|outlook|anticipates?|anticipated|seeks?|wants?|would)\b", re.I)
+    r"targets?|guidance|outlook|anticipates?|anticipated|seeks?|wants?|would)\b",
+    re.I,
+)
 _POSSIBILITY = frozenset({"may", "might", "could"})
 
 
@@ -562,7 +620,9 @@ def future_as_fact(case: ClaimCase) -> RuleHit | None:
     m = _INTENT.search(ev_text) or _INTENT.search(ev.text)
     if not m:
         return None
-    return _unsupported(case.t.hedge_future, f"hedge: claim says 'will' but context only says '{m.group(0).lower()}'", ev)
+    return _unsupported(
+        case.t.hedge_future, f"hedge: claim says 'will' but context only says '{m.group(0).lower()}'", ev
+    )
 
 
 def hedge_mismatch(case: ClaimCase) -> RuleHit | None:
@@ -588,7 +648,9 @@ def overclaiming(case: ClaimCase) -> RuleHit | None:
     added = [w for w in tm.intensifier_cues(case.text) if w not in have]
     if not added:
         return None
-    return _unsupported(case.t.intensifier, f"claim says '{added[0]}'; the context does not say it that absolutely", cov.evidence)
+    return _unsupported(
+        case.t.intensifier, f"claim says '{added[0]}'; the context does not say it that absolutely", cov.evidence
+    )
 
 
 # --------------------------------------------------------------------------- coverage
@@ -600,17 +662,22 @@ def low_coverage(case: ClaimCase) -> RuleHit | None:
     unanchored = bool(ca.terms) and cov.anchor < t.anchor and not (case.number_support or case.qterms & set(ca.terms))
     if cov.share >= t.support and not unanchored:
         return None
-    return _unsupported(t.low_coverage_base + t.low_coverage_slope * (1 - cov.share),
-                        f"only {cov.share:.0%} of the claim's terms in context; missing: {', '.join(cov.missing[:4])}",
-                        cov.evidence if cov.anchor >= t.align else None)
+    return _unsupported(
+        t.low_coverage_base + t.low_coverage_slope * (1 - cov.share),
+        f"only {cov.share:.0%} of the claim's terms in context; missing: {', '.join(cov.missing[:4])}",
+        cov.evidence if cov.anchor >= t.align else None,
+    )
 
 
 def supported(case: ClaimCase) -> RuleHit:
     """No rule fired: SUPPORTED, more confident the more of the claim one sentence covers."""
     cov, t = case.coverage, case.t
     synthesis = len(cov.covered_by) > 1
-    conf = (t.supported_base + t.supported_slope * cov.share * (t.supported_synthesis if synthesis else 1.0)
-            + t.supported_exact_bonus * (case.frame >= t.exact_frame))
+    conf = (
+        t.supported_base
+        + t.supported_slope * cov.share * (t.supported_synthesis if synthesis else 1.0)
+        + t.supported_exact_bonus * (case.frame >= t.exact_frame)
+    )
     reason = f"{cov.share:.0%} of terms"
     if case.ca.quants:
         reason += f" and numbers {', '.join(q.text for q in case.ca.quants)}"

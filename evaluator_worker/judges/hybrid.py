@@ -79,9 +79,20 @@ _ORDINALS = re.compile(
     re.I,
 )
 #: a duration the heuristic's number parser skips ("up to a week", "a day later"): value in seconds
-_UNIT_SECONDS = {"minute": 60.0, "hour": 3600.0, "day": 86400.0, "week": 604800.0, "fortnight": 1209600.0,
-                 "month": 2629800.0, "year": 31557600.0, "decade": 315576000.0, "century": 3155760000.0}
-_ARTICLE_DURATION = re.compile(r"\b(?:a|an|one|per|each|every)\s+(minute|hour|day|week|fortnight|month|year|decade|century)\b", re.I)
+_UNIT_SECONDS = {
+    "minute": 60.0,
+    "hour": 3600.0,
+    "day": 86400.0,
+    "week": 604800.0,
+    "fortnight": 1209600.0,
+    "month": 2629800.0,
+    "year": 31557600.0,
+    "decade": 315576000.0,
+    "century": 3155760000.0,
+}
+_ARTICLE_DURATION = re.compile(
+    r"\b(?:a|an|one|per|each|every)\s+(minute|hour|day|week|fortnight|month|year|decade|century)\b", re.I
+)
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
 
 
@@ -117,8 +128,9 @@ class MiniLMEncoder:
     the model package is missing. Thread-safe (one lock around the forward pass).
     """
 
-    def __init__(self, model_dir: str | None = None, batch_size: int = 64, max_length: int = 256,
-                 threads: int | None = None) -> None:
+    def __init__(
+        self, model_dir: str | None = None, batch_size: int = 64, max_length: int = 256, threads: int | None = None
+    ) -> None:
         self.model_dir = model_dir
         self.batch_size = batch_size
         self.max_length = max_length
@@ -168,9 +180,14 @@ class MiniLMEncoder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         with self._lock, torch.inference_mode():
             for a in range(0, len(order), self.batch_size):
-                idx = order[a:a + self.batch_size]
-                batch = self._tok([texts[i] for i in idx], padding=True, truncation=True,
-                                  max_length=self.max_length, return_tensors="pt")
+                idx = order[a : a + self.batch_size]
+                batch = self._tok(
+                    [texts[i] for i in idx],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_length,
+                    return_tensors="pt",
+                )
                 hidden = self._model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
@@ -314,7 +331,11 @@ class HybridJudge(JudgeBase):
         """One verdict per claim, in order: the heuristic's, with low-coverage ones re-read by embeddings."""
         base = self.heuristic.verify(claims, contexts, question)
         verdicts = list(base.verdicts)
-        todo = [(i, cov) for i, v in enumerate(verdicts) if (cov := low_coverage(v)) is not None and cov >= self.min_coverage]
+        todo = [
+            (i, cov)
+            for i, v in enumerate(verdicts)
+            if (cov := low_coverage(v)) is not None and cov >= self.min_coverage
+        ]
         if not todo or not contexts:
             return base
         import numpy as np
@@ -351,8 +372,9 @@ class HybridJudge(JudgeBase):
             verdicts[i] = self._decide(claims[i], verdicts[i], cov, best, ev, chunk, context_text)
         return Verification(verdicts=verdicts, usage=base.usage)
 
-    def _decide(self, claim: Claim, v: ClaimVerdict, cov: float, sim: float, ev: str, chunk: int,
-                context_text: str) -> ClaimVerdict:
+    def _decide(
+        self, claim: Claim, v: ClaimVerdict, cov: float, sim: float, ev: str, chunk: int, context_text: str
+    ) -> ClaimVerdict:
         if sim < self.threshold:
             return v.model_copy(update={"reason": f"{v.reason}; best embedding similarity {sim:.2f}"})
         why = guard_reason(claim.text, ev, context_text)
@@ -367,7 +389,7 @@ class HybridJudge(JudgeBase):
             context_index=chunk,
             confidence=round(max(0.5, conf), 3),
             reason=f"paraphrase: embedding similarity {sim:.2f} with the evidence, {cov:.0%} of terms, "
-                   "no number, name, negation or hedge added",
+            "no number, name, negation or hedge added",
         )
 
     def _cached(self, texts: list[str]):

@@ -69,8 +69,19 @@ LABEL_NAMES: dict[str, frozenset[str]] = {
 NOT_ENTAILMENT = frozenset({"notentailment", "nonentailment", "notentailed", "noentailment"})
 #: 2-label verifiers (MiniCheck style): the names of the "supported" class and of the other one
 SUPPORT_NAMES = frozenset({"supported", "support", "consistent", "faithful", "grounded", "factual"})
-NOT_SUPPORT_NAMES = frozenset({"unsupported", "notsupported", "inconsistent", "unfaithful", "hallucinated",
-                               "hallucination", "ungrounded", "nonfactual", "notfactual"})
+NOT_SUPPORT_NAMES = frozenset(
+    {
+        "unsupported",
+        "notsupported",
+        "inconsistent",
+        "unfaithful",
+        "hallucinated",
+        "hallucination",
+        "ungrounded",
+        "nonfactual",
+        "notfactual",
+    }
+)
 _GENERIC_LABEL = re.compile(r"^label[01]$")
 #: premise tokens a claim must leave room for (less than this: the claim is not judged, not cut)
 MIN_PREMISE_TOKENS = 16
@@ -298,7 +309,9 @@ class NLIJudge(JudgeBase):
                 auto = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForSequenceClassification
                 model = auto.from_pretrained(source, **local)
         except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot load NLI model {self.model_name!r} ({type(exc).__name__}: {exc}); {_MODEL_HINT}") from exc
+            raise ConfigError(
+                f"cannot load NLI model {self.model_name!r} ({type(exc).__name__}: {exc}); {_MODEL_HINT}"
+            ) from exc
         if kind not in ("nli", "nli2"):
             device = self._device(torch)
             model.to(device)
@@ -320,10 +333,10 @@ class NLIJudge(JudgeBase):
             need = {"entailment"} if kind == "nli2" else {"entailment", "contradiction"}
             if kind == "nli2":
                 labels.setdefault("contradiction", -1)
-            if not need <= set(labels) or any(
-                not 0 <= labels[k] < model.config.num_labels for k in need
-            ):
-                raise ConfigError(f"labels={labels!r} must give {' and '.join(sorted(need))} indices < {model.config.num_labels}")
+            if not need <= set(labels) or any(not 0 <= labels[k] < model.config.num_labels for k in need):
+                raise ConfigError(
+                    f"labels={labels!r} must give {' and '.join(sorted(need))} indices < {model.config.num_labels}"
+                )
         device = self._device(torch)
         model.to(device)
         model.eval()
@@ -382,14 +395,19 @@ class NLIJudge(JudgeBase):
             for c in claims:
                 if c.id in too_long:
                     done[c.id] = ClaimVerdict(
-                        claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0,
+                        claim_id=c.id,
+                        verdict=Verdict.ERROR,
+                        confidence=0.0,
                         reason=f"claim of {too_long[c.id]} tokens does not fit the model's {loaded.max_length}-token "
-                               f"input beside a premise: not judged rather than cut")
+                        f"input beside a premise: not judged rather than cut",
+                    )
             return Verification(verdicts=[done[c.id] for c in claims], usage=inner.usage)
         windows = self._windows(loaded, max(lengths), contexts)  # [(context_index, text)]
         if not windows:
             verdicts = [
-                ClaimVerdict(claim_id=c.id, verdict=Verdict.UNSUPPORTED, confidence=1.0, reason="no context to check against")
+                ClaimVerdict(
+                    claim_id=c.id, verdict=Verdict.UNSUPPORTED, confidence=1.0, reason="no context to check against"
+                )
                 for c in claims
             ]
             return Verification(verdicts=verdicts, usage=usage)
@@ -414,22 +432,34 @@ class NLIJudge(JudgeBase):
         ent = loaded.labels["entailment"]
         return [_unit(row[ent]) for row in rows]
 
-    def _decide(self, claim: Claim, windows: list[tuple[int, str]], best_e: int, pe: float, best_c: int, pc: float) -> ClaimVerdict:
+    def _decide(
+        self, claim: Claim, windows: list[tuple[int, str]], best_e: int, pe: float, best_c: int, pc: float
+    ) -> ClaimVerdict:
         """The SAFE rule: entailment anywhere wins, then contradiction, else unsupported."""
         if pe >= self.entail_threshold:
             ctx, text = windows[best_e]
             return ClaimVerdict(
-                claim_id=claim.id, verdict=Verdict.SUPPORTED, evidence=text, context_index=ctx,
-                confidence=_unit(pe), reason=f"entailment {pe:.3f} >= {self.entail_threshold} in context {ctx}",
+                claim_id=claim.id,
+                verdict=Verdict.SUPPORTED,
+                evidence=text,
+                context_index=ctx,
+                confidence=_unit(pe),
+                reason=f"entailment {pe:.3f} >= {self.entail_threshold} in context {ctx}",
             )
         if pc >= self.contradict_threshold:
             ctx, text = windows[best_c]
             return ClaimVerdict(
-                claim_id=claim.id, verdict=Verdict.CONTRADICTED, evidence=text, context_index=ctx,
-                confidence=_unit(pc), reason=f"contradiction {pc:.3f} >= {self.contradict_threshold} in context {ctx}",
+                claim_id=claim.id,
+                verdict=Verdict.CONTRADICTED,
+                evidence=text,
+                context_index=ctx,
+                confidence=_unit(pc),
+                reason=f"contradiction {pc:.3f} >= {self.contradict_threshold} in context {ctx}",
             )
         return ClaimVerdict(
-            claim_id=claim.id, verdict=Verdict.UNSUPPORTED, confidence=_unit(1.0 - pe),
+            claim_id=claim.id,
+            verdict=Verdict.UNSUPPORTED,
+            confidence=_unit(1.0 - pe),
             reason=f"best entailment {pe:.3f} < {self.entail_threshold}, best contradiction {pc:.3f} < {self.contradict_threshold}",
         )
 
@@ -447,7 +477,9 @@ class NLIJudge(JudgeBase):
             document, starts = join_contexts(contexts)
             size = min(budget, self.chunk_tokens)
             for a, b in sentence_window_spans(document, size, count, overlap=self.window_overlap):
-                out.append((bisect.bisect_right(starts, a) - 1, clip_to_tokens(document[a:b], budget, loaded.tokenizer)))
+                out.append(
+                    (bisect.bisect_right(starts, a) - 1, clip_to_tokens(document[a:b], budget, loaded.tokenizer))
+                )
             return out
         for i, chunk in enumerate(contexts):
             for window in sentence_windows(chunk or "", budget, count, overlap=self.window_overlap):
@@ -475,8 +507,12 @@ class NLIJudge(JudgeBase):
                 for start in range(0, len(order), self.batch_size):
                     idx = order[start : start + self.batch_size]
                     enc = tok(  # (premise, claim) order; only the premise may be truncated (it is clipped to fit)
-                        [premises[k] for k in idx], [hypotheses[k] for k in idx], padding=True,
-                        truncation="only_first", max_length=loaded.max_length, return_tensors="pt",
+                        [premises[k] for k in idx],
+                        [hypotheses[k] for k in idx],
+                        padding=True,
+                        truncation="only_first",
+                        max_length=loaded.max_length,
+                        return_tensors="pt",
                     ).to(loaded.device)
                     logits = loaded.model(**enc).logits.float()
                     rows = torch.softmax(logits, dim=-1).cpu().tolist()
@@ -488,9 +524,9 @@ class NLIJudge(JudgeBase):
             raise JudgeError(f"NLI model {self.model_name!r} failed: {exc}") from exc
         return [row if row is not None else [] for row in out]  # every index is filled by its batch
 
-
-    def _score_two_way(self, loaded: _Loaded, premises: list[str], hypotheses: list[str],
-                       usage: Usage) -> list[list[float]]:
+    def _score_two_way(
+        self, loaded: _Loaded, premises: list[str], hypotheses: list[str], usage: Usage
+    ) -> list[list[float]]:
         """``[1 - p_support, p_support]`` per pair for the binary, seq2seq and hhem interfaces."""
         torch, tok, model = loaded.torch, loaded.tokenizer, loaded.model
         order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
@@ -503,15 +539,23 @@ class NLIJudge(JudgeBase):
                         scores = model.predict([(premises[k], hypotheses[k]) for k in idx])
                         support = [float(x) for x in (scores.tolist() if hasattr(scores, "tolist") else scores)]
                     else:
-                        texts = [minicheck_input(premises[k], hypotheses[k], _eos(tok), seq2seq=loaded.kind == "seq2seq")
-                                 for k in idx]
-                        enc = tok(texts, padding=True, truncation=True, max_length=loaded.max_length,
-                                  return_tensors="pt").to(loaded.device)
+                        texts = [
+                            minicheck_input(premises[k], hypotheses[k], _eos(tok), seq2seq=loaded.kind == "seq2seq")
+                            for k in idx
+                        ]
+                        enc = tok(
+                            texts, padding=True, truncation=True, max_length=loaded.max_length, return_tensors="pt"
+                        ).to(loaded.device)
                         usage.input_tokens += int(enc["attention_mask"].sum())
                         if loaded.kind == "seq2seq":
-                            start_ids = torch.zeros((enc["input_ids"].size(0), 1), dtype=torch.long, device=loaded.device)
-                            logits = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
-                                           decoder_input_ids=start_ids).logits[:, 0, list(self.seq2seq_token_ids)]
+                            start_ids = torch.zeros(
+                                (enc["input_ids"].size(0), 1), dtype=torch.long, device=loaded.device
+                            )
+                            logits = model(
+                                input_ids=enc["input_ids"],
+                                attention_mask=enc["attention_mask"],
+                                decoder_input_ids=start_ids,
+                            ).logits[:, 0, list(self.seq2seq_token_ids)]
                             support = torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
                         else:
                             probs = torch.softmax(model(**enc).logits.float(), dim=-1)
@@ -552,17 +596,24 @@ def detect_kind(config: Any) -> str:
     (``T5ForConditionalGeneration``, MiniCheck-Flan-T5) -> ``seq2seq``; 2 labels named entailment /
     not-entailment -> ``nli2``; other 2-label models -> ``binary``; else 3-label ``nli``.
     """
-    if "hhem" in str(getattr(config, "model_type", "")).lower() or "hhem" in str(getattr(config, "auto_map", "")).lower():
+    if (
+        "hhem" in str(getattr(config, "model_type", "")).lower()
+        or "hhem" in str(getattr(config, "auto_map", "")).lower()
+    ):
         return "hhem"
     architectures = [str(a) for a in (getattr(config, "architectures", None) or [])]
     classifier = any(a.endswith("ForSequenceClassification") for a in architectures)
-    if not classifier and (getattr(config, "is_encoder_decoder", False)
-                           or any(a.endswith("ForConditionalGeneration") for a in architectures)):
+    if not classifier and (
+        getattr(config, "is_encoder_decoder", False)
+        or any(a.endswith("ForConditionalGeneration") for a in architectures)
+    ):
         return "seq2seq"
     if getattr(config, "num_labels", 3) != 2:
         return "nli"
     keys = {_label_key(v) for v in dict(getattr(config, "id2label", None) or {}).values()}
-    if keys & LABEL_NAMES["entailment"] and keys & (NOT_ENTAILMENT | LABEL_NAMES["neutral"] | LABEL_NAMES["contradiction"]):
+    if keys & LABEL_NAMES["entailment"] and keys & (
+        NOT_ENTAILMENT | LABEL_NAMES["neutral"] | LABEL_NAMES["contradiction"]
+    ):
         return "nli2"
     return "binary"
 
@@ -571,8 +622,10 @@ def two_label_entailment_index(id2label: Mapping[Any, str]) -> int:
     """The entailment class of a 2-label NLI model; ``ConfigError`` when the labels do not say which."""
     hits = [int(i) for i, name in dict(id2label).items() if _label_key(name) in LABEL_NAMES["entailment"]]
     if len(hits) != 1 or len(dict(id2label)) != 2:
-        raise ConfigError(f"cannot tell the entailment class of the 2-label model's labels {dict(id2label)!r}: pass "
-                          "labels={'entailment': i}")
+        raise ConfigError(
+            f"cannot tell the entailment class of the 2-label model's labels {dict(id2label)!r}: pass "
+            "labels={'entailment': i}"
+        )
     return hits[0]
 
 
@@ -595,8 +648,10 @@ def binary_support_index(config: Any, support_label: int | None) -> int:
         return support[0]
     if not id2label or all(_GENERIC_LABEL.match(k) for k in id2label.values()):
         return 1
-    raise ConfigError(f"cannot tell which of the 2-label model's classes {dict(getattr(config, 'id2label', {}))!r} "
-                      "means supported: set CLAIMWATCH_NLI_SUPPORT_LABEL (or support_label=) to its index")
+    raise ConfigError(
+        f"cannot tell which of the 2-label model's classes {dict(getattr(config, 'id2label', {}))!r} "
+        "means supported: set CLAIMWATCH_NLI_SUPPORT_LABEL (or support_label=) to its index"
+    )
 
 
 def minicheck_input(premise: str, claim: str, eos: str, *, seq2seq: bool = False) -> str:
@@ -623,8 +678,16 @@ def _completed_post_init(cls: Any) -> Any:
         if "all_tied_weights_keys" not in vars(self) and hasattr(self, "post_init"):
             self.post_init()
 
-    return type(cls.__name__, (cls,), {"__init__": __init__, "_claimwatch_post_init": True,
-                                       "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return type(
+        cls.__name__,
+        (cls,),
+        {
+            "__init__": __init__,
+            "_claimwatch_post_init": True,
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+        },
+    )
 
 
 def _remote_class(source: str, local: dict[str, Any]) -> Any:
@@ -650,14 +713,18 @@ def _load_remote_code_model(auto: Any, source: str, name: str, local: dict[str, 
     except (OSError, ValueError):
         raise
     except Exception as exc:  # the model's own code: any error it raises is a start-up error, not a traceback
-        raise ConfigError(f"the model code shipped with {name!r} fails under transformers "
-                          f"{_transformers_version()} ({type(exc).__name__}: {str(exc)[:200]}); use a transformers "
-                          "version its authors support, or a model without remote code") from exc
+        raise ConfigError(
+            f"the model code shipped with {name!r} fails under transformers "
+            f"{_transformers_version()} ({type(exc).__name__}: {str(exc)[:200]}); use a transformers "
+            "version its authors support, or a model without remote code"
+        ) from exc
     missing = [k for k in (info or {}).get("missing_keys", []) if not k.endswith("position_ids")]
     if missing:
-        raise ConfigError(f"{name!r} loaded with {len(missing)} weight(s) missing (e.g. {missing[0]!r}): it would "
-                          "score with random weights; re-save the model or use a transformers version that ties "
-                          "its shared weights")
+        raise ConfigError(
+            f"{name!r} loaded with {len(missing)} weight(s) missing (e.g. {missing[0]!r}): it would "
+            "score with random weights; re-save the model or use a transformers version that ties "
+            "its shared weights"
+        )
     return model
 
 

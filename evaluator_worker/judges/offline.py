@@ -32,8 +32,12 @@ class OfflineJudge(JudgeBase):
 
     name = "offline"
 
-    def __init__(self, verifier: VerifierJudge | None = None, heuristic: HeuristicJudge | None = None,
-                 standing: frozenset[FailureType] = STANDING_TYPES) -> None:
+    def __init__(
+        self,
+        verifier: VerifierJudge | None = None,
+        heuristic: HeuristicJudge | None = None,
+        standing: frozenset[FailureType] = STANDING_TYPES,
+    ) -> None:
         self.verifier = verifier or VerifierJudge()
         self.heuristic = heuristic or HeuristicJudge()
         self.standing = standing
@@ -43,15 +47,21 @@ class OfflineJudge(JudgeBase):
         self.verifier.load()
         return self
 
-    def extract_claims(self, answer: str, question: str | None = None, *,
-                       contexts: Sequence[str] | None = None) -> Extraction:
+    def extract_claims(
+        self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
+    ) -> Extraction:
         """Rule-based claim extraction (``evaluator_worker.judges.claims``), shared by both judges."""
         return Extraction(claims=extract_claims(answer or "", question), usage=Usage(model=self.name))
 
     def standing_hit(self, claim: Claim, contexts: Sequence[str], question: str | None = None) -> RuleHit | None:
         """The heuristic's decision on ``claim`` when its deciding rule is a number/date rule, else None."""
-        case = ClaimCase.build(claim.text, index_contexts(contexts), context_vocab(contexts),
-                               frozenset(analyse(question).terms) if question else frozenset(), self.heuristic.thresholds)
+        case = ClaimCase.build(
+            claim.text,
+            index_contexts(contexts),
+            context_vocab(contexts),
+            frozenset(analyse(question).terms) if question else frozenset(),
+            self.heuristic.thresholds,
+        )
         for rule in self.heuristic.rules:
             hit = rule.apply(case)
             if hit is not None:
@@ -69,15 +79,22 @@ class OfflineJudge(JudgeBase):
             if hit is not None:
                 s = hit.evidence
                 fixed[c.id] = ClaimVerdict(
-                    claim_id=c.id, verdict=hit.verdict, evidence=s.text if s is not None else None,
+                    claim_id=c.id,
+                    verdict=hit.verdict,
+                    evidence=s.text if s is not None else None,
                     context_index=s.chunk if s is not None else None,
-                    confidence=round(min(max(hit.confidence, 0.0), 1.0), 3), reason=f"heuristic: {hit.reason}",
+                    confidence=round(min(max(hit.confidence, 0.0), 1.0), 3),
+                    reason=f"heuristic: {hit.reason}",
                 )
         rest = [c for c in claims if c.id not in fixed]
         result = self.verifier.verify(rest, contexts, question) if rest else Verification(verdicts=[])
         by_id = {v.claim_id: v for v in result.verdicts}
-        verdicts = [fixed.get(c.id) or by_id.get(c.id) or ClaimVerdict(
-            claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0, reason="no verdict") for c in claims]
+        verdicts = [
+            fixed.get(c.id)
+            or by_id.get(c.id)
+            or ClaimVerdict(claim_id=c.id, verdict=Verdict.ERROR, confidence=0.0, reason="no verdict")
+            for c in claims
+        ]
         usage = result.usage
         usage.model = self.name
         return Verification(verdicts=verdicts, usage=usage)

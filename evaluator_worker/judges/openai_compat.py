@@ -54,8 +54,15 @@ def map_openai_error(exc: Exception, *, model: str | None) -> JudgeError:
         return JudgeUnavailable(f"judge unreachable: {exc}")
     if not isinstance(exc, openai.APIStatusError):
         return JudgeUnavailable(f"judge call failed: {exc}")
-    return status_error(exc.status_code, getattr(exc.response, "headers", None), str(exc)[:300], model=model,
-                        api="the OpenAI-compatible endpoint", prefix=PREFIX, key_hint=f"{PREFIX}API_KEY or OPENAI_API_KEY")
+    return status_error(
+        exc.status_code,
+        getattr(exc.response, "headers", None),
+        str(exc)[:300],
+        model=model,
+        api="the OpenAI-compatible endpoint",
+        prefix=PREFIX,
+        key_hint=f"{PREFIX}API_KEY or OPENAI_API_KEY",
+    )
 
 
 class OpenAIJudge(AnthropicJudge):
@@ -71,14 +78,23 @@ class OpenAIJudge(AnthropicJudge):
             try:
                 import openai
             except ImportError as exc:
-                raise ConfigError("the openai judge needs the openai package: pip install 'claimwatch[openai]'") from exc
+                raise ConfigError(
+                    "the openai judge needs the openai package: pip install 'claimwatch[openai]'"
+                ) from exc
             key = s.api_key.get_secret_value() if s.api_key else os.environ.get("OPENAI_API_KEY", "not-needed")
             client = openai.OpenAI(base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=s.max_retries)
         self.openai_settings = s
         super().__init__(
-            AnthropicSettings(model=s.model, extract_model=s.extract_model or s.model, max_tokens=s.max_tokens,
-                              timeout_s=s.timeout_s, max_retries=s.max_retries, single_call=s.single_call,
-                              max_claims_per_call=s.max_claims_per_call, prices=s.prices),
+            AnthropicSettings(
+                model=s.model,
+                extract_model=s.extract_model or s.model,
+                max_tokens=s.max_tokens,
+                timeout_s=s.timeout_s,
+                max_retries=s.max_retries,
+                single_call=s.single_call,
+                max_claims_per_call=s.max_claims_per_call,
+                prices=s.prices,
+            ),
             client=client,
         )
 
@@ -90,12 +106,22 @@ class OpenAIJudge(AnthropicJudge):
         req: dict[str, Any] = {"model": kwargs["model"], "messages": messages, "max_tokens": self.settings.max_tokens}
         tool = next(t for t in kwargs["tools"] if t["name"] == kwargs["tool_choice"]["name"])
         if self.openai_settings.output == "json_schema":
-            req["response_format"] = {"type": "json_schema",
-                                      "json_schema": {"name": tool["name"], "schema": tool["input_schema"]}}
+            req["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": tool["name"], "schema": tool["input_schema"]},
+            }
         else:
-            req["tools"] = [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                                             "parameters": t["input_schema"]}}
-                            for t in kwargs["tools"]]
+            req["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t["name"],
+                        "description": t.get("description", ""),
+                        "parameters": t["input_schema"],
+                    },
+                }
+                for t in kwargs["tools"]
+            ]
             req["tool_choice"] = {"type": "function", "function": {"name": tool["name"]}}
         return req
 
@@ -127,6 +153,11 @@ class OpenAIJudge(AnthropicJudge):
         usage.input_tokens += prompt - cached
         usage.output_tokens += out
         usage.cache_read_tokens += cached
-        usage.cost_usd += cost_usd(kwargs["model"], input_tokens=prompt - cached, output_tokens=out,
-                                   cache_read_tokens=cached, overrides=self.settings.prices)
+        usage.cost_usd += cost_usd(
+            kwargs["model"],
+            input_tokens=prompt - cached,
+            output_tokens=out,
+            cache_read_tokens=cached,
+            overrides=self.settings.prices,
+        )
         return _Message("max_tokens" if cut else "tool_use", blocks)

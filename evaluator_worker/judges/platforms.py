@@ -46,18 +46,24 @@ def model_id(platform: str, name: str) -> str:
 def for_platform(settings: AnthropicSettings) -> AnthropicSettings:
     """``settings`` with ``model`` and ``extract_model`` in the platform's naming."""
     p = settings.platform
-    return settings.model_copy(update={"model": model_id(p, settings.model),
-                                       "extract_model": model_id(p, settings.extract_model)})
+    return settings.model_copy(
+        update={"model": model_id(p, settings.model), "extract_model": model_id(p, settings.extract_model)}
+    )
 
 
 def _secret(value: Any) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
-def make_client(settings: AnthropicSettings) -> anthropic.Anthropic | anthropic.AnthropicBedrock | anthropic.AnthropicVertex:
+def make_client(
+    settings: AnthropicSettings,
+) -> anthropic.Anthropic | anthropic.AnthropicBedrock | anthropic.AnthropicVertex:
     """The SDK client for the platform (SDK retries as configured: 0 = the worker's flow layer retries)."""
-    common: dict[str, Any] = {"base_url": settings.base_url, "timeout": settings.timeout_s,
-                              "max_retries": settings.max_retries}
+    common: dict[str, Any] = {
+        "base_url": settings.base_url,
+        "timeout": settings.timeout_s,
+        "max_retries": settings.max_retries,
+    }
     if settings.platform == "bedrock":
         region = settings.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         if not region:
@@ -65,13 +71,23 @@ def make_client(settings: AnthropicSettings) -> anthropic.Anthropic | anthropic.
         if importlib.util.find_spec("botocore") is None:  # AnthropicBedrock signs lazily: fail at start-up instead
             raise ConfigError("the bedrock platform needs botocore: pip install 'claimwatch[bedrock]'")
         return anthropic.AnthropicBedrock(
-            aws_region=region, aws_access_key=_secret(settings.aws_access_key),
-            aws_secret_key=_secret(settings.aws_secret_key), aws_session_token=_secret(settings.aws_session_token),
-            aws_profile=settings.aws_profile, api_key=_secret(settings.api_key), **common,
+            aws_region=region,
+            aws_access_key=_secret(settings.aws_access_key),
+            aws_secret_key=_secret(settings.aws_secret_key),
+            aws_session_token=_secret(settings.aws_session_token),
+            aws_profile=settings.aws_profile,
+            api_key=_secret(settings.api_key),
+            **common,
         )
     if settings.platform == "vertex":
         if not settings.region or not settings.project_id:
-            raise ConfigError("the vertex platform needs CLAIMWATCH_ANTHROPIC__REGION and CLAIMWATCH_ANTHROPIC__PROJECT_ID")
-        return anthropic.AnthropicVertex(region=settings.region, project_id=settings.project_id,
-                                         access_token=_secret(settings.access_token), **common)
+            raise ConfigError(
+                "the vertex platform needs CLAIMWATCH_ANTHROPIC__REGION and CLAIMWATCH_ANTHROPIC__PROJECT_ID"
+            )
+        return anthropic.AnthropicVertex(
+            region=settings.region,
+            project_id=settings.project_id,
+            access_token=_secret(settings.access_token),
+            **common,
+        )
     return anthropic.Anthropic(api_key=_secret(settings.api_key), **common)

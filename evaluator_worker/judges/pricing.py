@@ -44,7 +44,7 @@ def _family(model: str) -> str:
     """A platform model id reduced to the first-party name it starts with (prefixes and provider removed)."""
     for prefix in _REGION_PREFIXES:
         if model.startswith(prefix + "anthropic."):
-            model = model[len(prefix):]
+            model = model[len(prefix) :]
             break
     return model.removeprefix("anthropic.")
 

@@ -41,7 +41,12 @@ def _build(name: str, settings: JudgeSettings) -> Judge:
         from evaluator_worker.judges.anthropic import AnthropicJudge
 
         a = settings.anthropic
-        if a.platform == "anthropic" and a.api_key is None and not os.environ.get("ANTHROPIC_API_KEY") and not a.base_url:
+        if (
+            a.platform == "anthropic"
+            and a.api_key is None
+            and not os.environ.get("ANTHROPIC_API_KEY")
+            and not a.base_url
+        ):
             raise ConfigError("the anthropic judge needs a key: set ANTHROPIC_API_KEY or CLAIMWATCH_ANTHROPIC__API_KEY")
         return AnthropicJudge(a)
     if name == "openai":
@@ -56,11 +61,18 @@ def _build(name: str, settings: JudgeSettings) -> Judge:
         from evaluator_worker.judges.nli import NLIJudge
 
         if not settings.nli_model:
-            raise ConfigError("the nli judge needs a model: set CLAIMWATCH_NLI_MODEL to a Hugging Face id or a local directory")
-        judge = NLIJudge(settings.nli_model, kind=settings.nli_kind, support_label=settings.nli_support_label,
-                         entail_threshold=settings.nli_entail_threshold,
-                         contradict_threshold=settings.nli_contradict_threshold,
-                         document=settings.nli_document, chunk_tokens=settings.nli_chunk_tokens)
+            raise ConfigError(
+                "the nli judge needs a model: set CLAIMWATCH_NLI_MODEL to a Hugging Face id or a local directory"
+            )
+        judge = NLIJudge(
+            settings.nli_model,
+            kind=settings.nli_kind,
+            support_label=settings.nli_support_label,
+            entail_threshold=settings.nli_entail_threshold,
+            contradict_threshold=settings.nli_contradict_threshold,
+            document=settings.nli_document,
+            chunk_tokens=settings.nli_chunk_tokens,
+        )
         judge.load()  # fail at start-up, not on the first record
         return judge
     if name == "cascade":
@@ -86,9 +98,14 @@ def _build(name: str, settings: JudgeSettings) -> Judge:
             raise ConfigError(f"cannot load judge {name!r}: {exc}") from exc
         judge = factory(settings)
         if not isinstance(judge, Judge):
-            missing = [m for m in ("name", "io_bound", "extract_sees_contexts", "extract_claims", "verify", "bind_metrics")
-                       if not hasattr(judge, m)]
-            raise ConfigError(f"judge {name!r} lacks {', '.join(missing)}: subclass "
-                              "evaluator_worker.judges.base.JudgeBase for the defaults")
+            missing = [
+                m
+                for m in ("name", "io_bound", "extract_sees_contexts", "extract_claims", "verify", "bind_metrics")
+                if not hasattr(judge, m)
+            ]
+            raise ConfigError(
+                f"judge {name!r} lacks {', '.join(missing)}: subclass "
+                "evaluator_worker.judges.base.JudgeBase for the defaults"
+            )
         return judge
     raise ConfigError(f"unknown judge {name!r}: choose one of {', '.join(JUDGES)} or module:factory")

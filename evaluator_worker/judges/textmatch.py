@@ -29,9 +29,30 @@ from evaluator_worker.judges.lexicon import (
 )
 
 __all__ = [
-    "HEDGE_WORDS", "LIGHT_WORDS", "NEGATION_WORDS", "STOPWORDS", "NUM_WORDS", "UNITS", "TITLES",
-    "Tok", "Quantity", "Quote", "tokenize", "stem", "key", "antonyms", "quantities", "compare_quantity",
-    "close", "days_between", "negation_cues", "hedge_cues", "intensifier_cues", "quotes", "speakers", "name_keys",
+    "HEDGE_WORDS",
+    "LIGHT_WORDS",
+    "NEGATION_WORDS",
+    "STOPWORDS",
+    "NUM_WORDS",
+    "UNITS",
+    "TITLES",
+    "Tok",
+    "Quantity",
+    "Quote",
+    "tokenize",
+    "stem",
+    "key",
+    "antonyms",
+    "quantities",
+    "compare_quantity",
+    "close",
+    "days_between",
+    "negation_cues",
+    "hedge_cues",
+    "intensifier_cues",
+    "quotes",
+    "speakers",
+    "name_keys",
 ]
 
 # --------------------------------------------------------------------------- tokens
@@ -40,8 +61,9 @@ __all__ = [
 #: name token, ``PERSON_2``: two different placeholders are two different names, and the index is not a number
 #: (failure type: after masking, a swapped name read as the number 2 that the context also has)
 _PLACEHOLDER = r"(?<=\[)[A-Z]+(?:_[A-Z]+)*_[0-9]+(?=\])"
-_TOKEN = re.compile(_PLACEHOLDER + r"|[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?|[^\W\d_]+(?:['’\-][^\W\d_]+)*|[$€£¥%°º~]|[^\w\s]",
-                    re.UNICODE)
+_TOKEN = re.compile(
+    _PLACEHOLDER + r"|[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?|[^\W\d_]+(?:['’\-][^\W\d_]+)*|[$€£¥%°º~]|[^\w\s]", re.UNICODE
+)
 
 
 _DIGITS = frozenset("0123456789")
@@ -63,14 +85,28 @@ class Tok:
 
 def tokenize(text: str) -> list[Tok]:
     """Word, number and symbol tokens with their character offsets."""
-    return [Tok(m.group(0), m.group(0).lower().replace("’", "'"), m.start(), m.end()) for m in _TOKEN.finditer(text or "")]
+    return [
+        Tok(m.group(0), m.group(0).lower().replace("’", "'"), m.start(), m.end()) for m in _TOKEN.finditer(text or "")
+    ]
 
 
 def _strip_suffix(w: str) -> str:
     if len(w) <= 3:
         return w
-    for suf, rep in (("ies", "y"), ("ied", "y"), ("sses", "ss"), ("ness", ""), ("ment", ""), ("ings", ""), ("ing", ""),
-                     ("edly", ""), ("ly", ""), ("ed", ""), ("es", "e"), ("s", "")):
+    for suf, rep in (
+        ("ies", "y"),
+        ("ied", "y"),
+        ("sses", "ss"),
+        ("ness", ""),
+        ("ment", ""),
+        ("ings", ""),
+        ("ing", ""),
+        ("edly", ""),
+        ("ly", ""),
+        ("ed", ""),
+        ("es", "e"),
+        ("s", ""),
+    ):
         if w.endswith(suf) and len(w) - len(suf) >= 3:
             if suf == "s" and (w.endswith("ss") or w.endswith("us") or w.endswith("is")):
                 return w
@@ -134,10 +170,36 @@ def antonyms(k: str) -> frozenset[str]:
 # --------------------------------------------------------------------------- numbers
 
 NUM_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
-    "fourty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "dozen": 12,
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fourty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "dozen": 12,
 }
 MULTIPLIERS = {"hundred": 100, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "mn": 1e6}
 
@@ -200,24 +262,100 @@ _u("frequency", 1e6, "mhz")
 _u("iu", 1, "iu")
 
 CURRENCY_PREFIX = {"$": "money_usd", "€": "money_eur", "£": "money_gbp", "¥": "money_jpy"}
-_APPROX_1 = {"about", "around", "approximately", "roughly", "nearly", "almost", "some", "circa", "ca", "~",
-             "over", "under", "approx", "estimated", "upwards"}
-_APPROX_2 = {("more", "than"), ("less", "than"), ("fewer", "than"), ("up", "to"), ("at", "least"), ("at", "most"),
-             ("close", "to"), ("just", "over"), ("just", "under"), ("well", "over"), ("or", "so"), ("as", "many"),
-             ("as", "much")}
-_DURATION_INTRO = {"for", "in", "after", "within", "about", "around", "than", "over", "takes", "took", "take",
-                   "lasts", "lasted", "last", "nearly", "almost", "roughly", "under"}
+_APPROX_1 = {
+    "about",
+    "around",
+    "approximately",
+    "roughly",
+    "nearly",
+    "almost",
+    "some",
+    "circa",
+    "ca",
+    "~",
+    "over",
+    "under",
+    "approx",
+    "estimated",
+    "upwards",
+}
+_APPROX_2 = {
+    ("more", "than"),
+    ("less", "than"),
+    ("fewer", "than"),
+    ("up", "to"),
+    ("at", "least"),
+    ("at", "most"),
+    ("close", "to"),
+    ("just", "over"),
+    ("just", "under"),
+    ("well", "over"),
+    ("or", "so"),
+    ("as", "many"),
+    ("as", "much"),
+}
+_DURATION_INTRO = {
+    "for",
+    "in",
+    "after",
+    "within",
+    "about",
+    "around",
+    "than",
+    "over",
+    "takes",
+    "took",
+    "take",
+    "lasts",
+    "lasted",
+    "last",
+    "nearly",
+    "almost",
+    "roughly",
+    "under",
+}
 MONTHS = {
-    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
-    "september": 9, "october": 10, "november": 11, "december": 12, "jan": 1, "feb": 2, "mar": 3, "apr": 4,
-    "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+    "january": 1,
+    "february": 2,
+    "march": 3,
+    "april": 4,
+    "may": 5,
+    "june": 6,
+    "july": 7,
+    "august": 8,
+    "september": 9,
+    "october": 10,
+    "november": 11,
+    "december": 12,
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "sept": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
 }
 
 
 #: words that are durations in years ('the centennial of' = 100 years)
-_ANNIVERSARY = {w: n * 31557600 for w, n in (("centennial", 100), ("centenary", 100), ("bicentennial", 200),
-                                              ("bicentenary", 200), ("tercentenary", 300), ("sesquicentennial", 150),
-                                              ("millennium", 1000), ("quincentenary", 500))}
+_ANNIVERSARY = {
+    w: n * 31557600
+    for w, n in (
+        ("centennial", 100),
+        ("centenary", 100),
+        ("bicentennial", 200),
+        ("bicentenary", 200),
+        ("tercentenary", 300),
+        ("sesquicentennial", 150),
+        ("millennium", 1000),
+        ("quincentenary", 500),
+    )
+}
 
 
 @dataclass
@@ -263,7 +401,9 @@ def _num_at(toks: list[Tok], i: int) -> tuple[float, int] | None:
         elif j < len(toks) and toks[j].low in _FRACTIONS and toks[j].start == toks[j - 1].end:
             v += _FRACTIONS[toks[j].low]  # '59½'
             j += 1
-        elif j + 2 < len(toks) and toks[j].low == "and" and toks[j + 1].low in ("a", "one") and toks[j + 2].low == "half":
+        elif (
+            j + 2 < len(toks) and toks[j].low == "and" and toks[j + 1].low in ("a", "one") and toks[j + 2].low == "half"
+        ):
             v += 0.5  # 'N and a half'
             j += 3
         return v, j
@@ -339,14 +479,53 @@ def _approx_before(toks: list[Tok], i: int) -> bool:
 _ROUGH = {"about", "around", "approximately", "roughly", "nearly", "almost", "some", "circa", "ca", "~", "approx"}
 _LOWER_1 = {"over", "above", "exceeding", "upwards", "beyond"}
 _UPPER_1 = {"under", "below", "within", "max", "maximum"}
-_LOWER_2 = {("more", "than"), ("at", "least"), ("greater", "than"), ("higher", "than"), ("longer", "than"),
-            ("larger", "than"), ("older", "than")}
-_UPPER_2 = {("less", "than"), ("fewer", "than"), ("up", "to"), ("at", "most"), ("lower", "than"), ("shorter", "than"),
-            ("smaller", "than"), ("younger", "than"), ("no", "later"), ("as", "late")}
-_LOWER_AFTER = {("or", "more"), ("and", "older"), ("or", "older"), ("and", "over"), ("or", "over"), ("and", "above"),
-                ("or", "above"), ("and", "up"), ("or", "later"), ("and", "later"), ("or", "higher"), ("+",)}
-_UPPER_AFTER = {("or", "less"), ("or", "fewer"), ("and", "under"), ("or", "under"), ("or", "younger"),
-                ("and", "younger"), ("or", "below"), ("and", "below"), ("or", "earlier"), ("or", "lower")}
+_LOWER_2 = {
+    ("more", "than"),
+    ("at", "least"),
+    ("greater", "than"),
+    ("higher", "than"),
+    ("longer", "than"),
+    ("larger", "than"),
+    ("older", "than"),
+}
+_UPPER_2 = {
+    ("less", "than"),
+    ("fewer", "than"),
+    ("up", "to"),
+    ("at", "most"),
+    ("lower", "than"),
+    ("shorter", "than"),
+    ("smaller", "than"),
+    ("younger", "than"),
+    ("no", "later"),
+    ("as", "late"),
+}
+_LOWER_AFTER = {
+    ("or", "more"),
+    ("and", "older"),
+    ("or", "older"),
+    ("and", "over"),
+    ("or", "over"),
+    ("and", "above"),
+    ("or", "above"),
+    ("and", "up"),
+    ("or", "later"),
+    ("and", "later"),
+    ("or", "higher"),
+    ("+",),
+}
+_UPPER_AFTER = {
+    ("or", "less"),
+    ("or", "fewer"),
+    ("and", "under"),
+    ("or", "under"),
+    ("or", "younger"),
+    ("and", "younger"),
+    ("or", "below"),
+    ("and", "below"),
+    ("or", "earlier"),
+    ("or", "lower"),
+}
 
 
 def _bound_at(toks: list[Tok], i: int, j: int) -> str | None:
@@ -372,7 +551,7 @@ def _bound_at(toks: list[Tok], i: int, j: int) -> str | None:
         return "lower"
     if w1 in _UPPER_1:
         return "upper"
-    a = tuple(t.low for t in toks[j: j + 2])
+    a = tuple(t.low for t in toks[j : j + 2])
     if a[:1] == ("+",) or a in _LOWER_AFTER:
         return "lower"
     if a in _UPPER_AFTER:
@@ -428,8 +607,23 @@ def _date_at(toks: list[Tok], i: int) -> tuple[tuple[int | None, int | None, int
         y = _year_at(toks, j)
         if y:
             return (y[0], m, None), y[1]
-        if t.low in ("march", "june", "july", "august", "september", "october", "november", "december",
-                     "january", "february", "april") and t.text[0].isupper():
+        if (
+            t.low
+            in (
+                "march",
+                "june",
+                "july",
+                "august",
+                "september",
+                "october",
+                "november",
+                "december",
+                "january",
+                "february",
+                "april",
+            )
+            and t.text[0].isupper()
+        ):
             return (None, m, None), j
         return None
     d = _day_at(toks, i)
@@ -455,7 +649,7 @@ def _time_merge(q: Quantity, toks: list[Tok], j: int, text: str) -> tuple[Quanti
             if unit_sec:
                 q.lo += unit_sec * 0.5
                 q.hi += unit_sec * 0.5
-                q.text = text[toks[q.token_span[0]].start: toks[k + 1].end]
+                q.text = text[toks[q.token_span[0]].start : toks[k + 1].end]
                 j = k + 2
                 continue
             break
@@ -467,7 +661,7 @@ def _time_merge(q: Quantity, toks: list[Tok], j: int, text: str) -> tuple[Quanti
             break
         q.lo += n[0] * u[1]
         q.hi += n[0] * u[1]
-        q.text = text[toks[q.token_span[0]].start: toks[nxt - 1].end]
+        q.text = text[toks[q.token_span[0]].start : toks[nxt - 1].end]
         q.token_span = (q.token_span[0], nxt)
         q.unit = u[1]
         j = nxt
@@ -484,7 +678,9 @@ def quantities(text: str) -> list[Quantity]:
         dt = _date_at(toks, i)
         if dt:
             (y, m, d), j = dt
-            out.append(Quantity(y or 0, y or 0, "date", text[t.start: toks[j - 1].end], date=(y, m, d), token_span=(i, j)))
+            out.append(
+                Quantity(y or 0, y or 0, "date", text[t.start : toks[j - 1].end], date=(y, m, d), token_span=(i, j))
+            )
             i = j
             continue
         currency = None
@@ -494,9 +690,16 @@ def quantities(text: str) -> list[Quantity]:
             i += 1
             t = toks[i]
         # "an hour", "a minute": an implicit one before a time unit
-        if t.low in ("a", "an") and i >= 1 and toks[i - 1].low in _DURATION_INTRO and i + 1 < len(toks) and UNITS.get(toks[i + 1].low, ("",))[0] == "time" and toks[i + 1].low not in ("s", "h", "m", "min"):
+        if (
+            t.low in ("a", "an")
+            and i >= 1
+            and toks[i - 1].low in _DURATION_INTRO
+            and i + 1 < len(toks)
+            and UNITS.get(toks[i + 1].low, ("",))[0] == "time"
+            and toks[i + 1].low not in ("s", "h", "m", "min")
+        ):
             u = UNITS[toks[i + 1].low]
-            q = Quantity(u[1], u[1], "time", text[t.start: toks[i + 1].end], token_span=(i, i + 2), unit=u[1])
+            q = Quantity(u[1], u[1], "time", text[t.start : toks[i + 1].end], token_span=(i, i + 2), unit=u[1])
             q, j = _time_merge(q, toks, i + 2, text)
             q.approx = _approx_before(toks, i)
             q.bound = _bound_at(toks, i, j)
@@ -509,15 +712,36 @@ def quantities(text: str) -> list[Quantity]:
             i = clock.token_span[1]
             continue
         hy = t.low.split("-")
-        if len(hy) == 2 and hy[0] in NUM_WORDS and hy[1] in UNITS and UNITS[hy[1]][0] in ("time", "length", "mass", "volume"):
+        if (
+            len(hy) == 2
+            and hy[0] in NUM_WORDS
+            and hy[1] in UNITS
+            and UNITS[hy[1]][0] in ("time", "length", "mass", "volume")
+        ):
             dim, factor, _ = UNITS[hy[1]]  # 'a two-week appointment', 'a three-day pass'
-            out.append(Quantity(NUM_WORDS[hy[0]] * factor, NUM_WORDS[hy[0]] * factor, dim, t.text,
-                                token_span=(i, i + 1), unit=factor))
+            out.append(
+                Quantity(
+                    NUM_WORDS[hy[0]] * factor,
+                    NUM_WORDS[hy[0]] * factor,
+                    dim,
+                    t.text,
+                    token_span=(i, i + 1),
+                    unit=factor,
+                )
+            )
             i += 1
             continue
         if t.low in _ANNIVERSARY:
-            out.append(Quantity(_ANNIVERSARY[t.low], _ANNIVERSARY[t.low], "time", t.text, token_span=(i, i + 1),
-                                unit=UNITS["years"][1]))
+            out.append(
+                Quantity(
+                    _ANNIVERSARY[t.low],
+                    _ANNIVERSARY[t.low],
+                    "time",
+                    t.text,
+                    token_span=(i, i + 1),
+                    unit=UNITS["years"][1],
+                )
+            )
             i += 1
             continue
         n = _num_at(toks, i)
@@ -532,8 +756,14 @@ def quantities(text: str) -> list[Quantity]:
         q = _make_quantity(text, toks, start_i, i, j, value, currency, adjacent)
         j = q.token_span[1]
         # ranges: "8 to 10 minutes", "8-10", "between 2010 and 2015", "from 3 to 5"
-        between = i >= 1 and toks[i - 1].low in ("between", "from") or (currency and i >= 2 and toks[i - 2].low in ("between", "from"))
-        if j + 1 < len(toks) and (toks[j].low in ("to", "-", "–", "—", "or", "through") or (between and toks[j].low == "and")):
+        between = (
+            i >= 1
+            and toks[i - 1].low in ("between", "from")
+            or (currency and i >= 2 and toks[i - 2].low in ("between", "from"))
+        )
+        if j + 1 < len(toks) and (
+            toks[j].low in ("to", "-", "–", "—", "or", "through") or (between and toks[j].low == "and")
+        ):
             k = j + 1
             cur2 = currency
             if k < len(toks) and toks[k].low in CURRENCY_PREFIX:
@@ -549,7 +779,9 @@ def quantities(text: str) -> list[Quantity]:
                     j = q.token_span[1]
         if q.dim == "time" and not q.is_range:
             q, j = _time_merge(q, toks, j, text)
-        q.approx = _approx_before(toks, start_i) or (j + 1 < len(toks) and (toks[j].low, toks[j + 1].low) == ("or", "so"))
+        q.approx = _approx_before(toks, start_i) or (
+            j + 1 < len(toks) and (toks[j].low, toks[j + 1].low) == ("or", "so")
+        )
         if not q.is_range:
             q.bound = _bound_at(toks, start_i, j)
             k = start_i - 1 - (1 if start_i >= 1 and toks[start_i - 1].low in CURRENCY_PREFIX else 0)
@@ -561,20 +793,28 @@ def quantities(text: str) -> list[Quantity]:
 
 def _clock_at(toks: list[Tok], i: int, text: str) -> Quantity | None:
     """Times of day: '9:45', '9:30 a.m.', '21:00' -> minutes after midnight (dim 'clock')."""
-    if not (i + 2 < len(toks) and _isnum(toks[i].low) and toks[i + 1].low == ":" and _isnum(toks[i + 2].low)
-            and toks[i + 1].start == toks[i].end and len(toks[i + 2].low) == 2):
+    if not (
+        i + 2 < len(toks)
+        and _isnum(toks[i].low)
+        and toks[i + 1].low == ":"
+        and _isnum(toks[i + 2].low)
+        and toks[i + 1].start == toks[i].end
+        and len(toks[i + 2].low) == 2
+    ):
         return None
     h, m = int(toks[i].low), int(toks[i + 2].low)
     if h > 24 or m > 59:
         return None
     j = i + 3
-    rest = text[toks[i + 2].end: toks[i + 2].end + 6].lower().replace(" ", "")
-    after = text[toks[i + 2].end: toks[i + 2].end + 24].lower()
-    if (rest.startswith(("p.m", "pm")) or re.match(r"\s*(?:in the (?:evening|afternoon)|at night|tonight)", after)) and h < 12:
+    rest = text[toks[i + 2].end : toks[i + 2].end + 6].lower().replace(" ", "")
+    after = text[toks[i + 2].end : toks[i + 2].end + 24].lower()
+    if (
+        rest.startswith(("p.m", "pm")) or re.match(r"\s*(?:in the (?:evening|afternoon)|at night|tonight)", after)
+    ) and h < 12:
         h += 12
     while j < len(toks) and toks[j].low in ("a", "p", "m", ".", "am", "pm") and toks[j].start - toks[j - 1].end <= 1:
         j += 1
-    return Quantity(h * 60 + m, h * 60 + m, "clock", text[toks[i].start: toks[j - 1].end], token_span=(i, j))
+    return Quantity(h * 60 + m, h * 60 + m, "clock", text[toks[i].start : toks[j - 1].end], token_span=(i, j))
 
 
 def _merge_range(q: Quantity, q2: Quantity, text: str, toks: list[Tok], start_i: int) -> Quantity | None:
@@ -591,29 +831,36 @@ def _merge_range(q: Quantity, q2: Quantity, text: str, toks: list[Tok], start_i:
         return None
     if q.dim == "num" and q2.dim == "year":
         return None
-    return Quantity(min(lo, hi), max(lo, hi), q2.dim, text[toks[start_i].start: toks[q2.token_span[1] - 1].end],
-                    token_span=(start_i, q2.token_span[1]), unit=_unit_of(q2))
+    return Quantity(
+        min(lo, hi),
+        max(lo, hi),
+        q2.dim,
+        text[toks[start_i].start : toks[q2.token_span[1] - 1].end],
+        token_span=(start_i, q2.token_span[1]),
+        unit=_unit_of(q2),
+    )
 
 
-def _make_quantity(text: str, toks: list[Tok], start_i: int, i: int, j: int, value: float,
-                   currency: str | None, adjacent: bool) -> Quantity:
+def _make_quantity(
+    text: str, toks: list[Tok], start_i: int, i: int, j: int, value: float, currency: str | None, adjacent: bool
+) -> Quantity:
     """Attach a unit (or year/count/num dimension) to a parsed number ending at token j."""
     span_start = toks[start_i].start
     if currency:
         mult_j = j
-        return Quantity(value, value, currency, text[span_start: toks[mult_j - 1].end], token_span=(start_i, mult_j))
+        return Quantity(value, value, currency, text[span_start : toks[mult_j - 1].end], token_span=(start_i, mult_j))
     raw = toks[i].low
     # decades: 1990s
     if adjacent and toks[j].low == "s" and _isnum(raw) and len(raw) == 4:
         v = int(raw)
-        return Quantity(v, v + 9, "year", text[span_start: toks[j].end], token_span=(start_i, j + 1))
+        return Quantity(v, v + 9, "year", text[span_start : toks[j].end], token_span=(start_i, j + 1))
     # ages: '16-year-old', '52 years old', 'aged 50'
     if j + 1 < len(toks) and toks[j].low == "-" and toks[j + 1].low in ("year-old", "year-olds"):
-        return Quantity(value, value, "age", text[span_start: toks[j + 1].end], token_span=(start_i, j + 2))
+        return Quantity(value, value, "age", text[span_start : toks[j + 1].end], token_span=(start_i, j + 2))
     if j + 1 < len(toks) and toks[j].low in ("years", "year") and toks[j + 1].low == "old":
-        return Quantity(value, value, "age", text[span_start: toks[j + 1].end], token_span=(start_i, j + 2))
+        return Quantity(value, value, "age", text[span_start : toks[j + 1].end], token_span=(start_i, j + 2))
     if _age_after(toks, start_i):
-        return Quantity(value, value, "age", text[span_start: toks[j - 1].end], token_span=(start_i, j))
+        return Quantity(value, value, "age", text[span_start : toks[j - 1].end], token_span=(start_i, j))
     u, k = _unit_at(toks, j, adjacent)
     if not u and j + 1 < len(toks) and toks[j].low == "-" and toks[j].start == toks[j - 1].end:
         u, k = _unit_at(toks, j + 1, False)
@@ -621,12 +868,14 @@ def _make_quantity(text: str, toks: list[Tok], start_i: int, i: int, j: int, val
             u = None
     if u:
         dim, factor, _ = u
-        span = text[span_start: toks[k - 1].end]
+        span = text[span_start : toks[k - 1].end]
         if dim == "temp_c":
-            return Quantity(value * 9 / 5 + 32, value * 9 / 5 + 32, "temp_f", span, token_span=(start_i, k), unit=factor)
+            return Quantity(
+                value * 9 / 5 + 32, value * 9 / 5 + 32, "temp_f", span, token_span=(start_i, k), unit=factor
+            )
         return Quantity(value * factor, value * factor, dim, span, token_span=(start_i, k), unit=factor)
     if _isnum(raw) and len(raw) == 4 and 1000 <= value <= 2100 and j - i == 1:
-        return Quantity(value, value, "year", text[span_start: toks[j - 1].end], token_span=(start_i, j))
+        return Quantity(value, value, "year", text[span_start : toks[j - 1].end], token_span=(start_i, j))
     g = _generic_unit(toks, j)
     if g:
         # include the counted noun in the span for readable reasons
@@ -634,8 +883,8 @@ def _make_quantity(text: str, toks: list[Tok], start_i: int, i: int, j: int, val
         while end < len(toks) and end < j + 2 and key(toks[end].low) != g:
             end += 1
         end = min(end + 1, len(toks))
-        return Quantity(value, value, "count:" + g, text[span_start: toks[end - 1].end], token_span=(start_i, j))
-    return Quantity(value, value, "num", text[span_start: toks[j - 1].end], token_span=(start_i, j))
+        return Quantity(value, value, "count:" + g, text[span_start : toks[end - 1].end], token_span=(start_i, j))
+    return Quantity(value, value, "num", text[span_start : toks[j - 1].end], token_span=(start_i, j))
 
 
 def _age_after(toks: list[Tok], i: int) -> bool:
@@ -693,7 +942,15 @@ def compare_quantity(c: Quantity, e: Quantity) -> str:
             if a is not None and b is None:
                 return "approx"
         return "match"
-    if e.approx and not e.bound and not c.approx and not c.bound and not c.is_range and not e.is_range and close(c.lo, e.lo, 0.1):
+    if (
+        e.approx
+        and not e.bound
+        and not c.approx
+        and not c.bound
+        and not c.is_range
+        and not e.is_range
+        and close(c.lo, e.lo, 0.1)
+    ):
         return "approx"  # false precision: an approximate context figure stated exactly
     if close(c.lo, e.lo) and close(c.hi, e.hi):
         return "match"
@@ -767,7 +1024,9 @@ def _unit_of(q: Quantity) -> float:
 
 # --------------------------------------------------------------------------- cues
 
-_NEG_IGNORE = re.compile(r"\bnot\s+only\b|\bno\s+doubt\b|\bnot\s+just\b|\bno\.\s*\d|\bnothing\s+but\b|\bno\s+sooner\b", re.I)
+_NEG_IGNORE = re.compile(
+    r"\bnot\s+only\b|\bno\s+doubt\b|\bnot\s+just\b|\bno\.\s*\d|\bnothing\s+but\b|\bno\s+sooner\b", re.I
+)
 _NEG = re.compile(
     r"\b(?:not|never|no|none|nobody|nothing|neither|nor|without|cannot|no\s+longer|fail(?:s|ed)?\s+to|lack(?:s|ed)?)\b|n['’]t\b",
     re.I,
@@ -846,14 +1105,14 @@ def quotes(text: str) -> list[Quote]:
     out = []
     for m in _QUOTE.finditer(text):
         spk, spk_text = set(), ""
-        after = text[m.end(): m.end() + 80]
+        after = text[m.end() : m.end() + 80]
         for pat in _AFTER_SPEAKER:
             a = pat.match(after)
             if a and name_keys(a.group(1)):
                 spk, spk_text = name_keys(a.group(1)), a.group(1)
                 break
         if not spk:
-            b = _BEFORE_SPEAKER.search(text[max(0, m.start() - 80): m.start()])
+            b = _BEFORE_SPEAKER.search(text[max(0, m.start() - 80) : m.start()])
             if b and name_keys(b.group(1)):
                 spk, spk_text = name_keys(b.group(1)), b.group(1)
         out.append(Quote(m.group(1) or m.group(2), spk, spk_text.strip().rstrip(".,")))

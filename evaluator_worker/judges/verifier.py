@@ -98,7 +98,9 @@ def require_backend(importer: Callable[[], tuple[Any, Any]] = _import_backend) -
 
 
 def load_verifier(
-    model_dir: str | Path, max_length: int = 192, torch_threads: int | None = None,
+    model_dir: str | Path,
+    max_length: int = 192,
+    torch_threads: int | None = None,
     importer: Callable[[], tuple[Any, Any]] = _import_backend,
 ) -> LoadedVerifier:
     """Load a verifier directory: int8 (``WEIGHTS_FILE``) or a ``save_pretrained`` fp32 model. Fully offline."""
@@ -118,7 +120,9 @@ def load_verifier(
             missing, unexpected = model.load_state_dict(load_int8_state_dict(source / WEIGHTS_FILE), strict=False)
             missing = [k for k in missing if not k.endswith("position_ids")]
             if missing or unexpected:
-                raise ConfigError(f"verifier weights in {str(source)!r} do not match its config: missing {missing[:3]}, unexpected {unexpected[:3]}")
+                raise ConfigError(
+                    f"verifier weights in {str(source)!r} do not match its config: missing {missing[:3]}, unexpected {unexpected[:3]}"
+                )
         else:
             model = AutoModelForSequenceClassification.from_pretrained(str(source), local_files_only=True)
     except (OSError, ValueError) as exc:
@@ -127,12 +131,17 @@ def load_verifier(
     labels = resolve_labels(model.config.id2label)
     calibration: dict[str, float] = {}
     if (source / CALIBRATION_FILE).is_file():
-        calibration = {k: float(v) for k, v in json.loads((source / CALIBRATION_FILE).read_text()).items()
-                       if isinstance(v, (int, float))}
+        calibration = {
+            k: float(v)
+            for k, v in json.loads((source / CALIBRATION_FILE).read_text()).items()
+            if isinstance(v, (int, float))
+        }
     limit = min(max_length, int(getattr(model.config, "max_position_embeddings", max_length)))
 
     def score(premises: list[str], hypotheses: list[str]) -> list[list[float]]:
-        enc = tokenizer(premises, hypotheses, padding=True, truncation="only_first", max_length=limit, return_tensors="pt")
+        enc = tokenizer(
+            premises, hypotheses, padding=True, truncation="only_first", max_length=limit, return_tensors="pt"
+        )
         with torch.inference_mode():
             rows: list[list[float]] = model(**enc).logits.float().tolist()
             return rows
@@ -140,8 +149,15 @@ def load_verifier(
     def count_tokens(texts: list[str]) -> list[int]:
         return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
 
-    return LoadedVerifier(score, count_tokens, labels, limit, tokenizer.num_special_tokens_to_add(pair=True),
-                          calibration, name=f"verifier:{source.name}")
+    return LoadedVerifier(
+        score,
+        count_tokens,
+        labels,
+        limit,
+        tokenizer.num_special_tokens_to_add(pair=True),
+        calibration,
+        name=f"verifier:{source.name}",
+    )
 
 
 def softmax(logits: Sequence[float], temperature: float = 1.0) -> list[float]:
@@ -154,8 +170,11 @@ def softmax(logits: Sequence[float], temperature: float = 1.0) -> list[float]:
 
 
 def decide(
-    window_logits: Sequence[Sequence[float]], labels: dict[str, int], temperature: float,
-    entail_threshold: float, contradict_threshold: float,
+    window_logits: Sequence[Sequence[float]],
+    labels: dict[str, int],
+    temperature: float,
+    entail_threshold: float,
+    contradict_threshold: float,
 ) -> tuple[Verdict, float, int | None, list[float]]:
     """(verdict, confidence, deciding window, that window's probabilities) for one claim over its windows."""
     probs = [softmax(row, temperature) for row in window_logits]
@@ -266,21 +285,31 @@ class VerifierJudge(JudgeBase):
         loaded = self._get()
         windows, logits = self.window_logits(claims, contexts, usage)
         if not windows:
-            return Verification(verdicts=[
-                ClaimVerdict(claim_id=c.id, verdict=Verdict.UNSUPPORTED, confidence=1.0, reason="no context to check against")
-                for c in claims
-            ], usage=usage)
+            return Verification(
+                verdicts=[
+                    ClaimVerdict(
+                        claim_id=c.id, verdict=Verdict.UNSUPPORTED, confidence=1.0, reason="no context to check against"
+                    )
+                    for c in claims
+                ],
+                usage=usage,
+            )
         verdicts = []
         t, te, tc = self.temperature, self.entail_threshold, self.contradict_threshold
         for claim, rows in zip(claims, logits):
             verdict, conf, w, probs = decide(rows, loaded.labels, t, te, tc)
             ctx, text = windows[w] if w is not None else (None, None)
             ent, con = probs[loaded.labels["entailment"]], probs[loaded.labels["contradiction"]]
-            verdicts.append(ClaimVerdict(
-                claim_id=claim.id, verdict=verdict, confidence=conf, evidence=text,
-                context_index=ctx if ctx is not None and ctx >= 0 else None,  # -1: all chunks joined
-                reason=f"verifier: entailment {ent:.3f}, contradiction {con:.3f} (T={t:.2f}, thresholds {te:.2f}/{tc:.2f})",
-            ))
+            verdicts.append(
+                ClaimVerdict(
+                    claim_id=claim.id,
+                    verdict=verdict,
+                    confidence=conf,
+                    evidence=text,
+                    context_index=ctx if ctx is not None and ctx >= 0 else None,  # -1: all chunks joined
+                    reason=f"verifier: entailment {ent:.3f}, contradiction {con:.3f} (T={t:.2f}, thresholds {te:.2f}/{tc:.2f})",
+                )
+            )
         return Verification(verdicts=verdicts, usage=usage)
 
     def window_logits(
@@ -296,7 +325,9 @@ class VerifierJudge(JudgeBase):
         n = len(windows)
         return windows, [flat[i * n : (i + 1) * n] for i in range(len(claims))]
 
-    def _windows(self, loaded: LoadedVerifier, claims: Sequence[Claim], contexts: Sequence[str]) -> list[tuple[int, str]]:
+    def _windows(
+        self, loaded: LoadedVerifier, claims: Sequence[Claim], contexts: Sequence[str]
+    ) -> list[tuple[int, str]]:
         """Whole chunks, sentence windows of long chunks, and (``join_chunks``) all chunks joined when they fit."""
         longest_claim = max(loaded.count_tokens([c.text for c in claims]) or [0])
         budget = max(loaded.max_length - loaded.special_tokens - longest_claim, loaded.max_length // 4)
@@ -311,7 +342,9 @@ class VerifierJudge(JudgeBase):
                 out.append((-1, joined))
         return out
 
-    def _score(self, loaded: LoadedVerifier, premises: list[str], hypotheses: list[str], usage: Usage | None) -> list[list[float]]:
+    def _score(
+        self, loaded: LoadedVerifier, premises: list[str], hypotheses: list[str], usage: Usage | None
+    ) -> list[list[float]]:
         """Raw logits per (premise, hypothesis) pair, in batches of similar length."""
         order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
         out: list[list[float]] = [[] for _ in premises]

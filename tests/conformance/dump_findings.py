@@ -99,18 +99,26 @@ def traceloop_sdk_section() -> str:
     title = "Row 4b: traceloop-sdk 0.62.4, Traceloop.init(processor=...) + @workflow"
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRACELOOP_")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-m", "tests.conformance.traceloop_sdk_app"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.conformance.traceloop_sdk_app"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     from tests.conformance.traceloop_sdk_app import RESULT_MARK
 
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK)), None)
     if line is None:
         return f"## {title}\n\n_failed (rc={proc.returncode}):_\n```\n{proc.stderr[-2000:]}\n```\n"
-    out = json.loads(line[len(RESULT_MARK):])
+    out = json.loads(line[len(RESULT_MARK) :])
     spans = out["spans"]
     for s in spans:  # the subprocess cut values at 400 chars; cut to 160 like the rest
-        s["attributes"] = {k: (v[:160] + f"…(+{len(v) - 160})" if isinstance(v, str) and len(v) > 160 else v)
-                           for k, v in s["attributes"].items()}
+        s["attributes"] = {
+            k: (v[:160] + f"…(+{len(v) - 160})" if isinstance(v, str) and len(v) > 160 else v)
+            for k, v in s["attributes"].items()
+        }
     return (
         f"## {title}\n\nlangchain distribution faked for the SDK's installed-package check: "
         f"{out['faked_langchain_dist']}\n\n### Spans ({len(spans)})\n\n{spans_md(spans)}\n\n"
@@ -131,11 +139,21 @@ def main() -> int:
         section("Row 2: OpenInference LlamaIndex, index build only", flows.run_llama_index_build),
     ]
     for mode in ("span_only", "event_only", "span_and_event", "true", None):
-        parts.append(section(f"Row 3: openai-v2 + util-genai, CAPTURE_MESSAGE_CONTENT={mode!r}",
-                             lambda cap, m=mode: flows.run_openai_v2(cap, m)))
-    parts.append(section("Row 3: openai-v2 + util-genai, span_only, documents with only id and score",
-                         lambda cap: flows.run_openai_v2(cap, "span_only", with_content=False)))
-    parts.append(section("Row 4: Traceloop opentelemetry-instrumentation-langchain (LCEL)", flows.run_traceloop_langchain))
+        parts.append(
+            section(
+                f"Row 3: openai-v2 + util-genai, CAPTURE_MESSAGE_CONTENT={mode!r}",
+                lambda cap, m=mode: flows.run_openai_v2(cap, m),
+            )
+        )
+    parts.append(
+        section(
+            "Row 3: openai-v2 + util-genai, span_only, documents with only id and score",
+            lambda cap: flows.run_openai_v2(cap, "span_only", with_content=False),
+        )
+    )
+    parts.append(
+        section("Row 4: Traceloop opentelemetry-instrumentation-langchain (LCEL)", flows.run_traceloop_langchain)
+    )
     try:
         import traceloop.sdk  # noqa: F401
 

@@ -47,14 +47,20 @@ def langchain_chain(answer: str = ANSWER):
         ids=[d.id for d in DOCS],
     )
     retriever = store.as_retriever(search_kwargs={"k": len(DOCS)})
+
     class NamedFakeChatModel(FakeListChatModel):
         """FakeListChatModel with a model name, like every real chat model (LangChain reports it as ls_model_name)."""
 
         model_name: str = LANGCHAIN_MODEL
 
-    prompt = ChatPromptTemplate.from_template("Answer from the context only.\n\nContext:\n{context}\n\nQuestion: {question}")
+    prompt = ChatPromptTemplate.from_template(
+        "Answer from the context only.\n\nContext:\n{context}\n\nQuestion: {question}"
+    )
     chain = (
-        {"context": retriever | (lambda docs: "\n\n".join(d.page_content for d in docs)), "question": RunnablePassthrough()}
+        {
+            "context": retriever | (lambda docs: "\n\n".join(d.page_content for d in docs)),
+            "question": RunnablePassthrough(),
+        }
         | prompt
         | NamedFakeChatModel(responses=[answer])
         | StrOutputParser()

@@ -183,7 +183,9 @@ def assert_contexts(
     if scores is not None:
         got_scores = [c.score for c in rec.contexts]
         assert all(s is not None for s in got_scores), f"context scores missing: {got_scores}"
-        assert all(abs(a - b) <= score_tol for a, b in zip(got_scores, scores)), f"scores {got_scores} != {list(scores)}"
+        assert all(abs(a - b) <= score_tol for a, b in zip(got_scores, scores)), (
+            f"scores {got_scores} != {list(scores)}"
+        )
 
 
 # ----------------------------------------------------------------------------- dumps (findings doc, subprocess rows)

@@ -72,23 +72,56 @@ def _traceloop(cap: Capture) -> Seen:
 
 GENAI = ("opentelemetry-instrumentation-openai-v2", "opentelemetry-util-genai")
 ROWS: tuple[Row, ...] = (
-    Row("OpenInference LangChain", ("openinference-instrumentation-langchain", "langchain-core"), _langchain_oi,
-        emits_scores=False),
-    Row("OpenInference LlamaIndex", ("openinference-instrumentation-llama-index", "llama-index-core"), _llama,
-        emits_ids=False, note="ids are node uuids, new on every index build"),
+    Row(
+        "OpenInference LangChain",
+        ("openinference-instrumentation-langchain", "langchain-core"),
+        _langchain_oi,
+        emits_scores=False,
+    ),
+    Row(
+        "OpenInference LlamaIndex",
+        ("openinference-instrumentation-llama-index", "llama-index-core"),
+        _llama,
+        emits_ids=False,
+        note="ids are node uuids, new on every index build",
+    ),
     Row("OTel GenAI openai-v2, `span_only`", GENAI, _genai("span_only")),
     Row("OTel GenAI openai-v2, `span_and_event`", GENAI, _genai("span_and_event")),
-    Row("OTel GenAI openai-v2, `event_only` (+ `log_processor()`)", GENAI, _genai("event_only"),
-        note="documents are written to spans only: warned, use span_and_event"),
-    Row("same, `event_only` with `CONTEXT_FROM_PROMPT=true`", GENAI, _genai("event_only"), emits_ids=False,
-        emits_scores=False, settings=(("context_from_prompt", True),),
-        note="one context: the system prompt holding the documents (`context_source=prompt`)"),
-    Row("OTel GenAI openai-v2, `true` / unset", GENAI, _genai("true"),
-        note="util-genai rejects `true`: no text anywhere; warned, use span_only"),
-    Row("OTel GenAI openai-v2, documents with id + score only", GENAI, _genai("span_only", with_content=False),
-        note="no document text: counted `missing_content`, warned"),
-    Row("Traceloop LangChain", ("opentelemetry-instrumentation-langchain",), _traceloop, emits_ids=False,
-        emits_scores=False, note="model from `traceloop.association.properties.ls_model_name`"),
+    Row(
+        "OTel GenAI openai-v2, `event_only` (+ `log_processor()`)",
+        GENAI,
+        _genai("event_only"),
+        note="documents are written to spans only: warned, use span_and_event",
+    ),
+    Row(
+        "same, `event_only` with `CONTEXT_FROM_PROMPT=true`",
+        GENAI,
+        _genai("event_only"),
+        emits_ids=False,
+        emits_scores=False,
+        settings=(("context_from_prompt", True),),
+        note="one context: the system prompt holding the documents (`context_source=prompt`)",
+    ),
+    Row(
+        "OTel GenAI openai-v2, `true` / unset",
+        GENAI,
+        _genai("true"),
+        note="util-genai rejects `true`: no text anywhere; warned, use span_only",
+    ),
+    Row(
+        "OTel GenAI openai-v2, documents with id + score only",
+        GENAI,
+        _genai("span_only", with_content=False),
+        note="no document text: counted `missing_content`, warned",
+    ),
+    Row(
+        "Traceloop LangChain",
+        ("opentelemetry-instrumentation-langchain",),
+        _traceloop,
+        emits_ids=False,
+        emits_scores=False,
+        note="model from `traceloop.association.properties.ls_model_name`",
+    ),
 )
 
 
@@ -177,9 +210,13 @@ def current_table(doc: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return doc_main(argv, description=__doc__.splitlines()[0], doc=DOC, render=render,
-                    write=lambda table: DOC.write_text(replace_table(DOC.read_text(encoding="utf-8"), table),
-                                                       encoding="utf-8"))
+    return doc_main(
+        argv,
+        description=__doc__.splitlines()[0],
+        doc=DOC,
+        render=render,
+        write=lambda table: DOC.write_text(replace_table(DOC.read_text(encoding="utf-8"), table), encoding="utf-8"),
+    )
 
 
 if __name__ == "__main__":

@@ -63,8 +63,17 @@ def _warned_about(logs: list[dict], key: str, fix: str) -> bool:
 def _content_keys(capture) -> set[str]:
     keys = set()
     for s in capture.finished_spans():
-        keys |= {k for k in (s.attributes or {}) if k in ("gen_ai.input.messages", "gen_ai.output.messages",
-                                                          "gen_ai.retrieval.query.text", "gen_ai.retrieval.documents")}
+        keys |= {
+            k
+            for k in (s.attributes or {})
+            if k
+            in (
+                "gen_ai.input.messages",
+                "gen_ai.output.messages",
+                "gen_ai.retrieval.query.text",
+                "gen_ai.retrieval.documents",
+            )
+        }
     return keys
 
 
@@ -127,7 +136,9 @@ def test_no_content_modes_carry_no_text(capture, mode):
     """'true' and unset: util-genai 1.1b0 puts no content on spans or logs (if this fails, 'true' became valid)."""
     _run(capture, mode)
     assert _content_keys(capture) == set()
-    assert not [r for r in capture.log_records() if r.log_record.event_name == "gen_ai.client.inference.operation.details"]
+    assert not [
+        r for r in capture.log_records() if r.log_record.event_name == "gen_ai.client.inference.operation.details"
+    ]
 
 
 def test_unset_gives_no_record(capture):
@@ -142,7 +153,11 @@ def test_span_only_documents_without_content_warns_once(capture):
         _run(capture, "span_only", with_content=False)
         capture.processor.force_flush(5_000)
     spans = capture.finished_spans()
-    docs_attr = next(s.attributes["gen_ai.retrieval.documents"] for s in spans if "gen_ai.retrieval.documents" in (s.attributes or {}))
+    docs_attr = next(
+        s.attributes["gen_ai.retrieval.documents"]
+        for s in spans
+        if "gen_ai.retrieval.documents" in (s.attributes or {})
+    )
     assert all(set(d) == {"id", "score"} for d in json.loads(docs_attr))
     assert capture.records() == []
     assert _warned_about(logs, "documents_without_content", "gen_ai.retrieval.documents")

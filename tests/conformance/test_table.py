@@ -12,13 +12,19 @@ pytestmark = pytest.mark.conformance
 
 def test_collector_doc_table_matches_a_fresh_run():
     """Every row is re-run at the locked versions; the committed table equals the rendered one (regenerate with --write)."""
-    for module in ("openinference.instrumentation.llama_index", "opentelemetry.instrumentation.openai_v2",
-                   "opentelemetry.instrumentation.langchain"):
+    for module in (
+        "openinference.instrumentation.llama_index",
+        "opentelemetry.instrumentation.openai_v2",
+        "opentelemetry.instrumentation.langchain",
+    ):
         need(module)
-    assert not table.drift(), f"installed versions differ from requirements/lock.txt: {table.drift()} (bash scripts/setup.sh)"
+    assert not table.drift(), (
+        f"installed versions differ from requirements/lock.txt: {table.drift()} (bash scripts/setup.sh)"
+    )
     doc = table.DOC.read_text(encoding="utf-8")
-    assert table.current_table(doc) == table.render(), \
+    assert table.current_table(doc) == table.render(), (
         "docs/collector.md conformance table is stale: python -m tests.conformance.table --write"
+    )
 
 
 def test_versions_column_comes_from_the_lock_not_the_environment(monkeypatch):

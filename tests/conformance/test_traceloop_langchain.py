@@ -29,6 +29,8 @@ from tests.conformance.harness import (
 pytestmark = pytest.mark.conformance
 
 REPO = Path(__file__).resolve().parents[2]
+
+
 @pytest.fixture
 def _instrumentation():
     need("langchain_core")
@@ -63,13 +65,17 @@ def test_traceloop_sdk_workflow_record(_instrumentation):
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
         [sys.executable, "-m", "tests.conformance.traceloop_sdk_app"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     from tests.conformance.traceloop_sdk_app import RESULT_MARK
 
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK))
-    out = json.loads(line[len(RESULT_MARK):])
+    out = json.loads(line[len(RESULT_MARK) :])
     assert out["answer"] == ANSWER
     assert any(s["name"] == "rag_answer.workflow" for s in out["spans"]), [s["name"] for s in out["spans"]]
     records = [RagTrace.model_validate(r) for r in out["records"]]

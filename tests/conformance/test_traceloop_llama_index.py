@@ -17,8 +17,9 @@ pytestmark = pytest.mark.conformance
 def test_traceloop_llama_index_queries_give_exact_records(capture, monkeypatch):
     """10 traced queries: 10 records, each with the question, the answer and the retrieved node texts in order."""
     need("llama_index.core")
-    instrumentation = need("opentelemetry.instrumentation.llamaindex",
-                           reason="opentelemetry-instrumentation-llamaindex not installed")
+    instrumentation = need(
+        "opentelemetry.instrumentation.llamaindex", reason="opentelemetry-instrumentation-llamaindex not installed"
+    )
     from tests.conformance.flows import llama_index_objects
 
     monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true")

@@ -272,8 +272,9 @@ def _produce_error(request: ProduceRequest, api_version: int, error_code: int) -
         responses=[
             Topic(
                 name=t.name,
-                partition_responses=[Partition(index=p.index, error_code=error_code, base_offset=-1)
-                                     for p in t.partition_data],
+                partition_responses=[
+                    Partition(index=p.index, error_code=error_code, base_offset=-1) for p in t.partition_data
+                ],
             )
             for t in request.topic_data
         ],

@@ -151,7 +151,10 @@ def _unescape(text: str) -> str:
 
 def request_claims(request: dict) -> list[tuple[str, str]]:
     """``(id, text)`` of every ``<claim id="...">`` in the user message."""
-    return [(m.group(1), _unescape(m.group(2))) for m in re.finditer(r'<claim id="([^"]*)">(.*?)</claim>', user_text(request), re.S)]
+    return [
+        (m.group(1), _unescape(m.group(2)))
+        for m in re.finditer(r'<claim id="([^"]*)">(.*?)</claim>', user_text(request), re.S)
+    ]
 
 
 def request_contexts(request: dict) -> list[str]:
@@ -198,13 +201,25 @@ def oracle_responder(request: dict) -> dict:
                     break
             if hit:
                 verdicts.append(
-                    {"claim_id": cid, "verdict": "SUPPORTED", "evidence": hit[1], "context_index": hit[0],
-                     "confidence": 0.9, "reason": "Stated verbatim in the context."}
+                    {
+                        "claim_id": cid,
+                        "verdict": "SUPPORTED",
+                        "evidence": hit[1],
+                        "context_index": hit[0],
+                        "confidence": 0.9,
+                        "reason": "Stated verbatim in the context.",
+                    }
                 )
             else:
                 verdicts.append(
-                    {"claim_id": cid, "verdict": "UNSUPPORTED", "evidence": None, "context_index": None,
-                     "confidence": 0.6, "reason": "Not found in any context chunk."}
+                    {
+                        "claim_id": cid,
+                        "verdict": "UNSUPPORTED",
+                        "evidence": None,
+                        "context_index": None,
+                        "confidence": 0.6,
+                        "reason": "Not found in any context chunk.",
+                    }
                 )
         return tool_response(name, {"verdicts": verdicts}, model=model)
     return text_response("ok", model=model)
@@ -218,8 +233,11 @@ def minicheck_responder(request: dict) -> dict:
     seen = set(re.findall(r"\w+", document.removeprefix("Document: ").lower()))
     words = re.findall(r"\w+", claim.lower())
     p = min(0.98, max(0.02, sum(w in seen for w in words) / max(1, len(words))))
-    return {"content": [{"type": "text", "text": "Yes" if p >= 0.5 else "No"}], "stop_reason": "max_tokens",
-            "_logprobs": [("Yes", math.log(p)), ("No", math.log(1 - p)), ("yes", math.log(p) - 6)]}
+    return {
+        "content": [{"type": "text", "text": "Yes" if p >= 0.5 else "No"}],
+        "stop_reason": "max_tokens",
+        "_logprobs": [("Yes", math.log(p)), ("No", math.log(1 - p)), ("yes", math.log(p) - 6)],
+    }
 
 
 def drop_claims(responder: Responder, ids: set[str] | Callable[[str], bool]) -> Responder:
@@ -288,14 +306,27 @@ BATCHES_PATH = "/v1/messages/batches"
 
 def chat_to_messages(req: dict) -> dict:
     """An OpenAI chat-completions request as the Messages request the responders understand."""
-    system = [{"type": "text", "text": m.get("content") or ""} for m in req.get("messages", []) if m.get("role") == "system"]
-    messages = [{"role": m["role"], "content": m.get("content") or ""} for m in req.get("messages", [])
-                if m.get("role") in ("user", "assistant")]
-    out: dict = {"model": req.get("model"), "max_tokens": req.get("max_tokens") or req.get("max_completion_tokens"),
-                 "system": system, "messages": messages, "_chat_format": "tools",
-                 "_top_logprobs": int(req.get("top_logprobs") or 0) if req.get("logprobs") else -1}
-    tools = [{"name": t["function"]["name"], "input_schema": t["function"].get("parameters") or {}}
-             for t in req.get("tools") or [] if t.get("type") == "function"]
+    system = [
+        {"type": "text", "text": m.get("content") or ""} for m in req.get("messages", []) if m.get("role") == "system"
+    ]
+    messages = [
+        {"role": m["role"], "content": m.get("content") or ""}
+        for m in req.get("messages", [])
+        if m.get("role") in ("user", "assistant")
+    ]
+    out: dict = {
+        "model": req.get("model"),
+        "max_tokens": req.get("max_tokens") or req.get("max_completion_tokens"),
+        "system": system,
+        "messages": messages,
+        "_chat_format": "tools",
+        "_top_logprobs": int(req.get("top_logprobs") or 0) if req.get("logprobs") else -1,
+    }
+    tools = [
+        {"name": t["function"]["name"], "input_schema": t["function"].get("parameters") or {}}
+        for t in req.get("tools") or []
+        if t.get("type") == "function"
+    ]
     fmt = req.get("response_format") or {}
     if fmt.get("type") == "json_schema":
         js = fmt.get("json_schema") or {}
@@ -319,8 +350,13 @@ def messages_to_chat(out: dict, request: dict, chat_format: str) -> dict:
     calls, text = [], ""
     for block in out.get("content") or []:
         if block.get("type") == "tool_use":
-            calls.append({"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                          "function": {"name": block["name"], "arguments": json.dumps(block.get("input"))}})
+            calls.append(
+                {
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "function",
+                    "function": {"name": block["name"], "arguments": json.dumps(block.get("input"))},
+                }
+            )
         elif block.get("type") == "text":
             text += block.get("text", "")
     cut = out.get("stop_reason") == "max_tokens"
@@ -339,12 +375,17 @@ def messages_to_chat(out: dict, request: dict, chat_format: str) -> dict:
         entry = lambda t: {"token": t[0], "logprob": t[1], "bytes": list(t[0].encode())}  # noqa: E731
         choice["logprobs"] = {"content": [{**entry(ranked[0]), "top_logprobs": [entry(t) for t in ranked[:top]]}]}
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:20]}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{uuid.uuid4().hex[:20]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": out.get("model") or request.get("model"),
         "choices": [choice],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": int(u.get("output_tokens", 0)),
-                  "total_tokens": prompt + int(u.get("output_tokens", 0)),
-                  "prompt_tokens_details": {"cached_tokens": int(u.get("cache_read_input_tokens", 0) or 0)}},
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": int(u.get("output_tokens", 0)),
+            "total_tokens": prompt + int(u.get("output_tokens", 0)),
+            "prompt_tokens_details": {"cached_tokens": int(u.get("cache_read_input_tokens", 0) or 0)},
+        },
     }
 
 
@@ -434,8 +475,13 @@ class MessagesServer:
                     status, ctype, data = server._batch_get(self.path.split("?")[0])
                     self._raw_reply(status, ctype, data)
                     return
-                body = json.dumps({"requests": len(server.requests), "max_concurrent": server.max_concurrent,
-                                   "in_flight": server.in_flight}).encode()
+                body = json.dumps(
+                    {
+                        "requests": len(server.requests),
+                        "max_concurrent": server.max_concurrent,
+                        "in_flight": server.in_flight,
+                    }
+                ).encode()
                 self.send_response(200 if self.path == "/_stats" else 404)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
@@ -456,9 +502,13 @@ class MessagesServer:
                     status, data = server._batch_post(self.path.split("?")[0], raw)
                     self._raw_reply(status, "application/json", data)
                     return
-                if self.path == "/_control":  # {"fail": 429, "times": 40, "retry_after": "1"}: script another process's server
+                if (
+                    self.path == "/_control"
+                ):  # {"fail": 429, "times": 40, "retry_after": "1"}: script another process's server
                     cmd = json.loads(raw or b"{}")
-                    server.fail(int(cmd["fail"]), times=int(cmd.get("times", 1)), retry_after=cmd.get("retry_after", "0.01"))
+                    server.fail(
+                        int(cmd["fail"]), times=int(cmd.get("times", 1)), retry_after=cmd.get("retry_after", "0.01")
+                    )
                     self.send_response(204)
                     self.send_header("content-length", "0")
                     self.end_headers()
@@ -466,7 +516,11 @@ class MessagesServer:
                 try:
                     status, headers, body = server._handle(self.path, dict(self.headers), raw)
                 except Exception as exc:  # a bug in a test responder: surface it as a 500
-                    status, headers, body = 500, {}, {"type": "error", "error": {"type": "api_error", "message": repr(exc)}}
+                    status, headers, body = (
+                        500,
+                        {},
+                        {"type": "error", "error": {"type": "api_error", "message": repr(exc)}},
+                    )
                 data = json.dumps(body).encode()
                 try:
                     self.send_response(status)
@@ -526,8 +580,13 @@ class MessagesServer:
             counts["processing"] = len(b["requests"])
         ended = b["status"] == "ended"
         doc = {
-            "id": b["id"], "type": "message_batch", "processing_status": b["status"], "request_counts": counts,
-            "created_at": b["created_at"], "expires_at": b["created_at"], "archived_at": None,
+            "id": b["id"],
+            "type": "message_batch",
+            "processing_status": b["status"],
+            "request_counts": counts,
+            "created_at": b["created_at"],
+            "expires_at": b["created_at"],
+            "archived_at": None,
             "cancel_initiated_at": b["created_at"] if b["cancel"] else None,
             "ended_at": b["created_at"] if ended else None,
             "results_url": f"{self.base_url}{BATCHES_PATH}/{b['id']}/results" if ended else None,
@@ -541,11 +600,21 @@ class MessagesServer:
         results = []
         for item in b["requests"]:
             cid, params = item["custom_id"], item["params"]
-            outcome = "canceled" if b["cancel"] else "expired" if b["expire"] else (
-                self.batch_outcome(cid) if self.batch_outcome else None)
+            outcome = (
+                "canceled"
+                if b["cancel"]
+                else "expired"
+                if b["expire"]
+                else (self.batch_outcome(cid) if self.batch_outcome else None)
+            )
             if outcome == "errored":
-                result = {"type": "errored", "error": {"type": "error", "error": {
-                    "type": "api_error", "message": "internal error while processing the request"}}}
+                result = {
+                    "type": "errored",
+                    "error": {
+                        "type": "error",
+                        "error": {"type": "api_error", "message": "internal error while processing the request"},
+                    },
+                }
             elif outcome in ("expired", "canceled"):
                 result = {"type": outcome}
             else:
@@ -558,13 +627,24 @@ class MessagesServer:
             reqs = json.loads(raw or b"{}").get("requests") or []
             ids = [r.get("custom_id") for r in reqs]
             if not reqs or len(set(ids)) != len(ids):
-                return 400, json.dumps({"type": "error", "error": {"type": "invalid_request_error",
-                                                                   "message": "requests empty or custom_id repeated"}}).encode()
+                return 400, json.dumps(
+                    {
+                        "type": "error",
+                        "error": {"type": "invalid_request_error", "message": "requests empty or custom_id repeated"},
+                    }
+                ).encode()
             with self._lock:
                 bid = f"msgbatch_{uuid.uuid4().hex[:24]}"
-                b = {"id": bid, "requests": reqs, "t0": time.monotonic(), "status": "in_progress", "results": [],
-                     "cancel": False, "expire": self._expire_next,
-                     "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                b = {
+                    "id": bid,
+                    "requests": reqs,
+                    "t0": time.monotonic(),
+                    "status": "in_progress",
+                    "results": [],
+                    "cancel": False,
+                    "expire": self._expire_next,
+                    "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
                 self._expire_next = False
                 self._batches[bid] = b
                 self.batch_creates += 1
@@ -583,19 +663,30 @@ class MessagesServer:
         if path == BATCHES_PATH:  # list, newest first (one page)
             with self._lock:
                 docs = [json.loads(self._batch_json(b)) for b in reversed(list(self._batches.values()))]
-            page = {"data": docs, "has_more": False, "first_id": docs[0]["id"] if docs else None,
-                    "last_id": docs[-1]["id"] if docs else None}
+            page = {
+                "data": docs,
+                "has_more": False,
+                "first_id": docs[0]["id"] if docs else None,
+                "last_id": docs[-1]["id"] if docs else None,
+            }
             return 200, "application/json", json.dumps(page).encode()
         m = re.match(rf"^{BATCHES_PATH}/([^/]+)(/results)?$", path)
         b = self._batches.get(m.group(1)) if m else None
         if b is None or m is None:
-            return 404, "application/json", json.dumps({"type": "error", "error": {"type": "not_found_error",
-                                                                                   "message": path}}).encode()
+            return (
+                404,
+                "application/json",
+                json.dumps({"type": "error", "error": {"type": "not_found_error", "message": path}}).encode(),
+            )
         with self._batch_lock:  # not self._lock: answering takes it (prompt-cache simulation)
             self._batch_process(b)
         if m.group(2):
             if b["status"] != "ended":
-                return 404, "application/json", b'{"type":"error","error":{"type":"not_found_error","message":"not ended"}}'
+                return (
+                    404,
+                    "application/json",
+                    b'{"type":"error","error":{"type":"not_found_error","message":"not ended"}}',
+                )
             return 200, "application/binary", "".join(json.dumps(r) + "\n" for r in b["results"]).encode()
         return 200, "application/json", self._batch_json(b)
 
@@ -628,7 +719,9 @@ class MessagesServer:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
-        rec = Recorded(path=path.split("?")[0], headers={k.lower(): v for k, v in headers.items()}, body=body, at=time.monotonic())
+        rec = Recorded(
+            path=path.split("?")[0], headers={k.lower(): v for k, v in headers.items()}, body=body, at=time.monotonic()
+        )
         chat = rec.path == CHAT_PATH and isinstance(body, dict)
         if chat:
             rec.chat_request = body

@@ -39,8 +39,32 @@ ANTONYMS = {
 }
 PROPERTIES = [w for pair in ANTONYMS.items() for w in pair]
 FUNCTION_WORDS = [
-    ".", ",", "the", "a", "it", "is", "was", "and", "door", "road", "cup", "train", "shop", "price",
-    "today", "we", "like", "park", "weather", "town", "note", "this", "people", "walk", "in", "very",
+    ".",
+    ",",
+    "the",
+    "a",
+    "it",
+    "is",
+    "was",
+    "and",
+    "door",
+    "road",
+    "cup",
+    "train",
+    "shop",
+    "price",
+    "today",
+    "we",
+    "like",
+    "park",
+    "weather",
+    "town",
+    "note",
+    "this",
+    "people",
+    "walk",
+    "in",
+    "very",
 ]
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 #: the label order of the saved model unless ``order`` says otherwise
@@ -69,7 +93,9 @@ def vocabulary() -> list[str]:
     return SPECIAL + FUNCTION_WORDS + PROPERTIES
 
 
-def build_tiny_nli(directory: str | Path, *, order: list[str] | None = None, labels: dict[int, str] | None = None) -> Path:
+def build_tiny_nli(
+    directory: str | Path, *, order: list[str] | None = None, labels: dict[int, str] | None = None
+) -> Path:
     """Save the toy cross-encoder (model + tokenizer) to ``directory`` and return it.
 
     ``order`` permutes the output labels (e.g. ``["CONTRADICTION", "Entailment", "neutral"]``):

@@ -81,10 +81,20 @@ def build_binary(directory: Path, seed: int = 0) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     tok = _tokenizer(directory)
     torch.manual_seed(seed)
-    config = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                           intermediate_size=64, max_position_embeddings=140, num_labels=2, pad_token_id=0,
-                           bos_token_id=2, eos_token_id=5, id2label={0: "unsupported", 1: "supported"},
-                           label2id={"unsupported": 0, "supported": 1})
+    config = RobertaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=140,
+        num_labels=2,
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=5,
+        id2label={0: "unsupported", 1: "supported"},
+        label2id={"unsupported": 0, "supported": 1},
+    )
     RobertaForSequenceClassification(config).save_pretrained(directory)
     return directory
 
@@ -97,8 +107,18 @@ def build_seq2seq(directory: Path, seed: int = 0) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     _tokenizer(directory)
     torch.manual_seed(seed)
-    config = T5Config(vocab_size=256, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_decoder_layers=1,
-                      num_heads=2, decoder_start_token_id=0, pad_token_id=0, eos_token_id=5)
+    config = T5Config(
+        vocab_size=256,
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=1,
+        num_decoder_layers=1,
+        num_heads=2,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+        eos_token_id=5,
+    )
     T5ForConditionalGeneration(config).save_pretrained(directory)
     return directory
 
@@ -116,16 +136,35 @@ def build_classifier(directory: Path, id2label: dict[int, str], *, bart: bool = 
         from transformers import BartConfig, BartForSequenceClassification
 
         # BART pools the hidden state at the last eos: the WordPiece [SEP] closes every pair, so it is the eos here
-        config = BartConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
-                            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-                            decoder_ffn_dim=64, max_position_embeddings=140, pad_token_id=0, bos_token_id=2,
-                            eos_token_id=3, decoder_start_token_id=3, **labels)
+        config = BartConfig(
+            vocab_size=len(tok),
+            d_model=32,
+            encoder_layers=1,
+            decoder_layers=1,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            max_position_embeddings=140,
+            pad_token_id=0,
+            bos_token_id=2,
+            eos_token_id=3,
+            decoder_start_token_id=3,
+            **labels,
+        )
         BartForSequenceClassification(config).save_pretrained(directory)
     else:
         from transformers import BertConfig, BertForSequenceClassification
 
-        config = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                            intermediate_size=64, max_position_embeddings=140, **labels)
+        config = BertConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=140,
+            **labels,
+        )
         BertForSequenceClassification(config).save_pretrained(directory)
     return directory
 
@@ -188,8 +227,17 @@ def build_hhem_t5(directory: Path, seed: int = 0) -> Path:
     foundation = directory / "foundation"
     foundation.mkdir(exist_ok=True)
     _tokenizer(foundation)
-    T5Config(vocab_size=256, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2, num_labels=2,
-             pad_token_id=0, eos_token_id=5).save_pretrained(foundation)
+    T5Config(
+        vocab_size=256,
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=1,
+        num_heads=2,
+        num_labels=2,
+        pad_token_id=0,
+        eos_token_id=5,
+    ).save_pretrained(foundation)
     module = _remote_code(directory, "tiny_hhem_t5", HHEM_T5_CODE)
     torch.manual_seed(seed)
     model = module.TinyHHEMT5(module.TinyHHEMT5Config(foundation=str(foundation)))
@@ -197,8 +245,10 @@ def build_hhem_t5(directory: Path, seed: int = 0) -> Path:
     state = {k: v.contiguous() for k, v in model.state_dict().items() if not k.endswith("encoder.embed_tokens.weight")}
     save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
     config = json.loads((directory / "config.json").read_text())
-    config["auto_map"] = {"AutoConfig": "tiny_hhem_t5.TinyHHEMT5Config",
-                          "AutoModelForSequenceClassification": "tiny_hhem_t5.TinyHHEMT5"}
+    config["auto_map"] = {
+        "AutoConfig": "tiny_hhem_t5.TinyHHEMT5Config",
+        "AutoModelForSequenceClassification": "tiny_hhem_t5.TinyHHEMT5",
+    }
     (directory / "config.json").write_text(json.dumps(config, indent=2))
     return directory
 
@@ -210,7 +260,9 @@ def build_hhem(directory: Path) -> Path:
     module = _remote_code(directory, "tiny_hhem", HHEM_CODE)
     module.TinyHHEM(module.TinyHHEMConfig()).save_pretrained(directory)
     config = json.loads((directory / "config.json").read_text())
-    config["auto_map"] = {"AutoConfig": "tiny_hhem.TinyHHEMConfig",
-                          "AutoModelForSequenceClassification": "tiny_hhem.TinyHHEM"}
+    config["auto_map"] = {
+        "AutoConfig": "tiny_hhem.TinyHHEMConfig",
+        "AutoModelForSequenceClassification": "tiny_hhem.TinyHHEM",
+    }
     (directory / "config.json").write_text(json.dumps(config, indent=2))
     return directory

@@ -37,8 +37,9 @@ def create_topic(bootstrap: str, name: str, partitions: int = 4) -> None:
         admin.close()
 
 
-def produce(bootstrap: str, topic: str, items: list[tuple[bytes | None, bytes]],
-            partitions: list[int] | None = None) -> None:
+def produce(
+    bootstrap: str, topic: str, items: list[tuple[bytes | None, bytes]], partitions: list[int] | None = None
+) -> None:
     """Write ``items`` (key, value); ``partitions`` pins each to a partition instead of the key's hash."""
     p = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     for i, (key, value) in enumerate(items):
@@ -49,8 +50,14 @@ def produce(bootstrap: str, topic: str, items: list[tuple[bytes | None, bytes]],
 
 def drain(bootstrap: str, topic: str, expect: int, timeout_s: float = 30.0) -> list:
     """Read ``topic`` from the beginning until ``expect`` messages or timeout."""
-    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
-                      group_id=None, consumer_timeout_ms=1000)
+    c = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=1000,
+    )
     out = []
     deadline = time.monotonic() + timeout_s
     try:
@@ -99,20 +106,22 @@ def total(samples: dict, name: str, **labels) -> float:
 def worker_env(settings: WorkerSettings, metrics_port: int, **extra: str) -> dict[str, str]:
     """Environment for a `claimwatch worker` subprocess with ``settings`` (fast group timings)."""
     env = dict(os.environ)
-    env.update({
-        "CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
-        "CLAIMWATCH_TOPIC": settings.topic,
-        "CLAIMWATCH_RESULTS_TOPIC": settings.results_topic or "",
-        "CLAIMWATCH_DEAD_LETTER_TOPIC": settings.dead_letter_topic,
-        "CLAIMWATCH_CONSUMER__GROUP_ID": settings.consumer.group_id,
-        "CLAIMWATCH_CONSUMER__SESSION_TIMEOUT_MS": "6000",
-        "CLAIMWATCH_CONSUMER__HEARTBEAT_INTERVAL_MS": "1000",
-        "CLAIMWATCH_CONSUMER__MAX_POLL_INTERVAL_MS": "10000",
-        "CLAIMWATCH_CONSUMER__MAX_POLL_RECORDS": "5",
-        "CLAIMWATCH_METRICS_PORT": str(metrics_port),
-        "CLAIMWATCH_METRICS_HOST": "127.0.0.1",
-        "PYTHONPATH": str(ROOT),
-    })
+    env.update(
+        {
+            "CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
+            "CLAIMWATCH_TOPIC": settings.topic,
+            "CLAIMWATCH_RESULTS_TOPIC": settings.results_topic or "",
+            "CLAIMWATCH_DEAD_LETTER_TOPIC": settings.dead_letter_topic,
+            "CLAIMWATCH_CONSUMER__GROUP_ID": settings.consumer.group_id,
+            "CLAIMWATCH_CONSUMER__SESSION_TIMEOUT_MS": "6000",
+            "CLAIMWATCH_CONSUMER__HEARTBEAT_INTERVAL_MS": "1000",
+            "CLAIMWATCH_CONSUMER__MAX_POLL_INTERVAL_MS": "10000",
+            "CLAIMWATCH_CONSUMER__MAX_POLL_RECORDS": "5",
+            "CLAIMWATCH_METRICS_PORT": str(metrics_port),
+            "CLAIMWATCH_METRICS_HOST": "127.0.0.1",
+            "PYTHONPATH": str(ROOT),
+        }
+    )
     env.update(extra)
     return env
 
@@ -121,5 +130,8 @@ def spawn_worker(settings: WorkerSettings, metrics_port: int, **extra: str) -> s
     """Start `claimwatch worker` as a real process (so it can be SIGTERMed / SIGKILLed)."""
     return subprocess.Popen(
         [sys.executable, "-m", "claimwatch.cli", "--log-level", "WARNING", "worker"],
-        env=worker_env(settings, metrics_port, **extra), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=worker_env(settings, metrics_port, **extra),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )

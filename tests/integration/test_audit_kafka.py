@@ -17,8 +17,9 @@ pytestmark = pytest.mark.integration
 CONTEXT = "The refund window is 30 days. Refunds go back to the original card."
 
 
-def test_audit_reads_a_topic_window_and_publishes_results_the_report_reads(kafka_bootstrap, topic_name, tmp_path,
-                                                                            monkeypatch, capsys):
+def test_audit_reads_a_topic_window_and_publishes_results_the_report_reads(
+    kafka_bootstrap, topic_name, tmp_path, monkeypatch, capsys
+):
     """Traces from Kafka -> Message Batches (fake) -> results file + results topic -> report: ROLLBACK of v2."""
     results_topic = f"{topic_name}.results"
     create_topic(kafka_bootstrap, topic_name, partitions=2)
@@ -27,16 +28,36 @@ def test_audit_reads_a_topic_window_and_publishes_results_the_report_reads(kafka
     for i in range(12):
         release = "v1" if i < 6 else "v2"
         answer = "The refund window is 30 days." if release == "v1" else "The refund window is 90 days."
-        t = RagTrace(trace_id=f"{i:032x}", question="How long is the refund window?", answer=answer,
-                     contexts=[{"content": CONTEXT}], slices={"release": release, "route": "billing"})
+        t = RagTrace(
+            trace_id=f"{i:032x}",
+            question="How long is the refund window?",
+            answer=answer,
+            contexts=[{"content": CONTEXT}],
+            slices={"release": release, "route": "billing"},
+        )
         items.append((t.key, t.to_json_bytes()))
     produce(kafka_bootstrap, topic_name, items + items[:2])  # at-least-once input: two traces twice
     with MessagesServer() as srv:
         monkeypatch.setenv("CLAIMWATCH_ANTHROPIC__BASE_URL", srv.base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
         out = tmp_path / "audited.jsonl"
-        code = main(["audit", "--from-topic", topic_name, "--bootstrap", kafka_bootstrap, "--since", "10m",
-                     "--out", str(out), "--to-topic", results_topic, "--poll-s", "0.01"])
+        code = main(
+            [
+                "audit",
+                "--from-topic",
+                topic_name,
+                "--bootstrap",
+                kafka_bootstrap,
+                "--since",
+                "10m",
+                "--out",
+                str(out),
+                "--to-topic",
+                results_topic,
+                "--poll-s",
+                "0.01",
+            ]
+        )
         assert code == 0
         assert srv.batch_creates == 2 and srv.batch_items == 24  # 12 distinct traces: extract + verify each
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -48,7 +69,26 @@ def test_audit_reads_a_topic_window_and_publishes_results_the_report_reads(kafka
     page = tmp_path / "report.html"
     capsys.readouterr()
     # 6 answers per release: one planned look (fixed test); the sequential default would hold on so few
-    code = main(["report", "--bootstrap", kafka_bootstrap, "--topic", results_topic, "--baseline", "v1",
-                 "--candidate", "v2", "--since", "10m", "--min-answers", "5", "--test", "fixed", "--out", str(page)])
+    code = main(
+        [
+            "report",
+            "--bootstrap",
+            kafka_bootstrap,
+            "--topic",
+            results_topic,
+            "--baseline",
+            "v1",
+            "--candidate",
+            "v2",
+            "--since",
+            "10m",
+            "--min-answers",
+            "5",
+            "--test",
+            "fixed",
+            "--out",
+            str(page),
+        ]
+    )
     assert code == 1 and "ROLLBACK" in capsys.readouterr().out
     assert 'class="decision rollback"' in page.read_text()

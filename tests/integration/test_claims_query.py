@@ -19,9 +19,13 @@ pytestmark = pytest.mark.integration
 
 
 def _trace(i: int, release: str, answer: str) -> tuple[bytes, bytes]:
-    t = RagTrace(trace_id=f"{i:032x}", question=f"q{i}", answer=answer,
-                 contexts=[{"content": "Refunds within 30 days.", "id": f"doc-{i}", "source": "kb/refunds.md"}],
-                 slices={"release": release, "route": "billing"})
+    t = RagTrace(
+        trace_id=f"{i:032x}",
+        question=f"q{i}",
+        answer=answer,
+        contexts=[{"content": "Refunds within 30 days.", "id": f"doc-{i}", "source": "kb/refunds.md"}],
+        slices={"release": release, "route": "billing"},
+    )
     return t.key, t.to_json_bytes()
 
 
@@ -41,12 +45,28 @@ def results_topic(kafka_bootstrap, topic_name):
 
 def test_claims_lists_contradicted_claims_of_a_release_with_evidence_and_chunk(kafka_bootstrap, results_topic, capsys):
     """--release v2 --verdict CONTRADICTED --json: exactly v2's six contradicted claims, with evidence, chunk and trace id."""
-    code = main(["claims", "--bootstrap", kafka_bootstrap, "--topic", results_topic, "--release", "v2",
-                 "--verdict", "CONTRADICTED", "--since", "10m", "--json"])
+    code = main(
+        [
+            "claims",
+            "--bootstrap",
+            kafka_bootstrap,
+            "--topic",
+            results_topic,
+            "--release",
+            "v2",
+            "--verdict",
+            "CONTRADICTED",
+            "--since",
+            "10m",
+            "--json",
+        ]
+    )
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 0
     assert sorted(r["trace_id"] for r in rows) == sorted(f"{i:032x}" for i in range(0, 12, 2))
-    assert all(r["verdict"] == "CONTRADICTED" and r["evidence"] and r["context_source"] == "kb/refunds.md" for r in rows)
+    assert all(
+        r["verdict"] == "CONTRADICTED" and r["evidence"] and r["context_source"] == "kb/refunds.md" for r in rows
+    )
 
 
 def test_claims_default_shows_contradicted_before_unsupported(kafka_bootstrap, results_topic, capsys):

@@ -64,13 +64,17 @@ def test_langchain_openinference_traces_reach_kafka_with_question_answer_and_chu
     tp = TracerProvider(span_limits=SpanLimits(max_span_attributes=1024))
     tp.add_span_processor(proc)
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
-    store.add_documents([Document(page_content=f"Policy clause {i}: claims close in {i + 1} days.", id=f"c{i}")
-                         for i in range(8)])
+    store.add_documents(
+        [Document(page_content=f"Policy clause {i}: claims close in {i + 1} days.", id=f"c{i}") for i in range(8)]
+    )
     retriever = store.as_retriever(search_kwargs={"k": 5})
     answers = ["Claims close in 3 days.", "You can appeal within 30 days."]
     questions = ["How fast are claims closed?", "Can I appeal a decision?"]
     chain = (
-        {"context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)), "question": RunnablePassthrough()}
+        {
+            "context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)),
+            "question": RunnablePassthrough(),
+        }
         | ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
         | FakeListChatModel(responses=answers)
         | StrOutputParser()
@@ -109,8 +113,10 @@ def test_genai_convention_spans_reach_kafka(kafka_bootstrap, topic_name):
         with tracer.start_as_current_span("chat claude") as c:
             c.set_attribute("gen_ai.operation.name", "chat")
             c.set_attribute("gen_ai.request.model", "claude-test")
-            c.set_attribute("gen_ai.output.messages", json.dumps(
-                [{"role": "assistant", "parts": [{"type": "text", "content": "Your deductible is $500."}]}]))
+            c.set_attribute(
+                "gen_ai.output.messages",
+                json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Your deductible is $500."}]}]),
+            )
     assert proc.force_flush(10_000)
     (rec,) = consume(kafka_bootstrap, topic_name, expected=1)
     proc.shutdown()

@@ -12,9 +12,17 @@ pytestmark = pytest.mark.integration
 
 CONTEXT = ["Paris is the capital and largest city of France. Lyon is the third-largest city of France."]
 TRAFFIC = [
-    ("How long should I bake cookies?", "Bake the cookies for 10 minutes.", ["Bake the cookies at 350 F for 10 minutes."]),
+    (
+        "How long should I bake cookies?",
+        "Bake the cookies for 10 minutes.",
+        ["Bake the cookies at 350 F for 10 minutes."],
+    ),
     ("What is the capital of France?", "The capital of France is Paris.", CONTEXT),
-    ("What is the boiling point of water?", "Water boils at 100 C at sea level.", ["At sea level water boils at 100 C."]),
+    (
+        "What is the boiling point of water?",
+        "Water boils at 100 C at sea level.",
+        ["At sea level water boils at 100 C."],
+    ),
     ("Which city is the capital of France?", "The capital of France is Lyon.", CONTEXT),
     ("How long do I bake cookies?", "Bake the cookies for 10 minutes.", ["Bake the cookies at 350 F for 10 minutes."]),
 ]
@@ -25,7 +33,9 @@ def test_planted_paris_lyon_contradiction_is_found(kafka_bootstrap, topic_name):
     create_topic(kafka_bootstrap, topic_name, partitions=1)
     records = []
     for i, (q, a, ctx) in enumerate(TRAFFIC):
-        t = RagTrace(trace_id=f"{i + 1:032x}", question=q, answer=a, contexts=ctx, slices={"release": "v1", "route": "faq"})
+        t = RagTrace(
+            trace_id=f"{i + 1:032x}", question=q, answer=a, contexts=ctx, slices={"release": "v1", "route": "faq"}
+        )
         records.append((t.key, t.to_json_bytes()))
     produce(kafka_bootstrap, topic_name, records)
     settings = worker_settings(kafka_bootstrap, topic_name)
@@ -43,7 +53,10 @@ def test_planted_paris_lyon_contradiction_is_found(kafka_bootstrap, topic_name):
     assert results[f"{5:032x}"].consistency.status == "consistent"
     assert results[f"{2:032x}"].consistency.status == "no_group"
     labels = dict(release="v1", model="unknown", route="faq", environment="unknown")
-    assert metrics.registry.get_sample_value("claimwatch_consistency_checks_total", {"outcome": "inconsistent", **labels}) == 1
+    assert (
+        metrics.registry.get_sample_value("claimwatch_consistency_checks_total", {"outcome": "inconsistent", **labels})
+        == 1
+    )
     # the verdict travels with the result on the results topic
     out = drain(kafka_bootstrap, settings.results_topic, len(TRAFFIC))
     assert any(b'"inconsistent"' in m.value for m in out)

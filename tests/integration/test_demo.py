@@ -17,7 +17,10 @@ def test_demo_rolls_back_the_faulty_candidate_and_reports_accuracy(tmp_path):
     out = tmp_path / "summary.json"
     proc = subprocess.run(
         [sys.executable, "-m", "claimwatch.cli", "demo", "--requests", "80", "--summary-json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(out.read_text())
@@ -71,8 +74,17 @@ def test_demo_exemplars_match_the_claims_command_and_the_report_renders(tmp_path
         pytest.fail("prometheus is not installed (scripts/setup.sh installs it)")
     monkeypatch.chdir(tmp_path)
     report = tmp_path / "report.html"
-    args = argparse.Namespace(judge=None, requests=80, fault_rate=0.3, no_prometheus=False, workers=1, seed=7,
-                              gate_min_answers=50, summary_json=None, report=str(report))
+    args = argparse.Namespace(
+        judge=None,
+        requests=80,
+        fault_rate=0.3,
+        no_prometheus=False,
+        workers=1,
+        seed=7,
+        gate_min_answers=50,
+        summary_json=None,
+        report=str(report),
+    )
     checked: dict = {}
 
     def check(env):

@@ -45,15 +45,19 @@ from tests.integration.kafka_helpers import (
 pytestmark = pytest.mark.integration
 
 
-
-
 def _collector(bootstrap: str, topic: str, **kw) -> tuple[RagTraceProcessor, TracerProvider, CollectorRegistry]:
     registry = CollectorRegistry()
     settings = CollectorSettings(
         kafka=KafkaConnection(bootstrap_servers=bootstrap, request_timeout_ms=3_000),
-        topic=topic, late_span_wait_s=0.0, linger_ms=5, max_block_ms=500, **kw,
+        topic=topic,
+        late_span_wait_s=0.0,
+        linger_ms=5,
+        max_block_ms=500,
+        **kw,
     )
-    proc = RagTraceProcessor(settings, registry=registry, span_queue_size=10_000)  # the sink queue is the bound under test
+    proc = RagTraceProcessor(
+        settings, registry=registry, span_queue_size=10_000
+    )  # the sink queue is the bound under test
     tp = TracerProvider()
     tp.add_span_processor(proc)
     return proc, tp, registry
@@ -79,8 +83,12 @@ def _metric(registry: CollectorRegistry, name: str, **labels) -> float:
 
 
 def _drops(registry: CollectorRegistry) -> dict[str, float]:
-    return {s.labels["reason"]: s.value for fam in registry.collect() for s in fam.samples
-            if s.name == "claimwatch_collector_dropped_total"}
+    return {
+        s.labels["reason"]: s.value
+        for fam in registry.collect()
+        for s in fam.samples
+        if s.name == "claimwatch_collector_dropped_total"
+    }
 
 
 def _answers_on(bootstrap: str, topic: str, expect: int, timeout_s: float = 20.0) -> list[str]:
@@ -127,6 +135,7 @@ def test_broker_killed_and_restarted_mid_stream():
     times: list[float] = []
     sent = 0
     try:
+
         def load(n: int, every: float = 0.01) -> None:
             nonlocal sent
             for _ in range(n):
@@ -151,14 +160,19 @@ def test_broker_killed_and_restarted_mid_stream():
         # Tansu quirk: after a memory-storage restart, records from a pre-restart connection become visible to
         # readers only after another producer writes; one sentinel record makes them readable
         produce(broker.bootstrap, topic, [_trace(999_999, "sentinel")])
-        on_topic = [a for a in _answers_on(broker.bootstrap, topic, int(acks() - acked_before_kill) + 1, 20)
-                    if a != "sentinel"]
-        print(f"broker kill/restart: sent {sent}, queued {queued:.0f}, acked {acks():.0f} "
-              f"({acked_before_kill:.0f} before the kill, lost with the broker), on new topic {len(on_topic)}, "
-              f"drops {drops}, worst request during outage {outage_worst * 1000:.2f} ms, overall {max(times) * 1000:.2f} ms")
+        on_topic = [
+            a for a in _answers_on(broker.bootstrap, topic, int(acks() - acked_before_kill) + 1, 20) if a != "sentinel"
+        ]
+        print(
+            f"broker kill/restart: sent {sent}, queued {queued:.0f}, acked {acks():.0f} "
+            f"({acked_before_kill:.0f} before the kill, lost with the broker), on new topic {len(on_topic)}, "
+            f"drops {drops}, worst request during outage {outage_worst * 1000:.2f} ms, overall {max(times) * 1000:.2f} ms"
+        )
         assert max(times) < 0.05, "the app thread must never block on Kafka"
         assert queued + drops.get("queue_full", 0) == sent  # in == queued + counted drops
-        assert acks() + drops.get("produce_error", 0) + drops.get("sink_shutdown", 0) == queued  # every queued record resolved
+        assert (
+            acks() + drops.get("produce_error", 0) + drops.get("sink_shutdown", 0) == queued
+        )  # every queued record resolved
         # delivery resumed on the restarted broker (Tansu's memory engine does not make every acked record
         # readable after a restart, so the exact count is asserted on the collector's side, above)
         assert on_topic and all(int(a.split()[-1].rstrip(".")) >= 100 for a in on_topic)
@@ -196,8 +210,13 @@ def test_collector_recovers_after_the_broker_refuses_writes():
 
 
 def _trace(i: int, answer: str) -> tuple[bytes, bytes]:
-    t = RagTrace(trace_id=f"{i:032x}", question="What is the refund window?", answer=answer,
-                 contexts=[{"content": "Refunds are accepted within 30 days. Shipping is free."}], slices={"release": "v1"})
+    t = RagTrace(
+        trace_id=f"{i:032x}",
+        question="What is the refund window?",
+        answer=answer,
+        contexts=[{"content": "Refunds are accepted within 30 days. Shipping is free."}],
+        slices={"release": "v1"},
+    )
     return t.key, t.to_json_bytes()
 
 
@@ -241,20 +260,40 @@ def test_judge_outage_past_the_retry_budget_fails_answers_never_supports_them(ka
     got = lambda name, **lb: metrics.registry.get_sample_value(name, lb) or 0.0  # noqa: E731
     for reason in ("rate_limited", "unavailable", "timeout"):
         assert got("claimwatch_judge_errors_total", judge="anthropic", reason=reason) > 0, reason
-    claims = {v: sum(s.value for fam in metrics.registry.collect() for s in fam.samples
-                     if s.name == "claimwatch_claims_total" and s.labels["verdict"] == v)
-              for v in ("supported", "contradicted", "error")}
+    claims = {
+        v: sum(
+            s.value
+            for fam in metrics.registry.collect()
+            for s in fam.samples
+            if s.name == "claimwatch_claims_total" and s.labels["verdict"] == v
+        )
+        for v in ("supported", "contradicted", "error")
+    }
     assert claims == {"supported": 6, "contradicted": 0, "error": 7}
-    assert got("claimwatch_answers_total", outcome="failed", release="v1", model="unknown", route="unknown",
-               environment="unknown") == 7
+    assert (
+        got(
+            "claimwatch_answers_total",
+            outcome="failed",
+            release="v1",
+            model="unknown",
+            route="unknown",
+            environment="unknown",
+        )
+        == 7
+    )
 
 
 # ---------------------------------------------------------------- SIGTERM under scrape
 
 
 def _spawn_worker(settings, port: int) -> subprocess.Popen:
-    return spawn_worker(settings, port, CLAIMWATCH_JUDGE="tests.fakes.judges:slow_factory",
-                        CLAIMWATCH_TEST_DELAY_SECONDS="0.05", CLAIMWATCH_FLOW__MAX_IN_FLIGHT="8")
+    return spawn_worker(
+        settings,
+        port,
+        CLAIMWATCH_JUDGE="tests.fakes.judges:slow_factory",
+        CLAIMWATCH_TEST_DELAY_SECONDS="0.05",
+        CLAIMWATCH_FLOW__MAX_IN_FLIGHT="8",
+    )
 
 
 def test_scrape_during_sigterm_exits_0_and_commits_offsets(kafka_bootstrap, topic_name):
@@ -277,8 +316,9 @@ def test_scrape_during_sigterm_exits_0_and_commits_offsets(kafka_bootstrap, topi
                 outcomes["ok"] += 1
             except (urllib.error.URLError, ConnectionError) as exc:
                 reason = getattr(exc, "reason", exc)
-                if isinstance(reason, (ConnectionRefusedError, ConnectionResetError, ConnectionError)) or \
-                        isinstance(exc, ConnectionError):
+                if isinstance(reason, (ConnectionRefusedError, ConnectionResetError, ConnectionError)) or isinstance(
+                    exc, ConnectionError
+                ):
                     outcomes["refused"] += 1
                 else:
                     errors.append(exc)
@@ -313,8 +353,10 @@ def test_scrape_during_sigterm_exits_0_and_commits_offsets(kafka_bootstrap, topi
 
     Worker(settings, Evaluator(TagJudge(), metrics, consistency=None)).run(idle_timeout_s=8.0)
     get = lambda outcome: metrics.registry.get_sample_value("claimwatch_records_total", {"outcome": outcome}) or 0  # noqa: E731
-    print(f"SIGTERM under scrape: {outcomes['ok']} scrapes ok, {outcomes['refused']} refused; "
-          f"first worker {len(first)} results, second {get('processed'):.0f} processed, {get('duplicate'):.0f} duplicates")
+    print(
+        f"SIGTERM under scrape: {outcomes['ok']} scrapes ok, {outcomes['refused']} refused; "
+        f"first worker {len(first)} results, second {get('processed'):.0f} processed, {get('duplicate'):.0f} duplicates"
+    )
     assert get("processed") == n - len(first) and get("duplicate") == 0
     results = drain(kafka_bootstrap, settings.results_topic, n, timeout_s=10)
     assert len(results) == n and {m.key for m in results} == {k for k, _ in items}
@@ -333,8 +375,14 @@ def _processed(url: str) -> float | None:
 def test_redacted_text_never_reaches_the_kafka_topic(kafka_bootstrap, topic_name):
     """With redaction on, the bytes on the real topic hold the masks and none of the personal data."""
     secrets = ["jane.doe@example.com", "+44 20 7946 0958", "4111 1111 1111 1111", "EMP-884422", "Nightingale"]
-    proc, tp, reg = _collector(kafka_bootstrap, topic_name, redact_emails=True, redact_phones=True, redact_cards=True,
-                               redact_patterns=[r"EMP-\d+"])
+    proc, tp, reg = _collector(
+        kafka_bootstrap,
+        topic_name,
+        redact_emails=True,
+        redact_phones=True,
+        redact_cards=True,
+        redact_patterns=[r"EMP-\d+"],
+    )
     proc.pipeline.redactor.func = lambda t: t.replace("Nightingale", "[NAME]")
     text = "Contact " + ", ".join(secrets) + "."
     _request(tp, text, question=text)

@@ -41,8 +41,13 @@ def _answer(rnd: random.Random, i: int, release: str, flagged_share: float) -> A
         bad = Verdict.CONTRADICTED if rnd.random() < 0.3 else Verdict.UNSUPPORTED
         verdicts[rnd.randrange(n)] = ClaimVerdict(claim_id="x", verdict=bad)
         verdicts = [ClaimVerdict(claim_id=c.id, verdict=v.verdict) for c, v in zip(claims, verdicts)]
-    return score(f"{release}-{i:06d}", "test", claims, verdicts,
-                 slices={"release": release, "model": "m", "route": "qa", "environment": "prod"})
+    return score(
+        f"{release}-{i:06d}",
+        "test",
+        claims,
+        verdicts,
+        slices={"release": release, "model": "m", "route": "qa", "environment": "prod"},
+    )
 
 
 def _query(url: str, expr: str) -> list[dict]:
@@ -101,12 +106,24 @@ def test_gate_counts_equal_the_worker_counts_for_long_lived_and_new_releases(scr
 
     # the Argo analysis, on the same Prometheus, computes the gate's sequential test and decision
     d = decide(worker["v-old"], worker["v-new"], GateConfig())
-    args = {"environment": "prod", "window": window, "min-answers": "50", "alpha": "0.05", "tau": "0.1",
-            "max-increase": "0.02", "baseline-release": "v-old", "candidate-release": "v-new"}
+    args = {
+        "environment": "prod",
+        "window": window,
+        "min-answers": "50",
+        "alpha": "0.05",
+        "tau": "0.1",
+        "max-increase": "0.02",
+        "baseline-release": "v-old",
+        "candidate-release": "v-new",
+    }
     evidence = float(_query(prom.url, argo_gen.query("evidence", args))[0]["value"][1])
     o, n = worker["v-old"], worker["v-new"]
-    expected = log_evidence(n.flagged_share - o.flagged_share - 0.02,
-                            difference_variance(n.flagged, n.answers, o.flagged, o.answers), 0.05, 0.1)
+    expected = log_evidence(
+        n.flagged_share - o.flagged_share - 0.02,
+        difference_variance(n.flagged, n.answers, o.flagged, o.answers),
+        0.05,
+        0.1,
+    )
     assert evidence == pytest.approx(expected, abs=1e-9)
     assert (evidence > 0) == (d.action == "rollback") == (d.comparison.lower > 0.02)
     assert d.action == "rollback"  # 45% vs 20% flagged answers on >200 answers each

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.integration
 
 def start(bootstrap: str, topic: str, **kw) -> OtlpReceiver:
     """A receiver on a free loopback port producing to ``topic``."""
-    cs = CollectorSettings(kafka=KafkaConnection(bootstrap_servers=bootstrap), topic=topic, late_span_wait_s=0.05,
-                           linger_ms=5)
+    cs = CollectorSettings(
+        kafka=KafkaConnection(bootstrap_servers=bootstrap), topic=topic, late_span_wait_s=0.05, linger_ms=5
+    )
     return OtlpReceiver(ReceiverSettings(host="127.0.0.1", port=0, **kw), cs, registry=CollectorRegistry()).start()
 
 
@@ -52,8 +53,9 @@ def test_js_sdk_delivers_10_of_10_records(kafka_bootstrap, topic_name, protocol,
 def test_js_sdk_over_tls_with_token_and_401_without(kafka_bootstrap, topic_name, protocol, tmp_path):
     """Over TLS with the bearer token the JS app delivers 10/10; without it every export gets 401, counted."""
     certs = make_certs(tmp_path)
-    receiver = start(kafka_bootstrap, topic_name, auth_token=TOKEN, tls_cert_file=certs["cert"],
-                     tls_key_file=certs["key"])
+    receiver = start(
+        kafka_bootstrap, topic_name, auth_token=TOKEN, tls_cert_file=certs["cert"], tls_key_file=certs["key"]
+    )
     try:
         assert receiver.url.startswith("https://")
         denied = run_js_app(receiver.url, protocol, n=3, ca=certs["ca"])

@@ -45,8 +45,9 @@ def _producer(broker: ProxiedBroker, **kw) -> KafkaProducer:
 
 
 def _consumer(broker: ProxiedBroker, topic: str) -> KafkaConsumer:
-    return KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=None,
-                         auto_offset_reset="earliest", enable_auto_commit=False)
+    return KafkaConsumer(
+        topic, bootstrap_servers=broker.bootstrap, group_id=None, auto_offset_reset="earliest", enable_auto_commit=False
+    )
 
 
 def _read(consumer: KafkaConsumer, expect: int, timeout_s: float = 10.0) -> list[bytes]:
@@ -79,10 +80,13 @@ def test_relays_real_traffic(broker, proxy):
     assert proxy.produce_requests(topic) >= 1 and proxy.forwarded_frames > 0 and proxy.rejected == 0
 
 
-@pytest.mark.parametrize(("code", "error", "retried"), [
-    (19, NotEnoughReplicasError, True),
-    (29, TopicAuthorizationFailedError, False),
-])
+@pytest.mark.parametrize(
+    ("code", "error", "retried"),
+    [
+        (19, NotEnoughReplicasError, True),
+        (29, TopicAuthorizationFailedError, False),
+    ],
+)
 def test_reject_produce(broker, proxy, code, error, retried):
     """A rejected produce fails the future with the code's error and writes nothing; other topics and later sends work."""
     topic, other = _topic(), _topic()
@@ -131,14 +135,21 @@ def _frame(sock: socket.socket) -> bytes:
             assert chunk, "proxy closed the connection"
             buf += chunk
         return buf
+
     return exactly(struct.unpack(">i", exactly(4))[0])
 
 
 def _produce(version: int, correlation_id: int, topics: list[str], acks: int = -1) -> bytes:
     Topic = ProduceRequest.TopicProduceData
-    request = ProduceRequest(transactional_id=None, acks=acks, timeout_ms=1000, topic_data=[
-        Topic(name=t, partition_data=[Topic.PartitionProduceData(index=i, records=None) for i in (0, 2)])
-        for t in topics])
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=1000,
+        topic_data=[
+            Topic(name=t, partition_data=[Topic.PartitionProduceData(index=i, records=None) for i in (0, 2)])
+            for t in topics
+        ],
+    )
     request.API_VERSION = version
     request.with_header(correlation_id=correlation_id, client_id="raw")
     return bytes(request.encode(header=True, framed=True))
@@ -153,14 +164,17 @@ def test_injected_response_wire_format(broker, proxy, version):
     versions = ApiVersionsRequest[0]()
     versions.with_header(correlation_id=1, client_id="raw")
     with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
-        sock.sendall(bytes(versions.encode(header=True, framed=True))  # forwarded to the broker
-                     + _produce(version, 2, [topic], acks=0)  # rejected, no response expected
-                     + _produce(version, 3, [topic, innocent]))  # mixed topics: rejected as a whole
+        sock.sendall(
+            bytes(versions.encode(header=True, framed=True))  # forwarded to the broker
+            + _produce(version, 2, [topic], acks=0)  # rejected, no response expected
+            + _produce(version, 3, [topic, innocent])
+        )  # mixed topics: rejected as a whole
         assert struct.unpack_from(">i", _frame(sock))[0] == 1  # the broker's answer comes first
         response = ProduceResponse.decode(_frame(sock), version=version, header=True)
     assert response.header.correlation_id == 3
     assert {(t.name, p.index, p.error_code) for t in response.responses for p in t.partition_responses} == {
-        (t, i, 10) for t in (topic, innocent) for i in (0, 2)}
+        (t, i, 10) for t in (topic, innocent) for i in (0, 2)
+    }
     assert proxy.rejected - rejected == 2 and proxy.produce_requests(innocent) == 1
 
 

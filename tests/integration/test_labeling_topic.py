@@ -19,11 +19,24 @@ pytestmark = pytest.mark.integration
 
 def _result(i: int) -> tuple[bytes, bytes]:
     verdicts = ["SUPPORTED", "UNSUPPORTED" if i % 3 == 0 else "SUPPORTED"]
-    rec: dict[str, Any] = {"trace_id": f"{i:032x}", "judge": "heuristic", "outcome": "evaluated",
-           "slices": {"release": "v2" if i % 2 else "v1", "route": "billing"}, "question": f"q{i}?",
-           "claims": [{"id": f"c{j}", "text": f"claim {i}.{j}", "verdict": v, "confidence": 0.9,
-                       "evidence": "Refunds within 30 days.", "context_excerpt": "Refunds within 30 days."}
-                      for j, v in enumerate(verdicts)]}
+    rec: dict[str, Any] = {
+        "trace_id": f"{i:032x}",
+        "judge": "heuristic",
+        "outcome": "evaluated",
+        "slices": {"release": "v2" if i % 2 else "v1", "route": "billing"},
+        "question": f"q{i}?",
+        "claims": [
+            {
+                "id": f"c{j}",
+                "text": f"claim {i}.{j}",
+                "verdict": v,
+                "confidence": 0.9,
+                "evidence": "Refunds within 30 days.",
+                "context_excerpt": "Refunds within 30 days.",
+            }
+            for j, v in enumerate(verdicts)
+        ],
+    }
     return rec["trace_id"].encode(), json.dumps(rec).encode()
 
 
@@ -32,8 +45,26 @@ def test_label_plan_from_the_results_topic_then_label_offline(kafka_bootstrap, t
     create_topic(kafka_bootstrap, topic_name, partitions=2)
     produce(kafka_bootstrap, topic_name, [_result(i) for i in range(30)])
     out = tmp_path / "labels.jsonl"
-    assert main(["--bootstrap", kafka_bootstrap, "--topic", topic_name, "--from-offset", "0", "--release", "v2",
-                 "--n", "20", "--out", str(out), "--plan-only"]) == 0
+    assert (
+        main(
+            [
+                "--bootstrap",
+                kafka_bootstrap,
+                "--topic",
+                topic_name,
+                "--from-offset",
+                "0",
+                "--release",
+                "v2",
+                "--n",
+                "20",
+                "--out",
+                str(out),
+                "--plan-only",
+            ]
+        )
+        == 0
+    )
     plan = json.loads(plan_path(out).read_text())
     assert plan["population_total"] == 30 and plan["n"] == 20  # v2: 15 answers x 2 claims
     assert {it["slices"]["release"] for it in plan["items"]} == {"v2"}

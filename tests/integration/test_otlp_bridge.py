@@ -23,7 +23,11 @@ pytestmark = pytest.mark.integration
 QA = [
     ("How long do refunds take?", "Refunds take 5 days.", ["Refunds are paid within 5 days.", "Fees are 3 euros."]),
     ("Can I appeal?", "You can appeal within 30 days.", ["Appeals are open for 30 days."]),
-    ("Is there a fee?", "There is a 3 euro fee.", ["A 3 euro fee applies.", "Members pay nothing.", "Fees go up in May."]),
+    (
+        "Is there a fee?",
+        "There is a 3 euro fee.",
+        ["A 3 euro fee applies.", "Members pay nothing.", "Fees go up in May."],
+    ),
 ]
 
 
@@ -33,15 +37,17 @@ def rag_trace_spans(question: str, answer: str, chunks: list[str]):
     tp = TracerProvider(resource=Resource.create({"service.name": "java-rag"}))
     tp.add_span_processor(SimpleSpanProcessor(exp))
     tracer = tp.get_tracer("t")
-    with tracer.start_as_current_span("rag", attributes={"openinference.span.kind": "CHAIN", "input.value": question,
-                                                         "output.value": answer}):
+    with tracer.start_as_current_span(
+        "rag", attributes={"openinference.span.kind": "CHAIN", "input.value": question, "output.value": answer}
+    ):
         attrs = {"openinference.span.kind": "RETRIEVER", "input.value": question}
         for i, chunk in enumerate(chunks):
             attrs[f"retrieval.documents.{i}.document.content"] = chunk
         with tracer.start_as_current_span("retrieve", attributes=attrs):
             pass
-        with tracer.start_as_current_span("llm", attributes={"openinference.span.kind": "LLM",
-                                                             "llm.output_messages.0.message.content": answer}):
+        with tracer.start_as_current_span(
+            "llm", attributes={"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": answer}
+        ):
             pass
     return list(exp.get_finished_spans())
 
@@ -73,10 +79,12 @@ class ListSink:
 
 
 def settings_for(bootstrap: str, source: str, group: str) -> tuple[BridgeSettings, CollectorSettings]:
-    bs = BridgeSettings(source_topic=source, group_id=group, commit_interval_s=0.2, poll_timeout_ms=100,
-                        max_poll_interval_ms=10_000)
-    cs = CollectorSettings(kafka=KafkaConnection(bootstrap_servers=bootstrap), topic=source + ".traces",
-                           late_span_wait_s=0.05, linger_ms=5)
+    bs = BridgeSettings(
+        source_topic=source, group_id=group, commit_interval_s=0.2, poll_timeout_ms=100, max_poll_interval_ms=10_000
+    )
+    cs = CollectorSettings(
+        kafka=KafkaConnection(bootstrap_servers=bootstrap), topic=source + ".traces", late_span_wait_s=0.05, linger_ms=5
+    )
     return bs, cs
 
 
@@ -160,8 +168,9 @@ def test_a_multi_trace_batch_message_is_handled():
     assert isinstance(request, ExportTraceServiceRequest)
 
     sink = ListSink()
-    bridge = OtlpBridge(BridgeSettings(), CollectorSettings(late_span_wait_s=0.0), sink=sink,
-                        registry=CollectorRegistry())
+    bridge = OtlpBridge(
+        BridgeSettings(), CollectorSettings(late_span_wait_s=0.0), sink=sink, registry=CollectorRegistry()
+    )
     trace_ids = bridge._handle(request.SerializeToString())
     assert len(trace_ids) == 3
     bridge.pipeline.pop_complete(flush=True)
@@ -174,11 +183,16 @@ def test_spans_past_the_per_message_cap_are_counted_not_converted():
     spans = [s for qa in QA for s in rag_trace_spans(*qa)]  # 3 traces x 3 spans
     registry = CollectorRegistry()
 
-    bridge = OtlpBridge(BridgeSettings(max_spans_per_message=4), CollectorSettings(late_span_wait_s=0.0), sink=ListSink(),
-                        registry=registry)
+    bridge = OtlpBridge(
+        BridgeSettings(max_spans_per_message=4),
+        CollectorSettings(late_span_wait_s=0.0),
+        sink=ListSink(),
+        registry=registry,
+    )
     bridge._handle(encode_spans(spans).SerializeToString())
-    rejected = registry.get_sample_value("claimwatch_collector_otlp_rejected_spans_total",
-                                         {"source": "kafka", "reason": "too_many_spans"})
+    rejected = registry.get_sample_value(
+        "claimwatch_collector_otlp_rejected_spans_total", {"source": "kafka", "reason": "too_many_spans"}
+    )
     assert rejected == len(spans) - 4
 
 
@@ -239,8 +253,9 @@ def test_full_sink_pauses_fetching_and_a_drained_sink_resumes_it():
             return True
 
     consumer, sink = Consumer(), Sink()
-    bridge = OtlpBridge(BridgeSettings(), CollectorSettings(), consumer=consumer, sink=sink,
-                        registry=CollectorRegistry())
+    bridge = OtlpBridge(
+        BridgeSettings(), CollectorSettings(), consumer=consumer, sink=sink, registry=CollectorRegistry()
+    )
     bridge.step()
     assert consumer.paused() == consumer.assigned
     sink.queue_depth = 0

@@ -142,8 +142,6 @@ def _collector_settings(bootstrap: str, topic: str) -> CollectorSettings:
     return settings
 
 
-
-
 def _project_rules(tmp: Path) -> list[str]:
     """The project's rule files, with the 1m group intervals shortened to 1s (nothing else changes)."""
     out = []
@@ -179,8 +177,13 @@ def stack(kafka_bootstrap, tmp_path_factory):
         judge = CascadeJudge(TagJudge(), TagJudge(), CascadeSettings(agreement_sample=1.0))
         # every 4-claim answer gets the FActScore penalty; TagJudge confidence 0.9 is under the floor
         parity = ParitySettings(min_claims_per_route={"*": 5}, confidence_floor=0.95)
-        evaluator = Evaluator(judge, wm, retry=RetryPolicy(max_attempts=1), parity=parity,
-                              consistency=ConsistencyTracker(TagJudge(), threshold=0.99))
+        evaluator = Evaluator(
+            judge,
+            wm,
+            retry=RetryPolicy(max_attempts=1),
+            parity=parity,
+            consistency=ConsistencyTracker(TagJudge(), threshold=0.99),
+        )
         worker = Worker(worker_settings(kafka_bootstrap, topic), evaluator)
         contradicted: set[str] = set()
         worker.on_result = lambda r: contradicted.add(r.trace_id) if r.counts.get("CONTRADICTED") else None
@@ -200,7 +203,9 @@ def stack(kafka_bootstrap, tmp_path_factory):
         prom = EmbeddedPrometheus([f"127.0.0.1:{wport}", f"127.0.0.1:{cport}"], rule_files=rules).start()
         try:
             # Prometheus applies new targets a few seconds after start: wait for a scrape of both
-            assert wait_until(lambda: _prom_value(prom.url, "sum(up)") == 2, 30), "Prometheus never scraped both targets"
+            assert wait_until(lambda: _prom_value(prom.url, "sum(up)") == 2, 30), (
+                "Prometheus never scraped both targets"
+            )
             expected = 0
             # 1. one abstained answer per slice: creates every verdict series at 0, then let Prometheus scrape
             for s in [*TRAFFIC, REPEAT]:
@@ -209,8 +214,10 @@ def stack(kafka_bootstrap, tmp_path_factory):
             assert processor.force_flush(10_000)
             assert wait_until(lambda: _records_processed(wm) >= expected, 60), "worker never saw the warm-up answers"
             # the zeros (and the warm-up answers) are in the TSDB before any claim is counted
-            assert wait_until(lambda: _prom_value(prom.url, 'sum(claimwatch_answers_total{outcome="abstained"})')
-                         == len(TRAFFIC) + 1, 20), "Prometheus never scraped the warm-up"
+            assert wait_until(
+                lambda: _prom_value(prom.url, 'sum(claimwatch_answers_total{outcome="abstained"})') == len(TRAFFIC) + 1,
+                20,
+            ), "Prometheus never scraped the warm-up"
 
             # 2. the bulk
             for s in TRAFFIC:
@@ -228,10 +235,14 @@ def stack(kafka_bootstrap, tmp_path_factory):
             with tracer.start_as_current_span("healthcheck"):
                 pass
             assert processor.force_flush(10_000)
-            produce(kafka_bootstrap, topic, [
-                (b"poison", b"\x00not json at all"),
-                (b"future", json.dumps({"schema_version": 42, "trace_id": "f" * 32, "answer": "x"}).encode()),
-            ])
+            produce(
+                kafka_bootstrap,
+                topic,
+                [
+                    (b"poison", b"\x00not json at all"),
+                    (b"future", json.dumps({"schema_version": 42, "trace_id": "f" * 32, "answer": "x"}).encode()),
+                ],
+            )
             expected += 2
             misspelt = RagTraceProcessor(_collector_settings(kafka_bootstrap, "claimwatch traces"), registry=creg)
             other_app = TracerProvider()
@@ -240,8 +251,9 @@ def stack(kafka_bootstrap, tmp_path_factory):
             misspelt.force_flush(5_000)
             misspelt.shutdown(2.0)
 
-            assert wait_until(lambda: _records_processed(wm) >= expected, 60), \
+            assert wait_until(lambda: _records_processed(wm) >= expected, 60), (
                 f"worker handled {_records_processed(wm)} of {expected} records"
+            )
             # 4. Prometheus has the final counters, and every rule group evaluated them
             final = _records_processed(wm)
             assert wait_until(lambda: _prom_value(prom.url, "sum(claimwatch_records_total)") == final, 20)
@@ -298,7 +310,9 @@ def _worker_counts(metrics: WorkerMetrics, family: str, key: str) -> dict[str, f
 
 def test_catalog_names_and_label_values_match_what_prometheus_scraped(stack):
     """Every catalog metric is scraped from the live worker/collector; every live collector name is catalogued."""
-    names = {r["metric"]["__name__"] for r in _query(stack.prom.url, 'count by (__name__) ({__name__=~"claimwatch_.+"})')}
+    names = {
+        r["metric"]["__name__"] for r in _query(stack.prom.url, 'count by (__name__) ({__name__=~"claimwatch_.+"})')
+    }
     names = {n for n in names if not n.endswith("_created")}
     known = catalog.known_series()
     assert known - names == set(), "catalogued but never exported"
@@ -347,9 +361,10 @@ def test_prometheus_numbers_equal_the_worker_counts(stack):
     worker_verdicts = _worker_counts(wm, "claimwatch_claims_total", "verdict")
     assert _by(url, "sum by (verdict) (claimwatch_claims_total)", "verdict") == worker_verdicts
     assert worker_verdicts["contradicted"] == 40 and worker_verdicts["error"] == 2
-    assert _by(url, "sum by (release) (claimwatch_answers_with_unsupported_total)", "release") == \
-        _worker_counts(wm, "claimwatch_answers_with_unsupported_total", "release")
-    assert _by(url, 'sum by (reason) (claimwatch_dead_letters_total)', "reason") == {"not_json": 1, "schema_version": 1}
+    assert _by(url, "sum by (release) (claimwatch_answers_with_unsupported_total)", "release") == _worker_counts(
+        wm, "claimwatch_answers_with_unsupported_total", "release"
+    )
+    assert _by(url, "sum by (reason) (claimwatch_dead_letters_total)", "reason") == {"not_json": 1, "schema_version": 1}
 
     by_release: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for fam in wm.registry.collect():
@@ -357,8 +372,12 @@ def test_prometheus_numbers_equal_the_worker_counts(stack):
             if sample.name == "claimwatch_claims_total":
                 by_release[sample.labels["release"]][sample.labels["verdict"]] += sample.value
     recorded = _by(url, "release:claimwatch_claims_supported:ratio_rate5m", "release")
-    raw = _by(url, 'sum by (release) (claimwatch_claims_total{verdict="supported"})'
-                   ' / sum by (release) (claimwatch_claims_total{verdict!="error"})', "release")
+    raw = _by(
+        url,
+        'sum by (release) (claimwatch_claims_total{verdict="supported"})'
+        ' / sum by (release) (claimwatch_claims_total{verdict!="error"})',
+        "release",
+    )
     assert set(recorded) == {BASELINE, CANDIDATE, EQUAL, THIN, REPEAT.release}
     for release, counts in by_release.items():
         judged = counts["supported"] + counts["unsupported"] + counts["contradicted"]
@@ -377,7 +396,9 @@ def test_prometheus_numbers_equal_the_worker_counts(stack):
         expected = ReleaseCounts(
             answers=int(answers.get("evaluated", 0)),
             flagged=int(_worker_counts_where(wm, "claimwatch_answers_with_unsupported_total", release).get("", 0)),
-            contradicted=int(_worker_counts_where(wm, "claimwatch_answers_with_contradicted_total", release).get("", 0)),
+            contradicted=int(
+                _worker_counts_where(wm, "claimwatch_answers_with_contradicted_total", release).get("", 0)
+            ),
             claims=Counts(**{v: int(c[v]) for v in ("supported", "unsupported", "contradicted", "error")}),
         )
         assert got == expected, release
@@ -398,15 +419,33 @@ def test_gate_decisions_through_the_api_and_the_cli(stack):
     url = stack.prom.url
     cases = [(CANDIDATE, 1, "ROLLBACK"), (EQUAL, 0, "PROMOTE"), (THIN, 2, "HOLD")]
     for candidate, code, word in cases:
-        got, report = run_gate(Source(url), BASELINE, candidate, window="10m",
-                               config=GateConfig(min_answers=MIN_ANSWERS))
+        got, report = run_gate(
+            Source(url), BASELINE, candidate, window="10m", config=GateConfig(min_answers=MIN_ANSWERS)
+        )
         assert got == code, report
         assert word in report.splitlines()[0]
     for candidate, code, word in cases:
         out = subprocess.run(
-            [sys.executable, "-m", "claimwatch.cli", "gate", "--prometheus", url, "--baseline", BASELINE,
-             "--candidate", candidate, "--window", "10m", "--min-answers", str(MIN_ANSWERS)],
-            cwd=ROOT, capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-m",
+                "claimwatch.cli",
+                "gate",
+                "--prometheus",
+                url,
+                "--baseline",
+                BASELINE,
+                "--candidate",
+                candidate,
+                "--window",
+                "10m",
+                "--min-answers",
+                str(MIN_ANSWERS),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert out.returncode == code, out.stdout + out.stderr
         assert word in out.stdout
@@ -425,7 +464,10 @@ def test_quality_alerts_fire_for_the_faulty_candidate_only(stack):
     """Spike and release-worse alert expressions select v2's series only, and both alerts are pending."""
     url = stack.prom.url
     spike = _query(url, _alert_expr("ClaimwatchContradictedClaimsSpike"))
-    assert {(r["metric"]["release"], r["metric"]["route"]) for r in spike} == {(CANDIDATE, "faq"), (CANDIDATE, "billing")}
+    assert {(r["metric"]["release"], r["metric"]["route"]) for r in spike} == {
+        (CANDIDATE, "faq"),
+        (CANDIDATE, "billing"),
+    }
     worse = _query(url, _alert_expr("ClaimwatchReleaseWorseThanPrevious"))
     assert {(r["metric"]["release"], r["metric"]["environment"]) for r in worse} == {(CANDIDATE, "prod")}
 
@@ -436,7 +478,9 @@ def test_quality_alerts_fire_for_the_faulty_candidate_only(stack):
                 out[a["labels"]["alertname"]].add(a["labels"].get("release", ""))
         return out
 
-    assert wait_until(lambda: {"ClaimwatchContradictedClaimsSpike", "ClaimwatchReleaseWorseThanPrevious"} <= set(active()), 10)
+    assert wait_until(
+        lambda: {"ClaimwatchContradictedClaimsSpike", "ClaimwatchReleaseWorseThanPrevious"} <= set(active()), 10
+    )
     now = active()
     assert now["ClaimwatchContradictedClaimsSpike"] == {CANDIDATE}
     assert now["ClaimwatchReleaseWorseThanPrevious"] == {CANDIDATE}
@@ -451,8 +495,9 @@ def test_metrics_doc_examples_are_valid_promql(stack):
     from collector.metrics import get_metrics
     from evaluator_worker.metrics import WorkerMetrics
 
-    metrics = metrics_doc._metrics(WorkerMetrics(registry=CollectorRegistry())) + \
-        metrics_doc._metrics(get_metrics(CollectorRegistry()))
+    metrics = metrics_doc._metrics(WorkerMetrics(registry=CollectorRegistry())) + metrics_doc._metrics(
+        get_metrics(CollectorRegistry())
+    )
     for m in metrics:
         _query(stack.prom.url, metrics_doc.example(m))  # raises unless Prometheus accepts it
 
@@ -460,8 +505,13 @@ def test_metrics_doc_examples_are_valid_promql(stack):
 def test_contradicted_claims_link_to_the_traces_that_caused_them(stack):
     """Prometheus (exemplar storage on) returns, for the contradicted counter, trace ids of answers judged CONTRADICTED."""
     now = time.time()
-    data = _api(stack.prom.url, "/api/v1/query_exemplars", query='claimwatch_claims_total{verdict="contradicted"}',
-                start=str(now - 3600), end=str(now + 60))
+    data = _api(
+        stack.prom.url,
+        "/api/v1/query_exemplars",
+        query='claimwatch_claims_total{verdict="contradicted"}',
+        start=str(now - 3600),
+        end=str(now + 60),
+    )
     trace_ids = {e["labels"]["trace_id"] for series in data for e in series["exemplars"]}
     assert trace_ids, "no exemplars stored"
     assert trace_ids <= stack.contradicted, trace_ids - stack.contradicted

@@ -36,28 +36,41 @@ QUESTIONS = {
 
 
 def csettings(bootstrap: str = "127.0.0.1:1", topic: str = "unused", **kw) -> CollectorSettings:
-    return CollectorSettings(kafka=KafkaConnection(bootstrap_servers=bootstrap), topic=topic,
-                             late_span_wait_s=kw.pop("late_span_wait_s", 0.05), linger_ms=5, **kw)
+    return CollectorSettings(
+        kafka=KafkaConnection(bootstrap_servers=bootstrap),
+        topic=topic,
+        late_span_wait_s=kw.pop("late_span_wait_s", 0.05),
+        linger_ms=5,
+        **kw,
+    )
 
 
 def start(cs: CollectorSettings, **kw) -> OtlpReceiver:
-    rs = ReceiverSettings(host="127.0.0.1", port=0, **{k: kw.pop(k) for k in list(kw) if k in ReceiverSettings.model_fields})
+    rs = ReceiverSettings(
+        host="127.0.0.1", port=0, **{k: kw.pop(k) for k in list(kw) if k in ReceiverSettings.model_fields}
+    )
     return OtlpReceiver(rs, cs, registry=CollectorRegistry(), **kw).start()
 
 
 def emit_rag(tracer, question: str, answer: str, chunks: list[str]) -> None:
     """One OpenInference RAG request: root CHAIN, RETRIEVER with documents, LLM."""
-    with tracer.start_as_current_span("rag", attributes={"openinference.span.kind": "CHAIN", "input.value": question,
-                                                         "output.value": answer}):
+    with tracer.start_as_current_span(
+        "rag", attributes={"openinference.span.kind": "CHAIN", "input.value": question, "output.value": answer}
+    ):
         attrs = {"openinference.span.kind": "RETRIEVER", "input.value": question}
         for i, chunk in enumerate(chunks):
             attrs[f"retrieval.documents.{i}.document.id"] = f"doc-{i}"
             attrs[f"retrieval.documents.{i}.document.content"] = chunk
         with tracer.start_as_current_span("retrieve", attributes=attrs):
             pass
-        with tracer.start_as_current_span("llm", attributes={"openinference.span.kind": "LLM",
-                                                             "llm.output_messages.0.message.role": "assistant",
-                                                             "llm.output_messages.0.message.content": answer}):
+        with tracer.start_as_current_span(
+            "llm",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": answer,
+            },
+        ):
             pass
 
 
@@ -87,10 +100,15 @@ def request_bytes(question: str = "Can I appeal?") -> bytes:
 def test_sdk_otlp_exporter_to_receiver_to_kafka(kafka_bootstrap, topic_name):
     """The OTel SDK's own OTLP/HTTP exporter (gzip) feeds the receiver; RagTrace records land on the broker."""
     receiver = start(csettings(kafka_bootstrap, topic_name))
-    tp = TracerProvider(resource=Resource.create({"service.name": "py-rag", "service.version": "r2"}),
-                        span_limits=SpanLimits(max_span_attributes=512))
-    tp.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=receiver.url, compression=Compression.Gzip),
-                                             schedule_delay_millis=50))
+    tp = TracerProvider(
+        resource=Resource.create({"service.name": "py-rag", "service.version": "r2"}),
+        span_limits=SpanLimits(max_span_attributes=512),
+    )
+    tp.add_span_processor(
+        BatchSpanProcessor(
+            OTLPSpanExporter(endpoint=receiver.url, compression=Compression.Gzip), schedule_delay_millis=50
+        )
+    )
     tracer = tp.get_tracer("app")
     try:
         for q, (a, chunks) in QUESTIONS.items():
@@ -187,7 +205,9 @@ def test_body_limits_garbage_and_media_types():
     try:
         status, _, _ = post(url, b"\x00" * 2_001, "application/x-protobuf")
         assert status == 413
-        status, _, _ = post(url, gzip.compress(b"\x00" * 50_000), "application/x-protobuf", **{"Content-Encoding": "gzip"})
+        status, _, _ = post(
+            url, gzip.compress(b"\x00" * 50_000), "application/x-protobuf", **{"Content-Encoding": "gzip"}
+        )
         assert status == 413
         status, headers, payload = post(url, b"\xff\xff\xff\xff", "application/x-protobuf")
         assert status == 400 and headers["Content-Type"] == "application/x-protobuf"
@@ -202,8 +222,9 @@ def test_body_limits_garbage_and_media_types():
         assert status == 415
         status, _, _ = post(url.replace("/v1/traces", "/v1/logs"), b"", "application/x-protobuf")
         assert status == 404
-        codes = {c: receiver.otlp_metrics.requests.labels(source="http", code=c)._value.get()
-                 for c in ("400", "413", "415")}
+        codes = {
+            c: receiver.otlp_metrics.requests.labels(source="http", code=c)._value.get() for c in ("400", "413", "415")
+        }
         assert codes == {"400": 3, "413": 2, "415": 2}
     finally:
         receiver.shutdown(0.2)
@@ -230,4 +251,10 @@ def test_add_cli_registers_the_receiver_subcommand():
     parser = argparse.ArgumentParser()
     add_cli(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["receiver", "--port", "4319", "--bootstrap", "k:9092", "--topic", "t"])
-    assert (args.command, args.port, args.bootstrap, args.topic, args.func) == ("receiver", 4319, "k:9092", "t", cmd_receiver)
+    assert (args.command, args.port, args.bootstrap, args.topic, args.func) == (
+        "receiver",
+        4319,
+        "k:9092",
+        "t",
+        cmd_receiver,
+    )

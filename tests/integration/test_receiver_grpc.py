@@ -26,17 +26,24 @@ pytestmark = pytest.mark.integration
 
 def start(bootstrap: str = "127.0.0.1:1", topic: str = "unused", cs_kw: dict | None = None, **kw) -> OtlpReceiver:
     """A receiver with gRPC on a free port (HTTP on another)."""
-    cs = CollectorSettings(kafka=KafkaConnection(bootstrap_servers=bootstrap), topic=topic,
-                           **{"late_span_wait_s": 0.05, "linger_ms": 5, **(cs_kw or {})})
+    cs = CollectorSettings(
+        kafka=KafkaConnection(bootstrap_servers=bootstrap),
+        topic=topic,
+        **{"late_span_wait_s": 0.05, "linger_ms": 5, **(cs_kw or {})},
+    )
     rs = ReceiverSettings(host="127.0.0.1", port=0, grpc_port=0, **kw)
     return OtlpReceiver(rs, cs, registry=CollectorRegistry()).start()
 
 
 def questions(n: int) -> dict[str, tuple[str, list[str]]]:
     """``n`` questions with their answers and documents (German, Chinese, euro signs)."""
-    return {f"Frage {i}: wie lange dauert die Erstattung? (退款 €{i})": (f"{i + 2} Tage, Grüße €{i}.",
-                                                                     [f"Erstattung in {i + 2} Tagen. 退款", "Gebühr €3."])
-            for i in range(n)}
+    return {
+        f"Frage {i}: wie lange dauert die Erstattung? (退款 €{i})": (
+            f"{i + 2} Tage, Grüße €{i}.",
+            [f"Erstattung in {i + 2} Tagen. 退款", "Gebühr €3."],
+        )
+        for i in range(n)
+    }
 
 
 def send_with_sdk(receiver: OtlpReceiver, qs: dict, **exporter_kw) -> list[SpanExportResult]:
@@ -82,8 +89,9 @@ def test_python_grpc_exporter_delivers_10_of_10(kafka_bootstrap, topic_name):
 def test_python_grpc_exporter_over_tls_with_token_and_unauthenticated_without(kafka_bootstrap, topic_name, tmp_path):
     """Over TLS with the bearer token: 10 of 10 records; without it every export fails UNAUTHENTICATED, counted."""
     certs = make_certs(tmp_path)
-    receiver = start(kafka_bootstrap, topic_name, auth_token=TOKEN, tls_cert_file=certs["cert"],
-                     tls_key_file=certs["key"])
+    receiver = start(
+        kafka_bootstrap, topic_name, auth_token=TOKEN, tls_cert_file=certs["cert"], tls_key_file=certs["key"]
+    )
     creds = grpc.ssl_channel_credentials(root_certificates=open(certs["ca"], "rb").read())
     qs = questions(10)
     try:
@@ -101,8 +109,9 @@ def test_python_grpc_exporter_over_tls_with_token_and_unauthenticated_without(ka
 
 def test_grpc_backpressure_is_resource_exhausted_with_retry_info_and_oversize_is_refused():
     """A full assembler answers RESOURCE_EXHAUSTED with RetryInfo (retry_after_s); a message past max_body_bytes is refused."""
-    receiver = start(cs_kw={"max_buffered_traces": 1, "late_span_wait_s": 60.0}, retry_after_s=3,
-                     max_body_bytes=200_000)
+    receiver = start(
+        cs_kw={"max_buffered_traces": 1, "late_span_wait_s": 60.0}, retry_after_s=3, max_body_bytes=200_000
+    )
     channel = grpc.insecure_channel(f"127.0.0.1:{receiver.grpc_port}")
     stub = trace_service_pb2_grpc.TraceServiceStub(channel)
     try:

@@ -19,15 +19,39 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_soak_15s_balances_and_exits_0(tmp_path):
     """15 s at 20 req/s through demo app -> collector -> broker -> 2 workers: every trace accounted for, once."""
     out = tmp_path / "soak.json"
-    proc = subprocess.run([sys.executable, "-m", "claimwatch.soak", "--seconds", "15", "--rate", "20",
-                           "--workers", "2", "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=150)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "claimwatch.soak",
+            "--seconds",
+            "15",
+            "--rate",
+            "20",
+            "--workers",
+            "2",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     print(proc.stderr[-1500:])
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["balanced"] is True and "in == out          YES" in proc.stderr
     assert report["sent"] >= 250
-    assert report["sent"] == report["accounted"] == report["results"] + report["dead_letters"] + report["not_rag"] \
-        + report["sampled_out"] + sum(report["collector_drops"].values())
+    assert (
+        report["sent"]
+        == report["accounted"]
+        == report["results"]
+        + report["dead_letters"]
+        + report["not_rag"]
+        + report["sampled_out"]
+        + sum(report["collector_drops"].values())
+    )
     assert report["produced"] == report["results"] + report["dead_letters"]
     assert report["missing"] == 0 and report["duplicates"] == 0 and report["span_drops"] == {}
     assert report["max_request_ms"] < 50

@@ -38,13 +38,20 @@ pytestmark = pytest.mark.integration
 CONTEXT = "Refunds are accepted within 30 days. Shipping is free on orders over 50 euros."
 
 
-def _trace(i: int, answer: str = "Refunds are accepted within 30 days.", question: str = "What is the refund window?",
-           trace_id: str | None = None) -> tuple[bytes, bytes]:
-    t = RagTrace(trace_id=trace_id or f"{i:032x}", question=question, answer=answer, contexts=[{"content": CONTEXT}],
-                 slices={"release": "v1"})
+def _trace(
+    i: int,
+    answer: str = "Refunds are accepted within 30 days.",
+    question: str = "What is the refund window?",
+    trace_id: str | None = None,
+) -> tuple[bytes, bytes]:
+    t = RagTrace(
+        trace_id=trace_id or f"{i:032x}",
+        question=question,
+        answer=answer,
+        contexts=[{"content": CONTEXT}],
+        slices={"release": "v1"},
+    )
     return t.key, t.to_json_bytes()
-
-
 
 
 def _get(m: WorkerMetrics, name: str, **labels: str) -> float:
@@ -52,8 +59,12 @@ def _get(m: WorkerMetrics, name: str, **labels: str) -> float:
 
 
 def _sum(m: WorkerMetrics, name: str, **labels: str) -> float:
-    return sum(s.value for fam in m.registry.collect() for s in fam.samples
-               if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
+    return sum(
+        s.value
+        for fam in m.registry.collect()
+        for s in fam.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    )
 
 
 def _anthropic_worker(settings, srv: MessagesServer, **retry: Any) -> tuple[Worker, WorkerMetrics]:
@@ -123,8 +134,7 @@ def test_judge_slower_than_max_poll_interval_keeps_the_group_and_judges_concurre
             time.sleep(1.5)  # a commit interval
         finally:
             run.stop()
-        print(f"slow judge: {n} answers, max concurrent calls {srv.max_concurrent}, "
-              f"requests {len(srv.requests)}")
+        print(f"slow judge: {n} answers, max concurrent calls {srv.max_concurrent}, requests {len(srv.requests)}")
         assert srv.max_concurrent >= 20, "answers were not judged concurrently"
     assert run.error is None
     assert _get(m, "claimwatch_rebalance_drain_seconds_count") == 0, "the worker lost its partitions"
@@ -161,14 +171,18 @@ def test_revoke_with_answers_in_flight_drains_commits_and_hands_over(kafka_boots
         finally:
             run_a.stop()
     drained = _get(ma, "claimwatch_rebalance_drain_seconds_count")
-    print(f"revoke: A processed {a.processed}, B {b.processed}, A drains {drained:.0f} "
-          f"({_get(ma, 'claimwatch_rebalance_drain_seconds_sum'):.2f} s), abandoned "
-          f"{_get(ma, 'claimwatch_records_total', outcome='abandoned'):.0f}")
+    print(
+        f"revoke: A processed {a.processed}, B {b.processed}, A drains {drained:.0f} "
+        f"({_get(ma, 'claimwatch_rebalance_drain_seconds_sum'):.2f} s), abandoned "
+        f"{_get(ma, 'claimwatch_records_total', outcome='abandoned'):.0f}"
+    )
     assert run_a.error is None and run_b.error is None
     assert drained >= 1
     assert b.processed > 0, "the second worker got no partition"
     assert a.processed + b.processed == n + 20
-    dup = _get(ma, "claimwatch_records_total", outcome="duplicate") + _get(mb, "claimwatch_records_total", outcome="duplicate")
+    dup = _get(ma, "claimwatch_records_total", outcome="duplicate") + _get(
+        mb, "claimwatch_records_total", outcome="duplicate"
+    )
     assert dup == 0
     results = drain(kafka_bootstrap, settings.results_topic, n + 20, timeout_s=10)
     assert len(results) == n + 20 and len({r.key for r in results}) == n + 20
@@ -191,8 +205,10 @@ def test_429_burst_mid_run_costs_lag_not_evaluations(kafka_bootstrap, topic_name
         finally:
             run.stop()
     limiter = worker.evaluator.caller.limiter
-    print(f"429 burst: throttled {_get(m, 'claimwatch_judge_throttled_total', judge='anthropic'):.0f}, "
-          f"limit now {limiter.limit if limiter else None}, max concurrent {srv.max_concurrent}")
+    print(
+        f"429 burst: throttled {_get(m, 'claimwatch_judge_throttled_total', judge='anthropic'):.0f}, "
+        f"limit now {limiter.limit if limiter else None}, max concurrent {srv.max_concurrent}"
+    )
     assert run.error is None
     assert _get(m, "claimwatch_judge_throttled_total", judge="anthropic") == 40
     assert _get(m, "claimwatch_records_total", outcome="processed") == n
@@ -212,8 +228,13 @@ def test_401_stops_the_worker_with_the_setting_to_fix(kafka_bootstrap, topic_nam
     with MessagesServer() as srv:
         srv.fail(401, times=10_000)
         started = time.monotonic()
-        proc = spawn_worker(settings, free_port(), CLAIMWATCH_JUDGE="anthropic", CLAIMWATCH_ANTHROPIC__API_KEY="sk-bad",
-                            CLAIMWATCH_ANTHROPIC__BASE_URL=srv.base_url)
+        proc = spawn_worker(
+            settings,
+            free_port(),
+            CLAIMWATCH_JUDGE="anthropic",
+            CLAIMWATCH_ANTHROPIC__API_KEY="sk-bad",
+            CLAIMWATCH_ANTHROPIC__BASE_URL=srv.base_url,
+        )
         try:
             code = proc.wait(60)
         finally:
@@ -256,8 +277,13 @@ def test_oversized_result_and_key_do_not_stop_the_worker(kafka_bootstrap, topic_
     worker = Worker(settings, Evaluator(TagJudge(), m, consistency=None))
     run = Running(worker)
     try:
-        assert wait_until(lambda: _get(m, "claimwatch_records_total", outcome="processed") >= 4
-                     and _get(m, "claimwatch_records_total", outcome="dead_lettered") >= 1, 60)
+        assert wait_until(
+            lambda: (
+                _get(m, "claimwatch_records_total", outcome="processed") >= 4
+                and _get(m, "claimwatch_records_total", outcome="dead_lettered") >= 1
+            ),
+            60,
+        )
         assert wait_until(lambda: _committed(kafka_bootstrap, settings.consumer.group_id).get(0) == 5, 15)
     finally:
         run.stop()
@@ -350,14 +376,18 @@ def test_45_second_broker_stall_is_survived_without_loss(proxied, topic_name):
         proxied.proxy.stall(45)
         time.sleep(46)
         assert run.thread.is_alive(), f"worker died during the stall: {run.error!r}"
-        assert wait_until(lambda: len({r.key for r in drain(proxied.bootstrap, settings.results_topic, n, 5)}) >= n, 120)
+        assert wait_until(
+            lambda: len({r.key for r in drain(proxied.bootstrap, settings.results_topic, n, 5)}) >= n, 120
+        )
     finally:
         run.stop(90)
     results = drain(proxied.bootstrap, settings.results_topic, n, timeout_s=10)
     keys = [r.key for r in results]
-    print(f"45 s stall: {len(set(keys))}/{n} traces with a result, {len(keys) - len(set(keys))} duplicate writes, "
-          f"processed {worker.processed}, duplicates skipped {_get(m, 'claimwatch_records_total', outcome='duplicate'):.0f}, "
-          f"commit failures {_get(m, 'claimwatch_commit_failures_total'):.0f}, "
-          f"write errors {_sum(m, 'claimwatch_result_write_errors_total'):.0f}")
+    print(
+        f"45 s stall: {len(set(keys))}/{n} traces with a result, {len(keys) - len(set(keys))} duplicate writes, "
+        f"processed {worker.processed}, duplicates skipped {_get(m, 'claimwatch_records_total', outcome='duplicate'):.0f}, "
+        f"commit failures {_get(m, 'claimwatch_commit_failures_total'):.0f}, "
+        f"write errors {_sum(m, 'claimwatch_result_write_errors_total'):.0f}"
+    )
     assert run.error is None
     assert set(keys) == {f"{i:032x}".encode() for i in range(n)}

@@ -33,8 +33,13 @@ pytestmark = pytest.mark.integration
 
 
 def _record(i: int, release: str, answer: str) -> tuple[bytes, bytes]:
-    t = RagTrace(trace_id=f"{i:032x}", question=f"q{i}", answer=answer, contexts=[{"content": "ctx"}],
-                 slices={"release": release, "route": "faq"})
+    t = RagTrace(
+        trace_id=f"{i:032x}",
+        question=f"q{i}",
+        answer=answer,
+        contexts=[{"content": "ctx"}],
+        slices={"release": release, "route": "faq"},
+    )
     return t.key, t.to_json_bytes()
 
 
@@ -46,8 +51,6 @@ def _start_worker(settings, judge=None):
     th = threading.Thread(target=worker.run, daemon=True)
     th.start()
     return worker, th, server, f"http://127.0.0.1:{port}/metrics"
-
-
 
 
 def test_two_workers_share_the_stream_and_metrics_add_up(kafka_bootstrap, topic_name):
@@ -111,16 +114,29 @@ def test_replayed_record_is_not_counted_twice(kafka_bootstrap, topic_name):
     worker2.run(idle_timeout_s=8.0)
     got = metrics.registry.get_sample_value
     got2 = metrics2.registry.get_sample_value
-    assert (got("claimwatch_records_total", {"outcome": "processed"}) or 0) + (got2("claimwatch_records_total", {"outcome": "processed"}) or 0) == 1
-    assert (got("claimwatch_records_total", {"outcome": "duplicate"}) or 0) + (got2("claimwatch_records_total", {"outcome": "duplicate"}) or 0) == 2
+    assert (got("claimwatch_records_total", {"outcome": "processed"}) or 0) + (
+        got2("claimwatch_records_total", {"outcome": "processed"}) or 0
+    ) == 1
+    assert (got("claimwatch_records_total", {"outcome": "duplicate"}) or 0) + (
+        got2("claimwatch_records_total", {"outcome": "duplicate"}) or 0
+    ) == 2
 
 
 def test_two_rag_calls_of_one_trace_are_two_records_and_each_is_deduped_on_its_own(kafka_bootstrap, topic_name):
     """Calls a and b of one trace are both judged (not duplicates of each other); a replay of either is a duplicate,
     also for a fresh worker that seeds its window from the results topic (keyed trace/call)."""
     create_topic(kafka_bootstrap, topic_name, partitions=1)
-    calls = [RagTrace(trace_id=f"{9:032x}", call_id=call, question=f"q-{call}", answer="Good claim.",
-                      contexts=[{"content": "ctx"}], slices={"release": "v1", "route": "faq"}) for call in ("a" * 16, "b" * 16)]
+    calls = [
+        RagTrace(
+            trace_id=f"{9:032x}",
+            call_id=call,
+            question=f"q-{call}",
+            answer="Good claim.",
+            contexts=[{"content": "ctx"}],
+            slices={"release": "v1", "route": "faq"},
+        )
+        for call in ("a" * 16, "b" * 16)
+    ]
     a, b = ((t.key, t.to_json_bytes()) for t in calls)
     produce(kafka_bootstrap, topic_name, [a, b, a])
     settings = worker_settings(kafka_bootstrap, topic_name)
@@ -155,8 +171,16 @@ def test_sigkill_mid_record_loses_nothing_and_double_counts_nothing(kafka_bootst
     settings = worker_settings(kafka_bootstrap, topic_name, group=f"g-{uuid.uuid4().hex[:6]}")
     flag = tmp_path / "entered"
     port_a, port_b = free_port(), free_port()
-    a = _spawn_worker(settings, port_a, {"CLAIMWATCH_TEST_SLOW_TOKEN": "SLOWTOKEN", "CLAIMWATCH_TEST_SLOW_FILE": str(flag),
-                                         "CLAIMWATCH_TEST_SLOW_SECONDS": "120", "CLAIMWATCH_TEST_DELAY_SECONDS": "0.05"})
+    a = _spawn_worker(
+        settings,
+        port_a,
+        {
+            "CLAIMWATCH_TEST_SLOW_TOKEN": "SLOWTOKEN",
+            "CLAIMWATCH_TEST_SLOW_FILE": str(flag),
+            "CLAIMWATCH_TEST_SLOW_SECONDS": "120",
+            "CLAIMWATCH_TEST_DELAY_SECONDS": "0.05",
+        },
+    )
     try:
         url_a = f"http://127.0.0.1:{port_a}/metrics"
         assert wait_until(lambda: _up(url_a), 30)
@@ -171,8 +195,13 @@ def test_sigkill_mid_record_loses_nothing_and_double_counts_nothing(kafka_bootst
         b = _spawn_worker(settings, port_b, {"CLAIMWATCH_TEST_DELAY_SECONDS": "0.0"})
         try:
             url_b = f"http://127.0.0.1:{port_b}/metrics"
-            assert wait_until(lambda: _up(url_b) and counted_a + total(scrape(url_b), "claimwatch_records_total", outcome="processed") >= n, 90), \
-                f"A counted {counted_a}, B {total(scrape(url_b), 'claimwatch_records_total') if _up(url_b) else 'down'}"
+            assert wait_until(
+                lambda: (
+                    _up(url_b)
+                    and counted_a + total(scrape(url_b), "claimwatch_records_total", outcome="processed") >= n
+                ),
+                90,
+            ), f"A counted {counted_a}, B {total(scrape(url_b), 'claimwatch_records_total') if _up(url_b) else 'down'}"
             time.sleep(2)
             sb = scrape(url_b)
             counted_b = total(sb, "claimwatch_records_total", outcome="processed")

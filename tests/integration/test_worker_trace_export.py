@@ -17,8 +17,13 @@ def test_worker_exports_one_evaluation_span_per_answer(kafka_bootstrap, topic_na
     """Two judged answers -> two claimwatch.evaluation spans with the records' trace ids and root parents."""
     create_topic(kafka_bootstrap, topic_name, partitions=1)
     traces = [
-        RagTrace(trace_id=f"{i + 1:032x}", root_span_id=f"{i + 1:016x}", question="Oven?",
-                 answer="Bake the cookies at 400 F.", contexts=["Bake the cookies at 350 F for 8 to 10 minutes."])
+        RagTrace(
+            trace_id=f"{i + 1:032x}",
+            root_span_id=f"{i + 1:016x}",
+            question="Oven?",
+            answer="Bake the cookies at 400 F.",
+            contexts=["Bake the cookies at 350 F for 8 to 10 minutes."],
+        )
         for i in range(2)
     ]
     produce(kafka_bootstrap, topic_name, [(t.key, t.to_json_bytes()) for t in traces])
@@ -37,6 +42,11 @@ def test_worker_exports_one_evaluation_span_per_answer(kafka_bootstrap, topic_na
     assert code == 0
     assert sorted(sp.trace_id.hex() for sp in spans) == [t.trace_id for t in traces]
     assert sorted(sp.parent_span_id.hex() for sp in spans) == [t.root_span_id for t in traces]
-    labels = {a.value.string_value for sp in spans for e in sp.events for a in e.attributes
-              if a.key == "gen_ai.evaluation.score.label"}
+    labels = {
+        a.value.string_value
+        for sp in spans
+        for e in sp.events
+        for a in e.attributes
+        if a.key == "gen_ai.evaluation.score.label"
+    }
     assert "CONTRADICTED" in labels

@@ -8,8 +8,17 @@ import random
 from pathlib import Path
 
 
-def deployment(path: Path, *, answers: int, true_rate: float, se: float, sp: float, seed: int = 0,
-               release: str = "v1", claims_per_answer: int = 2) -> dict[str, bool]:
+def deployment(
+    path: Path,
+    *,
+    answers: int,
+    true_rate: float,
+    se: float,
+    sp: float,
+    seed: int = 0,
+    release: str = "v1",
+    claims_per_answer: int = 2,
+) -> dict[str, bool]:
     """Write result records to ``path``; return claim id (trace/claim) -> truly flagged."""
     rng = random.Random(seed)
     truth: dict[str, bool] = {}
@@ -22,11 +31,25 @@ def deployment(path: Path, *, answers: int, true_rate: float, se: float, sp: flo
                 flagged = rng.random() < (se if bad else 1 - sp)
                 verdict = rng.choice(["UNSUPPORTED", "CONTRADICTED"]) if flagged else "SUPPORTED"
                 truth[f"{trace}/c{c}"] = bad
-                claims.append({"id": f"c{c}", "text": f"Claim {c} of answer {a} ({release}).", "verdict": verdict,
-                               "evidence": f"evidence {a}.{c}", "context_excerpt": f"chunk text {a}.{c}",
-                               "context_index": 0, "confidence": round(rng.uniform(0.5, 1.0), 3)})
-            rec = {"trace_id": trace, "judge": "simjudge", "outcome": "evaluated",
-                   "slices": {"release": release, "route": "billing" if a % 2 else "shipping"},
-                   "question": f"Question {a}?", "answer": "...", "claims": claims}
+                claims.append(
+                    {
+                        "id": f"c{c}",
+                        "text": f"Claim {c} of answer {a} ({release}).",
+                        "verdict": verdict,
+                        "evidence": f"evidence {a}.{c}",
+                        "context_excerpt": f"chunk text {a}.{c}",
+                        "context_index": 0,
+                        "confidence": round(rng.uniform(0.5, 1.0), 3),
+                    }
+                )
+            rec = {
+                "trace_id": trace,
+                "judge": "simjudge",
+                "outcome": "evaluated",
+                "slices": {"release": release, "route": "billing" if a % 2 else "shipping"},
+                "question": f"Question {a}?",
+                "answer": "...",
+                "claims": claims,
+            }
             fh.write(json.dumps(rec) + "\n")
     return truth

@@ -46,7 +46,11 @@ def test_judge_runs_on_the_platform_with_its_model_ids_auth_and_version(srv, pla
     assert verify.body["model"] == model_id(platform, "claude-sonnet-4-5")
     assert all(r.body.get("anthropic_version") for r in recs)  # the platforms take the API version in the body
     auth = verify.headers["authorization"]
-    assert auth.startswith("AWS4-HMAC-SHA256 Credential=AKIAFAKEKEY/") if platform == "bedrock" else auth == "Bearer ya29.fake"
+    assert (
+        auth.startswith("AWS4-HMAC-SHA256 Credential=AKIAFAKEKEY/")
+        if platform == "bedrock"
+        else auth == "Bearer ya29.fake"
+    )
     # same prompts, forced tool and cache breakpoints as on the first-party API
     assert verify.body["tool_choice"]["name"] == prompts.VERIFY_TOOL_NAME
     assert any(b.get("cache_control") for b in verify.body["system"])
@@ -59,8 +63,12 @@ def test_cost_is_accounted_with_the_family_price_or_a_per_platform_override(srv,
     ver = judge.verify(judge.extract_claims(ANSWER).claims, CONTEXTS)
     sonnet = pricing.PRICES["claude-sonnet-4-5"]
     u = ver.usage
-    expected = (u.input_tokens * sonnet["input"] + u.output_tokens * sonnet["output"]
-                + u.cache_read_tokens * sonnet["cache_read"] + u.cache_creation_tokens * sonnet["cache_creation"]) / 1e6
+    expected = (
+        u.input_tokens * sonnet["input"]
+        + u.output_tokens * sonnet["output"]
+        + u.cache_read_tokens * sonnet["cache_read"]
+        + u.cache_creation_tokens * sonnet["cache_creation"]
+    ) / 1e6
     assert u.cost_usd == pytest.approx(expected) and u.cost_usd > 0
     pid = model_id(platform, "claude-sonnet-4-5")
     assert pricing.price_for(f"us.{pid}" if platform == "bedrock" else pid) is not None
@@ -69,9 +77,15 @@ def test_cost_is_accounted_with_the_family_price_or_a_per_platform_override(srv,
     u2 = dear.verify(dear.extract_claims(ANSWER).claims, CONTEXTS).usage
     p = pricing.price_for(pid, override)
     assert p is not None and p["input"] == 30.0 and p["cache_read"] == sonnet["cache_read"]
-    assert u2.cost_usd == pytest.approx((u2.input_tokens * 30.0 + u2.output_tokens * 150.0
-                                         + u2.cache_read_tokens * p["cache_read"]
-                                         + u2.cache_creation_tokens * p["cache_creation"]) / 1e6)
+    assert u2.cost_usd == pytest.approx(
+        (
+            u2.input_tokens * 30.0
+            + u2.output_tokens * 150.0
+            + u2.cache_read_tokens * p["cache_read"]
+            + u2.cache_creation_tokens * p["cache_creation"]
+        )
+        / 1e6
+    )
 
 
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))
@@ -98,13 +112,20 @@ def test_missing_platform_settings_fail_at_start_up_naming_the_setting(monkeypat
 def test_registry_builds_a_bedrock_judge_without_an_anthropic_key(monkeypatch, srv):
     """The first-party API key is only demanded on the first-party platform."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    judge = get_judge("anthropic", JudgeSettings(anthropic=AnthropicSettings(base_url=srv.base_url, **PLATFORMS["bedrock"])))
-    assert isinstance(judge, AnthropicJudge) and judge.settings.model == PLATFORM_MODEL_IDS["bedrock"]["claude-sonnet-4-5"]
+    judge = get_judge(
+        "anthropic", JudgeSettings(anthropic=AnthropicSettings(base_url=srv.base_url, **PLATFORMS["bedrock"]))
+    )
+    assert (
+        isinstance(judge, AnthropicJudge) and judge.settings.model == PLATFORM_MODEL_IDS["bedrock"]["claude-sonnet-4-5"]
+    )
 
 
 def test_unknown_model_names_pass_through_unchanged():
     """Inference profiles and ids newer than the table are sent as given."""
-    assert model_id("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0") == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    assert (
+        model_id("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+        == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    )
     assert model_id("vertex", "claude-future@20270101") == "claude-future@20270101"
     assert model_id("anthropic", "claude-sonnet-4-5") == "claude-sonnet-4-5"
 
@@ -116,16 +137,28 @@ def test_calibrate_runs_the_anthropic_judge_on_each_platform(platform, monkeypat
 
     from claimwatch.cli import main
 
-    env = {"anthropic": {"ANTHROPIC_API_KEY": "test"},
-           "bedrock": {"CLAIMWATCH_ANTHROPIC__PLATFORM": "bedrock", "CLAIMWATCH_ANTHROPIC__REGION": "us-east-1",
-                       "CLAIMWATCH_ANTHROPIC__AWS_ACCESS_KEY": "AKIAFAKEKEY", "CLAIMWATCH_ANTHROPIC__AWS_SECRET_KEY": "s"},
-           "vertex": {"CLAIMWATCH_ANTHROPIC__PLATFORM": "vertex", "CLAIMWATCH_ANTHROPIC__REGION": "us-east5",
-                      "CLAIMWATCH_ANTHROPIC__PROJECT_ID": "p", "CLAIMWATCH_ANTHROPIC__ACCESS_TOKEN": "t"}}[platform]
+    env = {
+        "anthropic": {"ANTHROPIC_API_KEY": "test"},
+        "bedrock": {
+            "CLAIMWATCH_ANTHROPIC__PLATFORM": "bedrock",
+            "CLAIMWATCH_ANTHROPIC__REGION": "us-east-1",
+            "CLAIMWATCH_ANTHROPIC__AWS_ACCESS_KEY": "AKIAFAKEKEY",
+            "CLAIMWATCH_ANTHROPIC__AWS_SECRET_KEY": "s",
+        },
+        "vertex": {
+            "CLAIMWATCH_ANTHROPIC__PLATFORM": "vertex",
+            "CLAIMWATCH_ANTHROPIC__REGION": "us-east5",
+            "CLAIMWATCH_ANTHROPIC__PROJECT_ID": "p",
+            "CLAIMWATCH_ANTHROPIC__ACCESS_TOKEN": "t",
+        },
+    }[platform]
     with MessagesServer() as srv:
         monkeypatch.setenv("CLAIMWATCH_ANTHROPIC__BASE_URL", srv.base_url)
         for k, v in env.items():
             monkeypatch.setenv(k, v)
-        assert main(["calibrate", "claimwatch/data/claims_dev.jsonl", "--judge", "anthropic", "--limit", "8",
-                     "--json"]) == 0
+        assert (
+            main(["calibrate", "claimwatch/data/claims_dev.jsonl", "--judge", "anthropic", "--limit", "8", "--json"])
+            == 0
+        )
         assert {r.platform for r in srv.recorded if r.status == 200} == {platform}
     assert json.loads(capsys.readouterr().out)["n"] == 8

@@ -17,7 +17,9 @@ class FakeClock:
 
 
 def facts(span_id: int, parent: int | None) -> SpanFacts:
-    return SpanFacts(span_id=span_id, parent_id=parent, is_root=parent is None, name=f"s{span_id}", start_ns=0, end_ns=0)
+    return SpanFacts(
+        span_id=span_id, parent_id=parent, is_root=parent is None, name=f"s{span_id}", start_ns=0, end_ns=0
+    )
 
 
 def make(**kw):

@@ -30,8 +30,16 @@ class Crash(Exception):
 
 
 def _traces() -> list[RagTrace]:
-    return [RagTrace(trace_id=f"t{i:02d}", question="Tell me about the Eiffel Tower", answer=a,
-                     contexts=[{"content": CONTEXT}], slices={"release": "r1"}) for i, a in enumerate(ANSWERS)]
+    return [
+        RagTrace(
+            trace_id=f"t{i:02d}",
+            question="Tell me about the Eiffel Tower",
+            answer=a,
+            contexts=[{"content": CONTEXT}],
+            slices={"release": "r1"},
+        )
+        for i, a in enumerate(ANSWERS)
+    ]
 
 
 def _judge(srv: MessagesServer) -> AnthropicJudge:
@@ -52,8 +60,14 @@ def _verdicts(rows: list[dict]) -> dict[str, list[str]]:
     return {r["trace_id"]: [c["verdict"] for c in r["claims"]] for r in rows}
 
 
-EXPECTED = {"t00": ["SUPPORTED"], "t01": ["SUPPORTED", "UNSUPPORTED"], "t02": ["SUPPORTED"], "t03": ["UNSUPPORTED"],
-            "t04": ["SUPPORTED"], "t05": ["SUPPORTED", "SUPPORTED"]}
+EXPECTED = {
+    "t00": ["SUPPORTED"],
+    "t01": ["SUPPORTED", "UNSUPPORTED"],
+    "t02": ["SUPPORTED"],
+    "t03": ["UNSUPPORTED"],
+    "t04": ["SUPPORTED"],
+    "t05": ["SUPPORTED", "SUPPORTED"],
+}
 
 
 def test_audit_judges_every_answer_in_two_batches_at_half_the_online_cost(tmp_path):
@@ -149,8 +163,14 @@ def test_a_crash_inside_create_adopts_the_batch_instead_of_submitting_it_again(t
     with MessagesServer() as srv:
         judge = _judge(srv)
         with pytest.raises(Crash):
-            Audit(_traces(), judge, DiesAfterCreate(judge.client), tmp_path / "state.json", tmp_path / "out.jsonl",
-                  poll_s=0.01).run()
+            Audit(
+                _traces(),
+                judge,
+                DiesAfterCreate(judge.client),
+                tmp_path / "state.json",
+                tmp_path / "out.jsonl",
+                poll_s=0.01,
+            ).run()
         assert srv.batch_creates == 1
         report = _audit(srv, tmp_path).run()
         assert report.written == 6 and srv.batch_creates == 2 and srv.batch_items == 12
@@ -182,7 +202,14 @@ def test_a_batch_canceled_from_outside_is_resubmitted(tmp_path):
                 judge.client.messages.batches.cancel(batch_id)
                 state["canceled"] = True
 
-        report = Audit(_traces(), judge, judge.client, tmp_path / "state.json", tmp_path / "out.jsonl",
-                       poll_s=0.01, sleep=cancel_once).run()
+        report = Audit(
+            _traces(),
+            judge,
+            judge.client,
+            tmp_path / "state.json",
+            tmp_path / "out.jsonl",
+            poll_s=0.01,
+            sleep=cancel_once,
+        ).run()
     assert state["canceled"] and report.written == 6 and report.failed == 0
     assert _verdicts(_out(tmp_path)) == EXPECTED

@@ -78,8 +78,9 @@ def test_freshness_and_memory_tiny(capsys):
     """freshness sees every answer on /metrics; memory reports the collector's RSS per phase."""
     fresh = freshness.main(["--duration", "1", "--rate", "10", "--configs", "tuned"])
     assert fresh["tuned"]["seen"] == fresh["tuned"]["sent"] == 10
-    mem = memory.main(["--rate", "20", "--normal-seconds", "0.3", "--burst-seconds", "0.3", "--bursts", "2",
-                       "--backlog", "0"])  # the worker-process path is the one worker_throughput exercises
+    mem = memory.main(
+        ["--rate", "20", "--normal-seconds", "0.3", "--burst-seconds", "0.3", "--bursts", "2", "--backlog", "0"]
+    )  # the worker-process path is the one worker_throughput exercises
     assert len(mem["collector"]["phases"]) == 3 and mem["collector"]["hwm_mb"] > 0
     assert _last_line(capsys).startswith("collector peak RSS")
 

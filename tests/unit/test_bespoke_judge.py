@@ -35,7 +35,10 @@ def test_each_call_is_the_authors_prompt_one_token_with_logprobs():
         req = rec.chat_request
         assert req["messages"] == [
             {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": "Document: " + "\n\n".join(CONTEXTS) + "\nClaim: The Eiffel Tower is 330 metres tall."},
+            {
+                "role": "user",
+                "content": "Document: " + "\n\n".join(CONTEXTS) + "\nClaim: The Eiffel Tower is 330 metres tall.",
+            },
         ]
         assert (req["max_tokens"], req["temperature"], req["logprobs"], req["top_logprobs"]) == (1, 0.0, True, 5)
         assert req["model"] == "bespokelabs/Bespoke-MiniCheck-7B"
@@ -44,8 +47,9 @@ def test_each_call_is_the_authors_prompt_one_token_with_logprobs():
 def test_support_is_p_yes_over_yes_and_no_from_the_first_tokens_logprobs():
     """P(Yes) / (P(Yes) + P(No)), case-insensitive tokens summed; the verdict and confidence follow it."""
     with MessagesServer(responder=minicheck_responder) as srv:
-        ver = _judge(srv).verify(_claims("The Eiffel Tower was completed in 1889.", "Gold paint covers every beam."),
-                                 CONTEXTS)
+        ver = _judge(srv).verify(
+            _claims("The Eiffel Tower was completed in 1889.", "Gold paint covers every beam."), CONTEXTS
+        )
     supported, unsupported = ver.verdicts
     assert supported.verdict is Verdict.SUPPORTED and supported.context_index == 0
     assert supported.confidence == pytest.approx(0.98 * (1 + math.exp(-6)) / (0.98 * (1 + math.exp(-6)) + 0.02))
@@ -56,8 +60,11 @@ def test_support_is_p_yes_over_yes_and_no_from_the_first_tokens_logprobs():
 def test_a_claim_needing_two_contexts_is_checked_against_both():
     """The contexts form one document: a claim joining facts of two retrieved chunks can be supported."""
     with MessagesServer(responder=minicheck_responder) as srv:
-        v = _judge(srv).verify(_claims("The Eiffel Tower was completed in 1889 and is 330 metres tall."),
-                               CONTEXTS).verdicts[0]
+        v = (
+            _judge(srv)
+            .verify(_claims("The Eiffel Tower was completed in 1889 and is 330 metres tall."), CONTEXTS)
+            .verdicts[0]
+        )
     assert v.verdict is Verdict.SUPPORTED
 
 
@@ -68,8 +75,13 @@ def test_long_documents_are_chunked_at_sentences_and_the_best_chunk_decides():
     assert len(chunks) > 2 and all(len(text.split()) <= 60 for _, text in chunks)
     assert chunks[-1][0] == 1 and "1889" in chunks[-1][1]
     with MessagesServer(responder=minicheck_responder) as srv:
-        v = _judge(srv, chunk_words=60).verify(_claims("The Eiffel Tower was completed in 1889."),
-                                               [filler, "The Eiffel Tower was completed in 1889."]).verdicts[0]
+        v = (
+            _judge(srv, chunk_words=60)
+            .verify(
+                _claims("The Eiffel Tower was completed in 1889."), [filler, "The Eiffel Tower was completed in 1889."]
+            )
+            .verdicts[0]
+        )
     assert v.verdict is Verdict.SUPPORTED and v.context_index == 1 and "1889" in (v.evidence or "")
 
 

@@ -86,7 +86,9 @@ def test_calibrated_modes_none_shipped_and_a_file_for_another_judge(tmp_path):
     h = HeuristicJudge()
     assert calibrated(h, "none") is h
     assert isinstance(calibrated(h, "shipped"), CalibratedJudge)
-    assert calibrated(Fixed(0.5), "shipped").name == "fixed" and not isinstance(calibrated(Fixed(0.5), "shipped"), CalibratedJudge)
+    assert calibrated(Fixed(0.5), "shipped").name == "fixed" and not isinstance(
+        calibrated(Fixed(0.5), "shipped"), CalibratedJudge
+    )
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"judge": "heuristic", "x": [0.5], "y": [0.5]}))
     assert not isinstance(calibrated(Fixed(0.5), str(path)), CalibratedJudge)
@@ -129,8 +131,20 @@ def test_fit_confidence_command_writes_a_map_the_worker_setting_applies(tmp_path
     out_map = tmp_path / "heuristic.json"
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        assert main(["calibrate", str(cal.data_path("dev")), "--judge", "heuristic", "--fit-confidence", str(out_map),
-                     "--json"]) == 0
+        assert (
+            main(
+                [
+                    "calibrate",
+                    str(cal.data_path("dev")),
+                    "--judge",
+                    "heuristic",
+                    "--fit-confidence",
+                    str(out_map),
+                    "--json",
+                ]
+            )
+            == 0
+        )
     fitted = json.loads(out_map.read_text())
     assert fitted["judge"] == "heuristic" and fitted["n"] == 222 and fitted["ece_fitted"] < fitted["ece_raw"]
     assert json.loads(out.getvalue())["confidence"]["ece"] == pytest.approx(fitted["ece_raw"], abs=1e-3)  # raw: fitting

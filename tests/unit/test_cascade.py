@@ -25,7 +25,10 @@ class Scripted(JudgeBase):
         if self.fail:
             raise JudgeUnavailable("down")
         self.seen += [c.text for c in claims]
-        out = [ClaimVerdict(claim_id=c.id, verdict=self.script[c.text][0], confidence=self.script[c.text][1]) for c in claims]
+        out = [
+            ClaimVerdict(claim_id=c.id, verdict=self.script[c.text][0], confidence=self.script[c.text][1])
+            for c in claims
+        ]
         return Verification(out, Usage(calls=1, cost_usd=self.cost, model=self.name))
 
 
@@ -48,7 +51,9 @@ def test_over_budget_keeps_first_verdicts():
     now = [0.0]
     first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.95), "unsure": (Verdict.UNSUPPORTED, 0.3)})
     second = Scripted("c", {"unsure": (Verdict.SUPPORTED, 0.9)}, cost=1.0)
-    j = CascadeJudge(first, second, CascadeSettings(budget_usd_per_hour=1.0, agreement_sample=0.0), clock=lambda: now[0])
+    j = CascadeJudge(
+        first, second, CascadeSettings(budget_usd_per_hour=1.0, agreement_sample=0.0), clock=lambda: now[0]
+    )
     j.verify(CLAIMS, ["ctx"])  # spends 1.0
     out = j.verify(CLAIMS, ["ctx"])
     assert out.verdicts[1].verdict == Verdict.UNSUPPORTED
@@ -74,7 +79,10 @@ def test_agreement_is_sampled_and_exported():
     j = CascadeJudge(first, second, CascadeSettings(agreement_sample=1.0, escalate_below=0.8))
     Evaluator(j, m)
     out = j.verify(CLAIMS, ["ctx"])
-    assert [v.verdict for v in out.verdicts] == [Verdict.SUPPORTED, Verdict.SUPPORTED]  # sampled claims keep the first verdict
+    assert [v.verdict for v in out.verdicts] == [
+        Verdict.SUPPORTED,
+        Verdict.SUPPORTED,
+    ]  # sampled claims keep the first verdict
     assert m.registry.get_sample_value("claimwatch_cascade_agreement_total", {"agree": "true"}) == 1
     assert m.registry.get_sample_value("claimwatch_cascade_agreement_total", {"agree": "false"}) == 1
     assert m.registry.get_sample_value("claimwatch_cascade_claims_total", {"decided_by": "first"}) == 2
@@ -90,7 +98,7 @@ def test_escalate_share_sends_that_share_of_the_least_confident_claims():
     order = texts[:]
     random.Random(7).shuffle(order)
     for k in range(0, 400, 4):
-        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(order[k:k + 4])], ["ctx"])
+        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(order[k : k + 4])], ["ctx"])
     late = [t for t in second.seen if order.index(t) >= 300]  # escalations among the last 100 claims
     assert 0.25 <= len(second.seen) / 400 <= 0.35
     assert 20 <= len(late) <= 40 and all(int(t[1:]) % 100 < 40 for t in late)
@@ -105,7 +113,7 @@ def test_escalate_share_holds_when_confidences_tie():
     second = Scripted("c", {t: (Verdict.SUPPORTED, 0.9) for t in texts})
     j = CascadeJudge(first, second, CascadeSettings(escalate_share=0.3, agreement_sample=0.0, budget_usd_per_hour=1e9))
     for k in range(0, 600, 3):
-        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(texts[k:k + 3])], ["ctx"])
+        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(texts[k : k + 3])], ["ctx"])
     late = [t for t in second.seen if int(t.split()[-1]) >= 300]
     assert 0.25 <= len(late) / 300 <= 0.35
     assert all(levels[int(t.split()[-1]) % 10] < 0.95 for t in late)  # never a claim above the quantile
@@ -118,10 +126,13 @@ def test_escalate_share_follows_the_window_as_it_slides():
     conf = {t: (0.2 if i % 2 else 0.8) if i < 100 else 0.9 for i, t in enumerate(texts)}
     first = Scripted("h", {t: (Verdict.SUPPORTED, c) for t, c in conf.items()})
     second = Scripted("c", {t: (Verdict.SUPPORTED, 0.9) for t in texts})
-    j = CascadeJudge(first, second, CascadeSettings(escalate_share=0.5, share_window=50, agreement_sample=0.0,
-                                                    budget_usd_per_hour=1e9))
+    j = CascadeJudge(
+        first,
+        second,
+        CascadeSettings(escalate_share=0.5, share_window=50, agreement_sample=0.0, budget_usd_per_hour=1e9),
+    )
     for k in range(0, 300, 2):
-        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(texts[k:k + 2])], ["ctx"])
+        j.verify([Claim(id=f"c{i}", text=t) for i, t in enumerate(texts[k : k + 2])], ["ctx"])
     late = [t for t in second.seen if int(t.split()[-1]) >= 200]
     assert 0.35 <= len(late) / 100 <= 0.65
 
@@ -130,7 +141,9 @@ def test_always_escalate_routes_a_verdict_kind_whatever_its_confidence():
     """always_escalate=['SUPPORTED'] sends a confident SUPPORTED to the second judge; a confident UNSUPPORTED stays."""
     first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.99), "unsure": (Verdict.UNSUPPORTED, 0.99)})
     second = Scripted("c", {"sure": (Verdict.CONTRADICTED, 0.9), "unsure": (Verdict.SUPPORTED, 0.9)})
-    j = CascadeJudge(first, second, CascadeSettings(always_escalate=["supported"], escalate_below=0.8, agreement_sample=0.0))
+    j = CascadeJudge(
+        first, second, CascadeSettings(always_escalate=["supported"], escalate_below=0.8, agreement_sample=0.0)
+    )
     out = j.verify(CLAIMS, ["ctx"])
     assert second.seen == ["sure"]
     assert [v.verdict for v in out.verdicts] == [Verdict.CONTRADICTED, Verdict.UNSUPPORTED]

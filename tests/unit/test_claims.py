@@ -21,12 +21,18 @@ def test_sentences_survive_abbreviations_decimals_and_acronyms():
 
 def test_unit_letter_before_period_ends_sentence():
     """'350 F.' is a unit at the end of a sentence, not an initial."""
-    assert split_sentences("Preheat to 350 F. Bake for 8 to 10 minutes.") == ["Preheat to 350 F.", "Bake for 8 to 10 minutes."]
+    assert split_sentences("Preheat to 350 F. Bake for 8 to 10 minutes.") == [
+        "Preheat to 350 F.",
+        "Bake for 8 to 10 minutes.",
+    ]
 
 
 def test_acronym_followed_by_sentence_opener_splits():
     """A dotted acronym followed by 'The' ends the sentence."""
-    assert split_sentences("He moved to the U.S. The move took a year.") == ["He moved to the U.S.", "The move took a year."]
+    assert split_sentences("He moved to the U.S. The move took a year.") == [
+        "He moved to the U.S.",
+        "The move took a year.",
+    ]
 
 
 def test_bullets_and_lines_are_sentences():
@@ -47,7 +53,10 @@ def test_sentence_spans_are_verbatim():
 
 def test_clauses_split_on_independent_clauses_only():
     """', and' + subject+verb splits; ranges and shared-subject coordination stay whole."""
-    assert split_clauses("The bridge opened in 1937, and it spans 1.7 miles") == ["The bridge opened in 1937", "It spans 1.7 miles"]
+    assert split_clauses("The bridge opened in 1937, and it spans 1.7 miles") == [
+        "The bridge opened in 1937",
+        "It spans 1.7 miles",
+    ]
     assert split_clauses("The study ran between 2010 and 2015") == ["The study ran between 2010 and 2015"]
     assert split_clauses("Bake for 8 to 10 minutes, and serve warm") == ["Bake for 8 to 10 minutes, and serve warm"]
     assert split_clauses("It is red; the towers are tall") == ["It is red", "The towers are tall"]
@@ -63,7 +72,9 @@ def test_but_clause_with_own_subject_splits():
 
 def test_no_split_inside_quotes():
     """A coordinator inside a quotation does not split the claim."""
-    assert texts('Powell said "rates are high, and we will wait."') == ['Powell said "rates are high, and we will wait."']
+    assert texts('Powell said "rates are high, and we will wait."') == [
+        'Powell said "rates are high, and we will wait."'
+    ]
 
 
 def test_abstention_only_answer_has_zero_claims():

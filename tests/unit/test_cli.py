@@ -21,13 +21,24 @@ def _run(argv):
 def test_score_writes_one_result_per_good_line_and_counts_bad_lines(tmp_path):
     """score: good lines become results with verdicts; bad lines are reported with their line number and skipped."""
     src = tmp_path / "in.jsonl"
-    src.write_text("\n".join([
-        json.dumps({"question": "Oven?", "answer": "Bake the cookies at 400 F.",
-                    "contexts": ["Bake the cookies at 350 F for 8 to 10 minutes."], "slices": {"release": "v1"}}),
-        "not json",
-        json.dumps({"question": "no answer field"}),
-        json.dumps({"answer": "I don't know.", "contexts": []}),
-    ]) + "\n")
+    src.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {
+                        "question": "Oven?",
+                        "answer": "Bake the cookies at 400 F.",
+                        "contexts": ["Bake the cookies at 350 F for 8 to 10 minutes."],
+                        "slices": {"release": "v1"},
+                    }
+                ),
+                "not json",
+                json.dumps({"question": "no answer field"}),
+                json.dumps({"answer": "I don't know.", "contexts": []}),
+            ]
+        )
+        + "\n"
+    )
     out = tmp_path / "out.jsonl"
     code, _, err = _run(["score", str(src), "--judge", "heuristic", "-o", str(out)])
     assert code == 0
@@ -42,8 +53,16 @@ def test_score_writes_one_result_per_good_line_and_counts_bad_lines(tmp_path):
 def test_verify_adds_verdict_and_evidence(tmp_path):
     """verify: each {claim, context} line comes back with verdict, evidence and context index."""
     src = tmp_path / "claims.jsonl"
-    src.write_text(json.dumps({"claim": "Atorvastatin may reduce LDL cholesterol.",
-                               "context": ["Atorvastatin reduces LDL cholesterol in adults."], "kind": "hedge"}) + "\n")
+    src.write_text(
+        json.dumps(
+            {
+                "claim": "Atorvastatin may reduce LDL cholesterol.",
+                "context": ["Atorvastatin reduces LDL cholesterol in adults."],
+                "kind": "hedge",
+            }
+        )
+        + "\n"
+    )
     code, out, _ = _run(["verify", str(src), "--judge", "heuristic"])
     row = json.loads(out)
     assert code == 0 and row["verdict"] == "UNSUPPORTED" and row["kind"] == "hedge"
@@ -100,7 +119,9 @@ def test_probe_flags_an_app_that_changes_its_answer():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/ask"
-        code, out, _ = _run(["probe", "--endpoint", url, "--question", "What is the capital of France?", "--judge", "heuristic"])
+        code, out, _ = _run(
+            ["probe", "--endpoint", url, "--question", "What is the capital of France?", "--judge", "heuristic"]
+        )
     finally:
         server.shutdown()
     row = json.loads(out)
@@ -110,7 +131,9 @@ def test_probe_flags_an_app_that_changes_its_answer():
 
 def test_probe_against_a_dead_endpoint_is_not_detected():
     """probe: an unreachable app is 'not_detected' (exit 2), never a pass."""
-    code, out, _ = _run(["probe", "--endpoint", "http://127.0.0.1:9/ask", "--question", "Capital of France?", "--timeout", "1"])
+    code, out, _ = _run(
+        ["probe", "--endpoint", "http://127.0.0.1:9/ask", "--question", "Capital of France?", "--timeout", "1"]
+    )
     assert code == 2 and json.loads(out)["status"] == "not_detected"
 
 

@@ -21,22 +21,52 @@ CASES = [
     ("score-missing-file", lambda t: ["score", str(t / "nope.jsonl")], 2, "nope.jsonl"),
     ("score-empty-file", lambda t: ["score", _write(t, "e.jsonl", "")], 2, "no records"),
     ("score-only-bad-lines", lambda t: ["score", _write(t, "b.jsonl", "{not json\n[1]\n")], 1, None),
-    ("score-unknown-judge", lambda t: ["score", _write(t, "s.jsonl", '{"answer": "a", "contexts": ["c"]}\n'),
-                                       "--judge", "nosuch"], 2, "unknown judge 'nosuch'"),
+    (
+        "score-unknown-judge",
+        lambda t: ["score", _write(t, "s.jsonl", '{"answer": "a", "contexts": ["c"]}\n'), "--judge", "nosuch"],
+        2,
+        "unknown judge 'nosuch'",
+    ),
     ("verify-missing-file", lambda t: ["verify", str(t / "nope.jsonl")], 2, "nope.jsonl"),
     ("verify-empty-file", lambda t: ["verify", _write(t, "e.jsonl", "\n")], 2, "no records"),
     ("calibrate-no-input", lambda t: ["calibrate"], 2, "needs a labeled claims file"),
-    ("calibrate-missing-id", lambda t: ["calibrate", _write(t, "c.jsonl", json.dumps(
-        {"claim": "x", "context": ["y"], "label": "SUPPORTED"}) + "\n")], 2, ":1: field 'id'"),
-    ("calibrate-wrong-type", lambda t: ["calibrate", _write(t, "c.jsonl", json.dumps(
-        {"id": "a", "claim": "x", "context": "not a list", "label": "SUPPORTED"}) + "\n")], 2, ":1: field 'context'"),
+    (
+        "calibrate-missing-id",
+        lambda t: [
+            "calibrate",
+            _write(t, "c.jsonl", json.dumps({"claim": "x", "context": ["y"], "label": "SUPPORTED"}) + "\n"),
+        ],
+        2,
+        ":1: field 'id'",
+    ),
+    (
+        "calibrate-wrong-type",
+        lambda t: [
+            "calibrate",
+            _write(
+                t,
+                "c.jsonl",
+                json.dumps({"id": "a", "claim": "x", "context": "not a list", "label": "SUPPORTED"}) + "\n",
+            ),
+        ],
+        2,
+        ":1: field 'context'",
+    ),
     ("calibrate-bad-json", lambda t: ["calibrate", _write(t, "c.jsonl", "{oops\n")], 2, ":1: invalid JSON"),
     ("calibrate-empty", lambda t: ["calibrate", _write(t, "c.jsonl", "")], 2, "no labeled claims"),
     ("calibrate-not-utf8", lambda t: ["calibrate", str(_bytes(t, "c.jsonl", b"\xff\xfe{}\n"))], 2, None),
-    ("gate-unreachable", lambda t: ["gate", "--prometheus", "http://127.0.0.1:1", "--baseline", "a", "--candidate", "b"],
-     2, None),
-    ("probe-missing-questions", lambda t: ["probe", "--endpoint", "http://127.0.0.1:1/ask", "--questions",
-                                           str(t / "q.jsonl")], 2, "q.jsonl"),
+    (
+        "gate-unreachable",
+        lambda t: ["gate", "--prometheus", "http://127.0.0.1:1", "--baseline", "a", "--candidate", "b"],
+        2,
+        None,
+    ),
+    (
+        "probe-missing-questions",
+        lambda t: ["probe", "--endpoint", "http://127.0.0.1:1/ask", "--questions", str(t / "q.jsonl")],
+        2,
+        "q.jsonl",
+    ),
     ("claims-bad-since", lambda t: ["claims", "--since", "yesterday"], 2, "--since 'yesterday'"),
     ("worker-unknown-judge", lambda t: ["worker", "--judge", "nosuch", "--metrics-port", "-1"], 2, "unknown judge"),
 ]

@@ -46,9 +46,16 @@ def test_paraphrased_questions_are_grouped():
 def test_planted_contradiction_is_found():
     """Paris then Lyon for equivalent questions -> inconsistent, with topic, claim and the conflicting answer."""
     t = ConsistencyTracker(CityJudge())
-    first = t.check("t1", "What is the capital of France?", "The capital of France is Paris.", _claims("The capital of France is Paris."))
+    first = t.check(
+        "t1",
+        "What is the capital of France?",
+        "The capital of France is Paris.",
+        _claims("The capital of France is Paris."),
+    )
     assert first.status == "no_group"
-    second = t.check("t2", "Which city is France's capital?", "France's capital is Lyon.", _claims("France's capital is Lyon."))
+    second = t.check(
+        "t2", "Which city is France's capital?", "France's capital is Lyon.", _claims("France's capital is Lyon.")
+    )
     assert second.status == "inconsistent" and second.group_size == 2
     assert second.conflicts[0].claim == "France's capital is Lyon."
     assert "Paris" in second.conflicts[0].conflicting_with and second.conflicts[0].other_trace_id == "t1"
@@ -95,6 +102,7 @@ def test_active_probe_asks_paraphrases_and_finds_conflict():
 
 def test_active_probe_app_failure_is_not_detected():
     """An app endpoint that errors gives 'not_detected', confidence 0."""
+
     def broken(question):
         raise OSError("connection refused")
 
@@ -104,6 +112,7 @@ def test_active_probe_app_failure_is_not_detected():
 
 def test_identical_earlier_answers_need_no_judge_call():
     """A repeat of the same answer text is consistent without calling the judge."""
+
     class Counting(CityJudge):
         calls = 0
 
@@ -123,4 +132,6 @@ def test_sampling_is_deterministic_per_trace():
     t.check("t1", "What is the capital of France?", "Paris.", _claims("Paris."))
     assert t.check("t2", "What is the capital of France?", "Lyon.", _claims("Lyon.")).status == "no_group"
     t.sample = 1.0
-    assert t.check("t3", "What is the capital of France?", "Lyon is it.", _claims("Lyon is it.")).status == "inconsistent"
+    assert (
+        t.check("t3", "What is the capital of France?", "Lyon is it.", _claims("Lyon is it.")).status == "inconsistent"
+    )

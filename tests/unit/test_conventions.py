@@ -47,7 +47,10 @@ def run_langchain(tp: TracerProvider, question: str, answer: str) -> None:
     retriever = store.as_retriever(search_kwargs={"k": 4})
     prompt = ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
     chain = (
-        {"context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)), "question": RunnablePassthrough()}
+        {
+            "context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)),
+            "question": RunnablePassthrough(),
+        }
         | prompt
         | FakeListChatModel(responses=[answer])
         | StrOutputParser()
@@ -144,13 +147,24 @@ def test_genai_messages_and_retrieval_documents_missing_content():
             c.set_attribute("gen_ai.response.model", "m-resp")
             c.set_attribute(
                 "gen_ai.input.messages",
-                json.dumps([{"role": "system", "parts": [{"type": "text", "content": "be brief"}]},
-                            {"role": "user", "parts": [{"type": "text", "content": "ctx + Can I pay by card?"}]}]),
+                json.dumps(
+                    [
+                        {"role": "system", "parts": [{"type": "text", "content": "be brief"}]},
+                        {"role": "user", "parts": [{"type": "text", "content": "ctx + Can I pay by card?"}]},
+                    ]
+                ),
             )
             c.set_attribute(
                 "gen_ai.output.messages",
-                json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Yes, cards work."}],
-                             "finish_reason": "stop"}]),
+                json.dumps(
+                    [
+                        {
+                            "role": "assistant",
+                            "parts": [{"type": "text", "content": "Yes, cards work."}],
+                            "finish_reason": "stop",
+                        }
+                    ]
+                ),
             )
     result = build(exporter)
     rec = result.record
@@ -190,11 +204,23 @@ def test_traceloop_workflow_and_vector_db_events():
         wf.set_attribute("traceloop.entity.output", json.dumps("Water damage is covered."))
         with tracer.start_as_current_span("chroma.query") as q:
             q.set_attribute("db.system", "chroma")
-            q.add_event("db.query.result", {"db.query.result.id": "p1", "db.query.result.score": 0.2,
-                                            "db.query.result.document": "Policy covers water damage."})
+            q.add_event(
+                "db.query.result",
+                {
+                    "db.query.result.id": "p1",
+                    "db.query.result.score": 0.2,
+                    "db.query.result.document": "Policy covers water damage.",
+                },
+            )
             q.add_event("db.query.result", {"db.query.result.id": "p2", "db.query.result.score": 0.4})
-            q.add_event("db.query.result", {"db.query.result.id": "p3", "db.query.result.score": 0.6,
-                                            "db.query.result.document": "Fire is covered."})
+            q.add_event(
+                "db.query.result",
+                {
+                    "db.query.result.id": "p3",
+                    "db.query.result.score": 0.6,
+                    "db.query.result.document": "Fire is covered.",
+                },
+            )
     result = build(exporter)
     rec = result.record
     assert rec.question == "What is covered?"
@@ -261,8 +287,9 @@ def test_remote_parent_counts_as_local_root():
     """A span whose parent is remote (came over the wire) is this process's root."""
     tp, exporter = make_provider()
     tracer = tp.get_tracer("t")
-    remote = trace.SpanContext(trace_id=0xABC, span_id=0xDEF, is_remote=True,
-                               trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))
+    remote = trace.SpanContext(
+        trace_id=0xABC, span_id=0xDEF, is_remote=True, trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)
+    )
     ctx = trace.set_span_in_context(trace.NonRecordingSpan(remote))
     with tracer.start_as_current_span("server", context=ctx):
         pass

@@ -26,8 +26,17 @@ def _traceloop_chain(tp: TracerProvider, *, model: str = "unknown") -> None:
     with t.start_as_current_span("RunnableSequence.workflow") as root:
         root.set_attribute("traceloop.span.kind", "workflow")
         root.set_attribute("gen_ai.operation.name", "invoke_workflow")
-        root.set_attribute("traceloop.entity.input", json.dumps(
-            {"inputs": "What is the refund window?", "tags": [], "metadata": {}, "kwargs": {"name": "RunnableSequence"}}))
+        root.set_attribute(
+            "traceloop.entity.input",
+            json.dumps(
+                {
+                    "inputs": "What is the refund window?",
+                    "tags": [],
+                    "metadata": {},
+                    "kwargs": {"name": "RunnableSequence"},
+                }
+            ),
+        )
         with t.start_as_current_span("VectorStoreRetriever.task") as r:
             r.set_attribute("traceloop.span.kind", "task")
             r.set_attribute("gen_ai.operation.name", "vector_db_retrieve")
@@ -41,7 +50,9 @@ def _traceloop_chain(tp: TracerProvider, *, model: str = "unknown") -> None:
             c.set_attribute("gen_ai.prompt.0.content", "Context: ... Question: What is the refund window?")
             c.set_attribute("gen_ai.completion.0.role", "assistant")
             c.set_attribute("gen_ai.completion.0.content", "Within 30 days.")
-        root.set_attribute("traceloop.entity.output", json.dumps({"outputs": "Within 30 days.", "kwargs": {"tags": []}}))
+        root.set_attribute(
+            "traceloop.entity.output", json.dumps({"outputs": "Within 30 days.", "kwargs": {"tags": []}})
+        )
 
 
 def test_traceloop_workflow_retriever_documents_and_association_model():
@@ -73,18 +84,30 @@ def test_genai_content_in_log_events_joins_its_trace():
         with t.start_as_current_span("retrieval") as r:
             r.set_attribute("gen_ai.operation.name", "retrieval")
             r.set_attribute("gen_ai.retrieval.query.text", "When can I get a refund?")
-            r.set_attribute("gen_ai.retrieval.documents", json.dumps([{"id": "d1", "score": 0.9, "content": DOCS[0]["page_content"]}]))
+            r.set_attribute(
+                "gen_ai.retrieval.documents",
+                json.dumps([{"id": "d1", "score": 0.9, "content": DOCS[0]["page_content"]}]),
+            )
         with t.start_as_current_span("chat gpt-4o-mini") as c:
             c.set_attribute("gen_ai.operation.name", "chat")
             c.set_attribute("gen_ai.request.model", "gpt-4o-mini")
-            logger.emit(LogRecord(
-                event_name="gen_ai.client.inference.operation.details",
-                attributes={
-                    "gen_ai.input.messages": ({"role": "user", "parts": ({"type": "text", "content": "When can I get a refund?"},)},),
-                    "gen_ai.output.messages": ({"role": "assistant", "parts": ({"type": "text", "content": "Within 30 days."},),
-                                                "finish_reason": "stop"},),
-                },
-            ))
+            logger.emit(
+                LogRecord(
+                    event_name="gen_ai.client.inference.operation.details",
+                    attributes={
+                        "gen_ai.input.messages": (
+                            {"role": "user", "parts": ({"type": "text", "content": "When can I get a refund?"},)},
+                        ),
+                        "gen_ai.output.messages": (
+                            {
+                                "role": "assistant",
+                                "parts": ({"type": "text", "content": "Within 30 days."},),
+                                "finish_reason": "stop",
+                            },
+                        ),
+                    },
+                )
+            )
     assert proc.force_flush(5_000)
     proc.shutdown(1.0)
     (record,) = sink.records
@@ -96,11 +119,24 @@ def _prompt_only(tp: TracerProvider) -> None:
     t = tp.get_tracer("app")
     with t.start_as_current_span("chat") as c:
         c.set_attribute("gen_ai.operation.name", "chat")
-        c.set_attribute("gen_ai.input.messages", json.dumps([
-            {"role": "system", "parts": [{"type": "text", "content": "Answer from this: Refunds are accepted within 30 days."}]},
-            {"role": "user", "parts": [{"type": "text", "content": "Refund window?"}]},
-        ]))
-        c.set_attribute("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "30 days."}]}]))
+        c.set_attribute(
+            "gen_ai.input.messages",
+            json.dumps(
+                [
+                    {
+                        "role": "system",
+                        "parts": [
+                            {"type": "text", "content": "Answer from this: Refunds are accepted within 30 days."}
+                        ],
+                    },
+                    {"role": "user", "parts": [{"type": "text", "content": "Refund window?"}]},
+                ]
+            ),
+        )
+        c.set_attribute(
+            "gen_ai.output.messages",
+            json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "30 days."}]}]),
+        )
 
 
 def test_context_from_prompt_is_opt_in_and_marked():
@@ -180,8 +216,10 @@ def test_traceloop_llama_index_nodes_with_scores():
     """A Traceloop retriever task whose output is LlamaIndex NodeWithScore JSON gives contexts with ids and scores."""
     tp, exp = make_provider()
     t = tp.get_tracer("traceloop")
-    nodes = [{"node": {"id_": f"n{i}", "text": d["page_content"], "metadata": d["metadata"]}, "score": 0.9 - i / 10}
-             for i, d in enumerate(DOCS)]
+    nodes = [
+        {"node": {"id_": f"n{i}", "text": d["page_content"], "metadata": d["metadata"]}, "score": 0.9 - i / 10}
+        for i, d in enumerate(DOCS)
+    ]
     with t.start_as_current_span("query.workflow") as root:
         root.set_attribute("traceloop.span.kind", "workflow")
         root.set_attribute("traceloop.entity.input", json.dumps({"args": ["What is the refund window?"], "kwargs": {}}))
@@ -191,4 +229,7 @@ def test_traceloop_llama_index_nodes_with_scores():
         root.set_attribute("traceloop.entity.output", json.dumps("Within 30 days."))
     r = build(exp).record
     assert r is not None and r.question == "What is the refund window?" and r.answer == "Within 30 days."
-    assert [(c.id, round(c.score, 2), c.source) for c in r.contexts] == [("n0", 0.9, "policy.md"), ("n1", 0.8, "shipping.md")]
+    assert [(c.id, round(c.score, 2), c.source) for c in r.contexts] == [
+        ("n0", 0.9, "policy.md"),
+        ("n1", 0.8, "shipping.md"),
+    ]

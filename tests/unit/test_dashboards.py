@@ -75,9 +75,16 @@ def test_overview_has_slice_variables_and_the_required_panels():
         assert v["multi"] and v["includeAll"] and v["allValue"] == ".*"
         assert v["query"]["query"].startswith("label_values(") and v["query"]["query"].endswith(f", {name})")
     titles = {p["title"] for p in _panels(dash)}
-    for wanted in ("Faithfulness rate", "Verdict breakdown", "Share of answers with unsupported / contradicted claims",
-                   "Average per-answer faithfulness score", "Per-slice quality", "Per-release comparison",
-                   "Top slices by contradicted rate", "Abstentions and failed answers"):
+    for wanted in (
+        "Faithfulness rate",
+        "Verdict breakdown",
+        "Share of answers with unsupported / contradicted claims",
+        "Average per-answer faithfulness score",
+        "Per-slice quality",
+        "Per-release comparison",
+        "Top slices by contradicted rate",
+        "Abstentions and failed answers",
+    ):
         assert wanted in titles
     exprs = "\n".join(t["expr"] for p in _panels(dash) for t in p["targets"])
     for name in ("release", "model", "route", "environment"):
@@ -88,12 +95,19 @@ def test_pipeline_dashboard_covers_the_pipeline():
     """Pipeline: collector, lag, throughput, duration, judge latency/errors/tokens/cost, dead letters."""
     dash = _load("claimwatch-pipeline.json")
     exprs = "\n".join(t["expr"] for p in _panels(dash) for t in p["targets"])
-    for metric in ("claimwatch_collector_dropped_total", "claimwatch_collector_queue_depth",
-                   "claimwatch_collector_buffered_traces", "claimwatch_consumer_lag_records",
-                   "claimwatch_records_total", "claimwatch_evaluation_duration_seconds_bucket",
-                   "claimwatch_judge_latency_seconds_bucket", "claimwatch_judge_errors_total",
-                   "claimwatch_judge_tokens_total", "claimwatch_judge_cost_dollars_total",
-                   "claimwatch_dead_letters_total"):
+    for metric in (
+        "claimwatch_collector_dropped_total",
+        "claimwatch_collector_queue_depth",
+        "claimwatch_collector_buffered_traces",
+        "claimwatch_consumer_lag_records",
+        "claimwatch_records_total",
+        "claimwatch_evaluation_duration_seconds_bucket",
+        "claimwatch_judge_latency_seconds_bucket",
+        "claimwatch_judge_errors_total",
+        "claimwatch_judge_tokens_total",
+        "claimwatch_judge_cost_dollars_total",
+        "claimwatch_dead_letters_total",
+    ):
         assert metric in exprs, metric
     assert "histogram_quantile(0.95" in exprs and "histogram_quantile(0.5" in exprs
 
@@ -153,8 +167,9 @@ def test_every_query_parses_as_promql(tmp_path):
 
 def test_regenerating_changes_nothing():
     """`python -m dashboards.generate --check` exits 0 on the committed files."""
-    out = subprocess.run([sys.executable, "-m", "dashboards.generate", "--check"], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "dashboards.generate", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
 
 
@@ -182,9 +197,10 @@ def test_exemplar_panel_links_to_the_claims_howto_and_the_trace_template_is_conf
     assert target["type"] == "text"
     assert 'claimwatch claims --release "$release"' in target["options"]["content"]
     assert grafana_trace_url("http://phoenix:6006/projects/p1/traces/{trace_id}") == (
-        "http://phoenix:6006/projects/p1/traces/$${__value.raw}")
+        "http://phoenix:6006/projects/p1/traces/$${__value.raw}"
+    )
     assert "https://cloud.langfuse.com/project/x/traces/$${__value.raw}" in datasources(
-        "https://cloud.langfuse.com/project/x/traces/{trace_id}")
+        "https://cloud.langfuse.com/project/x/traces/{trace_id}"
+    )
     with pytest.raises(ValueError):
         grafana_trace_url("http://jaeger:16686/search")
-

@@ -300,8 +300,9 @@ def test_compose_file_validates_with_docker_compose_when_available():
     else:
         pytest.skip("no docker compose binary (set COMPOSE_BIN)")
     for profile in ([], ["--profile", "anthropic"]):
-        result = subprocess.run([*cmd, *profile, "config", "-q"], cwd=COMPOSE_DIR, capture_output=True, text=True,
-                                timeout=60)
+        result = subprocess.run(
+            [*cmd, *profile, "config", "-q"], cwd=COMPOSE_DIR, capture_output=True, text=True, timeout=60
+        )
         assert result.returncode == 0, result.stderr
 
 
@@ -387,8 +388,18 @@ def test_alertmanager_config_passes_amtool():
     assert result.returncode == 0, result.stdout + result.stderr
     routes = {}
     for severity in ("page", "warning"):
-        r = _run([amtool, "config", "routes", "test", f"--config.file={AM_CONFIG}",
-                  f"severity={severity}", "alertname=ClaimwatchContradictedClaimsSpike", "release=r1"])
+        r = _run(
+            [
+                amtool,
+                "config",
+                "routes",
+                "test",
+                f"--config.file={AM_CONFIG}",
+                f"severity={severity}",
+                "alertname=ClaimwatchContradictedClaimsSpike",
+                "release=r1",
+            ]
+        )
         assert r.returncode == 0, r.stderr
         routes[severity] = r.stdout.strip()
     assert routes == {"page": "claimwatch-pager", "warning": "claimwatch-default"}
@@ -540,7 +551,10 @@ def test_k8s_deployment_is_hardened_and_shuts_down_gracefully():
     dep = _one("Deployment", docs)
     spec = dep["spec"]["template"]["spec"]
     # a replicas field on a KEDA/HPA-scaled Deployment is re-applied by every `kubectl apply`
-    assert "replicas" not in dep["spec"] and _one("ScaledObject", docs)["spec"]["scaleTargetRef"]["name"] == dep["metadata"]["name"]
+    assert (
+        "replicas" not in dep["spec"]
+        and _one("ScaledObject", docs)["spec"]["scaleTargetRef"]["name"] == dep["metadata"]["name"]
+    )
     assert spec["terminationGracePeriodSeconds"] >= _shutdown_budget_s(_one("ConfigMap", docs)["data"])
     sc = spec["securityContext"]
     dockerfile_uid = re.search(r"^USER (\d+)", (DEPLOY / "Dockerfile").read_text(), re.M).group(1)
@@ -555,8 +569,14 @@ def test_k8s_deployment_is_hardened_and_shuts_down_gracefully():
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     assert container["envFrom"][0]["configMapRef"]["name"] == _one("ConfigMap", docs)["metadata"]["name"]
     secret = _one("Secret", docs)
-    secret_refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "secretKeyRef" in e.get("valueFrom", {})}
-    assert set(secret_refs) == {"ANTHROPIC_API_KEY", "CLAIMWATCH_KAFKA__SASL_PLAIN_PASSWORD", "CLAIMWATCH_KAFKA__SASL_PLAIN_USERNAME"}
+    secret_refs = {
+        e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "secretKeyRef" in e.get("valueFrom", {})
+    }
+    assert set(secret_refs) == {
+        "ANTHROPIC_API_KEY",
+        "CLAIMWATCH_KAFKA__SASL_PLAIN_PASSWORD",
+        "CLAIMWATCH_KAFKA__SASL_PLAIN_USERNAME",
+    }
     for refd in secret_refs.values():
         assert refd["name"] == secret["metadata"]["name"] and refd["key"] in secret["stringData"]
     for key in _one("ConfigMap", docs)["data"]:
@@ -676,9 +696,14 @@ def test_secrets_are_flagged_and_never_printed(monkeypatch):
     monkeypatch.setenv("CLAIMWATCH_KAFKA__SASL_PLAIN_PASSWORD", "hunter2-kafka")
     secrets = {d.env for d in ref.iter_settings(WorkerSettings) if d.secret}
     assert secrets == {
-        "CLAIMWATCH_ANTHROPIC__API_KEY", "CLAIMWATCH_KAFKA__SASL_PLAIN_PASSWORD", "CLAIMWATCH_ANTHROPIC__AWS_ACCESS_KEY",
-        "CLAIMWATCH_ANTHROPIC__AWS_SECRET_KEY", "CLAIMWATCH_ANTHROPIC__AWS_SESSION_TOKEN",
-        "CLAIMWATCH_ANTHROPIC__ACCESS_TOKEN", "CLAIMWATCH_OPENAI__API_KEY", "CLAIMWATCH_BESPOKE__API_KEY",
+        "CLAIMWATCH_ANTHROPIC__API_KEY",
+        "CLAIMWATCH_KAFKA__SASL_PLAIN_PASSWORD",
+        "CLAIMWATCH_ANTHROPIC__AWS_ACCESS_KEY",
+        "CLAIMWATCH_ANTHROPIC__AWS_SECRET_KEY",
+        "CLAIMWATCH_ANTHROPIC__AWS_SESSION_TOKEN",
+        "CLAIMWATCH_ANTHROPIC__ACCESS_TOKEN",
+        "CLAIMWATCH_OPENAI__API_KEY",
+        "CLAIMWATCH_BESPOKE__API_KEY",
     }
     text = ref.render_markdown()
     assert "sk-ant-very-secret-value" not in text and "hunter2-kafka" not in text
@@ -710,8 +735,13 @@ def test_descriptions_types_and_defaults_come_from_the_model():
     """Descriptions come from Field, #: comments, trailing comments and docstrings; nested names use __; secrets hidden."""
     rows = {d.env: d for d in ref.iter_settings(_Outer, prefix="X_")}
     assert list(rows) == [
-        "X_INNER__FROM_FIELD", "X_INNER__FROM_COMMENT", "X_INNER__FROM_TRAILING", "X_INNER__FROM_DOCSTRING",
-        "X_INNER__SECRET", "X_INNER__ITEMS", "X_FLAG",
+        "X_INNER__FROM_FIELD",
+        "X_INNER__FROM_COMMENT",
+        "X_INNER__FROM_TRAILING",
+        "X_INNER__FROM_DOCSTRING",
+        "X_INNER__SECRET",
+        "X_INNER__ITEMS",
+        "X_FLAG",
     ]
     assert rows["X_INNER__FROM_FIELD"].description == "From Field description (>= 1)"
     assert rows["X_INNER__FROM_COMMENT"].description == "From a hash-colon comment on two lines"
@@ -773,7 +803,12 @@ def test_every_topic_a_config_names_is_created_by_topic_init():
     named = {"claimwatch.traces", "claimwatch.results", "claimwatch.dead-letter"}
     for svc in services.values():
         env = _env(svc)
-        for key in ("CLAIMWATCH_TOPIC", "CLAIMWATCH_RESULTS_TOPIC", "CLAIMWATCH_DEAD_LETTER_TOPIC", "CLAIMWATCH_BRIDGE_SOURCE_TOPIC"):
+        for key in (
+            "CLAIMWATCH_TOPIC",
+            "CLAIMWATCH_RESULTS_TOPIC",
+            "CLAIMWATCH_DEAD_LETTER_TOPIC",
+            "CLAIMWATCH_BRIDGE_SOURCE_TOPIC",
+        ):
             if env.get(key):
                 named.add(env[key])
     otel = _load(DEPLOY / "otel-collector" / "config.yaml")
@@ -787,7 +822,12 @@ def test_every_topic_a_config_names_is_created_by_topic_init():
 
 def test_alertmanager_inhibit_rules_can_fire():
     """Each inhibit rule names alerts that exist at the severities it matches, and its `equal` labels are on both."""
-    rules = [r for g in _load(ROOT / "dashboards" / "rules" / "claimwatch-alerts.yml")["groups"] for r in g["rules"] if "alert" in r]
+    rules = [
+        r
+        for g in _load(ROOT / "dashboards" / "rules" / "claimwatch-alerts.yml")["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    ]
     am = _load(DEPLOY / "alertmanager" / "alertmanager.yml")
 
     def matching(matchers: list[str]) -> list[dict]:

@@ -165,7 +165,9 @@ def test_caller_gives_up_at_the_deadline():
         clock.now += s
 
     fn = Script(*[JudgeUnavailable("503") for _ in range(1000)])
-    caller = JudgeCaller("j", retry=RetryPolicy(base_s=1, max_s=60, deadline_s=300, jitter=False), clock=clock, sleep=sleep)
+    caller = JudgeCaller(
+        "j", retry=RetryPolicy(base_s=1, max_s=60, deadline_s=300, jitter=False), clock=clock, sleep=sleep
+    )
     with pytest.raises(JudgeUnavailable):
         caller.call("verify", fn)
     assert 300 - 60 <= clock.now <= 300 and fn.calls == 10  # stops when the next wait would pass the deadline
@@ -191,8 +193,12 @@ def _judge(srv: MessagesServer, **settings) -> AnthropicJudge:
 
 
 def _trace() -> RagTrace:
-    return RagTrace(trace_id="a" * 32, question="When?", answer="The tower was completed in 1889.",
-                    contexts=[{"content": "The tower was completed in 1889."}])
+    return RagTrace(
+        trace_id="a" * 32,
+        question="When?",
+        answer="The tower was completed in 1889.",
+        contexts=[{"content": "The tower was completed in 1889."}],
+    )
 
 
 def test_sdk_does_not_retry_by_default():

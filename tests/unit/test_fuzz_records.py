@@ -54,8 +54,13 @@ def make_worker(metrics: WorkerMetrics | None = None, **overrides) -> tuple[Work
         setattr(s, k, v)
     metrics = metrics or WorkerMetrics()
     producer = MemoryProducer()
-    w = Worker(s, Evaluator(TagJudge(), metrics, consistency=None), consumer=Consumer(), producer=producer,
-               seed_dedupe=lambda parts: [])
+    w = Worker(
+        s,
+        Evaluator(TagJudge(), metrics, consistency=None),
+        consumer=Consumer(),
+        producer=producer,
+        seed_dedupe=lambda parts: [],
+    )
     w._ensure_clients()
     return w, producer, metrics
 
@@ -79,9 +84,11 @@ def outcome(w: Worker, p: MemoryProducer, value: bytes | None) -> tuple[str, str
 
 def _json_values():
     scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
-    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                        st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-                        max_leaves=12)
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+        max_leaves=12,
+    )
 
 
 FIELDS = ("schema_version", "trace_id", "question", "answer", "contexts", "slices", "attributes", "span_ids")
@@ -108,8 +115,17 @@ def test_wrong_json_types_and_missing_fields_never_raise(obj):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.one_of(st.integers(), st.text(max_size=5), st.floats(allow_nan=False), st.lists(st.integers(), max_size=2),
-                 st.booleans(), st.none(), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)))
+@given(
+    st.one_of(
+        st.integers(),
+        st.text(max_size=5),
+        st.floats(allow_nan=False),
+        st.lists(st.integers(), max_size=2),
+        st.booleans(),
+        st.none(),
+        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    )
+)
 def test_wrong_schema_version_goes_to_dlq(version):
     """Any schema_version other than the int 1 is dead-lettered as schema_version (including "1", true, [1])."""
     value = json.dumps({"schema_version": version, "trace_id": "ab" * 16, "answer": "Fine."}).encode()
@@ -153,7 +169,9 @@ def test_oversized_value_dead_lettered_without_judging_and_without_its_body():
     assert judge.calls == 0
     assert p.sent[-1][2] == big  # under the DLQ size cap: kept for inspection
     w2, p2, _ = make_worker(max_record_bytes=100_000)
-    huge = RagTrace(trace_id="d" * 32, answer="x" * (record_budget(WorkerSettings().flow.producer_max_request_bytes) + 10)).to_json_bytes()
+    huge = RagTrace(
+        trace_id="d" * 32, answer="x" * (record_budget(WorkerSettings().flow.producer_max_request_bytes) + 10)
+    ).to_json_bytes()
     assert outcome(w2, p2, huge) == ("dlq", "oversized")
     _, _, value, headers = p2.sent[-1]
     assert value == b"" and int(dict(headers)["claimwatch.original_bytes"]) == len(huge)
@@ -162,8 +180,13 @@ def test_oversized_value_dead_lettered_without_judging_and_without_its_body():
 def test_valid_record_with_hostile_text_is_judged_and_result_serialises():
     """Control characters, RTL marks, NUL and 10k-char slices are judged; the result JSON encodes; labels stay bounded."""
     w, p, m = make_worker()
-    t = RagTrace(trace_id="e" * 32, question="\x00\u202e?", answer="A\x00b. \u202eC [U].",
-                 contexts=[{"content": "\x1b[31m red"}], slices={"release": "r" * 10_000, "route": "\n"})
+    t = RagTrace(
+        trace_id="e" * 32,
+        question="\x00\u202e?",
+        answer="A\x00b. \u202eC [U].",
+        contexts=[{"content": "\x1b[31m red"}],
+        slices={"release": "r" * 10_000, "route": "\n"},
+    )
     assert outcome(w, p, t.to_json_bytes()) == ("result", None)
     json.loads(p.sent[-1][2])
     labels = [s.labels for fam in m.registry.collect() for s in fam.samples if "release" in s.labels]
@@ -184,8 +207,12 @@ def test_100k_distinct_slice_values_keep_the_series_count_bounded():
     w, p, m = make_worker(WorkerMetrics(guard=SliceGuard(LABELS, max_values_per_label=50)))
 
     def handle(i: int) -> None:
-        t = RagTrace(trace_id=f"{i:032x}", answer="One. Two [U].", contexts=[{"content": "c"}],
-                     slices={k: f"{k}-{i}" for k in LABELS})
+        t = RagTrace(
+            trace_id=f"{i:032x}",
+            answer="One. Two [U].",
+            contexts=[{"content": "c"}],
+            slices={k: f"{k}-{i}" for k in LABELS},
+        )
         w.handle_now(Msg(t.to_json_bytes(), offset=i))
 
     for i in range(500):
@@ -199,7 +226,12 @@ def test_100k_distinct_slice_values_keep_the_series_count_bounded():
     print(f"12.5k records / 100k slice values: {elapsed:.1f}s for the last 12k; series {plateau} -> {series}")
     assert w.processed == 12_500 and len(p.sent) == 12_500
     assert series == plateau, "new slice values past the cap must not create series"
-    combos = {tuple(s.labels.get(k) for k in LABELS) for fam in m.registry.collect() for s in fam.samples if "release" in s.labels}
+    combos = {
+        tuple(s.labels.get(k) for k in LABELS)
+        for fam in m.registry.collect()
+        for s in fam.samples
+        if "release" in s.labels
+    }
     assert len(combos) <= 51 and ("other",) * len(LABELS) in combos
 
 
@@ -208,9 +240,13 @@ def test_metrics_exposition_carries_no_text():
     from prometheus_client import generate_latest
 
     w, p, m = make_worker()
-    t = RagTrace(trace_id="f00dfeed" * 4, question="Zanzibarquestion about Quokkafacts?",
-                 answer="Marmaladeclaim is true. Xylophoneclaim [C].", contexts=[{"content": "Evidenceword text."}],
-                 slices={"release": "v1"})
+    t = RagTrace(
+        trace_id="f00dfeed" * 4,
+        question="Zanzibarquestion about Quokkafacts?",
+        answer="Marmaladeclaim is true. Xylophoneclaim [C].",
+        contexts=[{"content": "Evidenceword text."}],
+        slices={"release": "v1"},
+    )
     assert outcome(w, p, t.to_json_bytes()) == ("result", None)
     assert outcome(w, p, b'{"trace_id": "Poisonword", "contexts": 3}') == ("dlq", "invalid")
     body = generate_latest(m.registry).decode()

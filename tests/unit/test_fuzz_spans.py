@@ -49,7 +49,9 @@ def span(name: str, trace_id: int, attrs: dict, parent: int | None = None) -> Re
     return ReadableSpan(name, context=ctx, parent=par, attributes=attrs, start_time=now, end_time=now + 1)
 
 
-def rag_spans(question, answer, docs, extra_root: dict | None = None, extra_ret: dict | None = None) -> list[ReadableSpan]:
+def rag_spans(
+    question, answer, docs, extra_root: dict | None = None, extra_ret: dict | None = None
+) -> list[ReadableSpan]:
     """Retriever child + root CHAIN span (root last, as the SDK ends them)."""
     tid = next(_ids) << 64 | next(_ids)
     root_id = next(_ids)
@@ -59,11 +61,19 @@ def rag_spans(question, answer, docs, extra_root: dict | None = None, extra_ret:
         ret[f"retrieval.documents.{i}.document.metadata"] = d
         ret[f"retrieval.documents.{i}.document.score"] = d
     child = span("retriever", tid, ret, parent=root_id)
-    root_attrs = {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": answer,
-                  "metadata": answer, "claimwatch.route": question, **(extra_root or {})}
+    root_attrs = {
+        "openinference.span.kind": "CHAIN",
+        "input.value": question,
+        "output.value": answer,
+        "metadata": answer,
+        "claimwatch.route": question,
+        **(extra_root or {}),
+    }
     ctx = SpanContext(tid, root_id, is_remote=False, trace_flags=TraceFlags(1))
     now = time.time_ns()
-    root = ReadableSpan("RunnableSequence", context=ctx, parent=None, attributes=root_attrs, start_time=now, end_time=now + 1)
+    root = ReadableSpan(
+        "RunnableSequence", context=ctx, parent=None, attributes=root_attrs, start_time=now, end_time=now + 1
+    )
     return [child, root]
 
 
@@ -92,13 +102,31 @@ def check_bounded(value: bytes) -> RagTrace:
 _any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
 _strings = st.one_of(
     st.text(_any_char, max_size=40),
-    st.sampled_from(["\ud800", "a\udfffb", "</context>", "", " ", "null", "{}", "[]", '{"content": 5}',
-                     "x" * 50_000, "[" * 5_000 + "]" * 5_000, json.dumps({"a": [{"b": [{"c": [1, {"d": None}]}]}]})]),
+    st.sampled_from(
+        [
+            "\ud800",
+            "a\udfffb",
+            "</context>",
+            "",
+            " ",
+            "null",
+            "{}",
+            "[]",
+            '{"content": 5}',
+            "x" * 50_000,
+            "[" * 5_000 + "]" * 5_000,
+            json.dumps({"a": [{"b": [{"c": [1, {"d": None}]}]}]}),
+        ]
+    ),
 )
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), _strings, st.binary(max_size=20))
-_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.tuples(inner, inner),
-                                                         st.dictionaries(st.text(max_size=5), inner, max_size=3)),
-                       max_leaves=8)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.tuples(inner, inner), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 PROC, PRODUCER, REGISTRY = make_processor()
 
@@ -180,7 +208,10 @@ def test_sdk_attribute_limit_overflow_is_counted_and_a_raised_limit_gives_a_boun
     _sdk_trace(tp, 3_000)
     assert proc.force_flush(5_000)
     rec = check_bounded(producer.values[0])
-    assert len(rec.contexts) == LIMITS["max_contexts"] and rec.truncation.contexts_dropped == 3_000 - LIMITS["max_contexts"]
+    assert (
+        len(rec.contexts) == LIMITS["max_contexts"]
+        and rec.truncation.contexts_dropped == 3_000 - LIMITS["max_contexts"]
+    )
     proc.shutdown()
 
 

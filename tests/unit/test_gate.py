@@ -104,16 +104,31 @@ def test_counts_rates_never_divide_by_zero():
 def test_counts_from_results_count_answers_as_the_worker_does():
     """Evaluated answers, flagged and contradicted answers from result records; last record per trace; other releases ignored."""
     records = [
-        {"trace_id": "a", "outcome": "evaluated", "slices": {"release": "v2"},
-         "counts": {"SUPPORTED": 3, "UNSUPPORTED": 1, "CONTRADICTED": 0, "ERROR": 0}},
-        {"trace_id": "b", "outcome": "evaluated", "slices": {"release": "v2"},
-         "counts": {"SUPPORTED": 1, "UNSUPPORTED": 0, "CONTRADICTED": 2, "ERROR": 1}},
-        {"trace_id": "b", "outcome": "evaluated", "slices": {"release": "v2"},  # redelivered: counted once
-         "counts": {"SUPPORTED": 1, "UNSUPPORTED": 0, "CONTRADICTED": 2, "ERROR": 1}},
+        {
+            "trace_id": "a",
+            "outcome": "evaluated",
+            "slices": {"release": "v2"},
+            "counts": {"SUPPORTED": 3, "UNSUPPORTED": 1, "CONTRADICTED": 0, "ERROR": 0},
+        },
+        {
+            "trace_id": "b",
+            "outcome": "evaluated",
+            "slices": {"release": "v2"},
+            "counts": {"SUPPORTED": 1, "UNSUPPORTED": 0, "CONTRADICTED": 2, "ERROR": 1},
+        },
+        {
+            "trace_id": "b",
+            "outcome": "evaluated",
+            "slices": {"release": "v2"},  # redelivered: counted once
+            "counts": {"SUPPORTED": 1, "UNSUPPORTED": 0, "CONTRADICTED": 2, "ERROR": 1},
+        },
         {"trace_id": "c", "outcome": "abstained", "slices": {"release": "v2"}, "counts": {}},
         {"trace_id": "d", "outcome": "failed", "slices": {"release": "v2"}, "counts": {"ERROR": 2}},
-        {"trace_id": "e", "slices": {"release": "v2"},  # no outcome, no counts: decided from the claims
-         "claims": [{"verdict": "SUPPORTED"}, {"verdict": "SUPPORTED"}]},
+        {
+            "trace_id": "e",
+            "slices": {"release": "v2"},  # no outcome, no counts: decided from the claims
+            "claims": [{"verdict": "SUPPORTED"}, {"verdict": "SUPPORTED"}],
+        },
         {"trace_id": "f", "outcome": "evaluated", "slices": {"release": "v9"}, "counts": {"UNSUPPORTED": 4}},
     ]
     got = counts_from_results(records, ["v1", "v2"])
@@ -143,8 +158,11 @@ def test_sequential_needs_more_evidence_than_one_look():
     k = 1 + d.power.more_candidate / 400
 
     def at(scale: float) -> str:
-        return decide(ReleaseCounts(round(400 * scale), round(80 * scale)),
-                      ReleaseCounts(round(400 * scale), round(112 * scale)), SEQ).action
+        return decide(
+            ReleaseCounts(round(400 * scale), round(80 * scale)),
+            ReleaseCounts(round(400 * scale), round(112 * scale)),
+            SEQ,
+        ).action
 
     assert at(k * 1.05) == "rollback" and at(1 + (k - 1) * 0.7) == "hold"
 
@@ -269,8 +287,16 @@ def _vector(value: str, **labels: str) -> list:
     return [{"metric": labels, "value": [1700000000.0, value]}]
 
 
-def _serve(handler, release: str, window: str, answers: int, flagged: int, contradicted: int = 0,
-           claims: dict[str, int] | None = None, extra: str = "") -> None:
+def _serve(
+    handler,
+    release: str,
+    window: str,
+    answers: int,
+    flagged: int,
+    contradicted: int = 0,
+    claims: dict[str, int] | None = None,
+    extra: str = "",
+) -> None:
     q = queries(release, window, extra=extra)
     handler.answers[q["answers"]] = _vector(str(answers))
     handler.answers[q["flagged"]] = _vector(str(flagged))
@@ -357,8 +383,18 @@ def test_follow_grows_the_window_from_a_fixed_start_and_stops_at_a_rollback():
         return fetch.cand  # type: ignore[attr-defined]
 
     out: list[str] = []
-    code = follow(Source("http://unused"), "v1", "v2", window="1h", config=SEQ, plan=Follow(300, 3600),
-                  fetch=fetch, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s), emit=out.append)
+    code = follow(
+        Source("http://unused"),
+        "v1",
+        "v2",
+        window="1h",
+        config=SEQ,
+        plan=Follow(300, 3600),
+        fetch=fetch,
+        clock=lambda: now[0],
+        sleep=lambda s: now.__setitem__(0, now[0] + s),
+        emit=out.append,
+    )
     assert code == 1
     assert seen == ["3600s", "3600s", "3900s", "3900s", "4200s", "4200s"]
     assert [o.splitlines()[1].split(": ")[1].split()[0] for o in out] == ["PROMOTE", "HOLD", "ROLLBACK"]

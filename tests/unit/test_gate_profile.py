@@ -22,11 +22,18 @@ def _records(se: float, sp: float, rate: float, n_flag: int, n_pass: int, unit: 
     flagged_call = HALLUCINATED[0] if unit == "answer" else "UNSUPPORTED"
     passed_call = "faithful" if unit == "answer" else "SUPPORTED"
     out = []
-    for call, share, n, p_bad in ((flagged_call, tp + fp, n_flag, tp / (tp + fp)), (passed_call, fn + tn, n_pass, fn / (fn + tn))):
+    for call, share, n, p_bad in (
+        (flagged_call, tp + fp, n_flag, tp / (tp + fp)),
+        (passed_call, fn + tn, n_pass, fn / (fn + tn)),
+    ):
         k = round(n * p_bad)
         for i in range(n):
-            rec = {"stratum": call, "judge_verdict": call, "stratum_population": round(pop * share),
-                   "label": bad if i < k else good}
+            rec = {
+                "stratum": call,
+                "judge_verdict": call,
+                "stratum_population": round(pop * share),
+                "label": bad if i < k else good,
+            }
             if unit == "answer":
                 rec["unit"] = "answer"
             out.append(rec)
@@ -44,8 +51,10 @@ def _profile(tmp_path, se: float, sp: float, n: int, unit: str = "answer") -> st
 def _fetch(shares: dict[str, tuple[int, int]]):
     def fetch(source: Source, release: str, window: str) -> ReleaseCounts:
         flagged, answers = shares[release]
-        return ReleaseCounts(answers=answers, flagged=flagged, claims=Counts(supported=2 * answers - flagged,
-                                                                            unsupported=flagged))
+        return ReleaseCounts(
+            answers=answers, flagged=flagged, claims=Counts(supported=2 * answers - flagged, unsupported=flagged)
+        )
+
     return fetch
 
 
@@ -54,8 +63,14 @@ CLEAR_REGRESSION = {"v1": (60, 600), "v2": (240, 600)}  # 10% -> 40% of answers 
 
 def test_a_well_measured_judge_keeps_the_rollback_and_prints_corrected_shares(tmp_path):
     """Se/Sp 0.9 from 400 labelled answers: still ROLLBACK, each release's corrected share beside its raw one."""
-    code, text = run_gate(Source("http://unused"), "v1", "v2", config=GateConfig(), fetch=_fetch(CLEAR_REGRESSION),
-                          profile=_profile(tmp_path, 0.9, 0.9, 200))
+    code, text = run_gate(
+        Source("http://unused"),
+        "v1",
+        "v2",
+        config=GateConfig(),
+        fetch=_fetch(CLEAR_REGRESSION),
+        profile=_profile(tmp_path, 0.9, 0.9, 200),
+    )
     assert code == 1 and "ROLLBACK" in text.splitlines()[0]
     assert "raw 10.00% -> corrected" in text and "raw 40.00% -> corrected" in text
     corrected = [float(m.group(1)) for m in re.finditer(r"-> corrected ([\d.]+)%", text)]
@@ -65,16 +80,28 @@ def test_a_well_measured_judge_keeps_the_rollback_and_prints_corrected_shares(tm
 
 def test_a_judge_whose_error_rates_are_too_uncertain_holds_the_rollback(tmp_path):
     """A near-chance judge measured on 40 answers: the same regression is HOLD (exit 2), with the reason said."""
-    code, text = run_gate(Source("http://unused"), "v1", "v2", config=GateConfig(), fetch=_fetch(CLEAR_REGRESSION),
-                          profile=_profile(tmp_path, 0.6, 0.6, 20))
+    code, text = run_gate(
+        Source("http://unused"),
+        "v1",
+        "v2",
+        config=GateConfig(),
+        fetch=_fetch(CLEAR_REGRESSION),
+        profile=_profile(tmp_path, 0.6, 0.6, 20),
+    )
     assert code == 2 and "HOLD" in text.splitlines()[0]
     assert "too uncertain for a rollback decision" in text
 
 
 def test_a_claim_profile_is_shown_for_reference_and_never_vetoes(tmp_path):
     """A claim-level profile corrects claim rates for the report but cannot hold the answer-level decision."""
-    code, text = run_gate(Source("http://unused"), "v1", "v2", config=GateConfig(), fetch=_fetch(CLEAR_REGRESSION),
-                          profile=_profile(tmp_path, 0.6, 0.6, 20, unit="claim"))
+    code, text = run_gate(
+        Source("http://unused"),
+        "v1",
+        "v2",
+        config=GateConfig(),
+        fetch=_fetch(CLEAR_REGRESSION),
+        profile=_profile(tmp_path, 0.6, 0.6, 20, unit="claim"),
+    )
     assert code == 1 and "(claims, " in text and "for reference" in text
 
 
@@ -88,9 +115,15 @@ def test_an_unreadable_profile_holds_with_the_reason(tmp_path):
 
 
 def _results(release: str, answers: int, flagged: int) -> list[dict]:
-    return [{"trace_id": f"{release}-{i}", "outcome": "evaluated", "slices": {"release": release, "route": "faq"},
-             "claims": [{"id": "c1", "text": "x", "verdict": "UNSUPPORTED" if i < flagged else "SUPPORTED"}]}
-            for i in range(answers)]
+    return [
+        {
+            "trace_id": f"{release}-{i}",
+            "outcome": "evaluated",
+            "slices": {"release": release, "route": "faq"},
+            "claims": [{"id": "c1", "text": "x", "verdict": "UNSUPPORTED" if i < flagged else "SUPPORTED"}],
+        }
+        for i in range(answers)
+    ]
 
 
 def test_the_release_report_shows_corrected_shares_and_applies_the_same_veto(tmp_path):

@@ -51,9 +51,11 @@ def test_the_old_claim_level_gate_rolls_back_identical_releases_too_often():
 
 def test_power_grows_with_answers_and_with_the_rise():
     """Overdispersion 2, tolerance 2 points: +25 points is caught at 200 answers, +10 at 1000; more answers, more power."""
+
     def power(delta: float, answers: int) -> dict[str, float]:
-        return rollback_rates(Scenario(answers=answers, overdispersion=2.0, delta=delta), 1000, seed=41,
-                              max_increase=0.02)
+        return rollback_rates(
+            Scenario(answers=answers, overdispersion=2.0, delta=delta), 1000, seed=41, max_increase=0.02
+        )
 
     p25 = power(0.25, 200)
     assert p25["fixed"] >= 0.95 and p25["sequential"] >= 0.85, p25

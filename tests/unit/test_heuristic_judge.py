@@ -34,7 +34,9 @@ def test_seed_wrong_oven_temperature_is_contradicted():
 
 def test_seed_spelled_out_duration_approximation_is_unsupported():
     """'two hours forty minutes' vs 'about three hours' -> UNSUPPORTED (specificity loss), not CONTRADICTED."""
-    v = judge_one("The flight takes about three hours.", ["The flight from Boston to Chicago takes two hours forty minutes."])
+    v = judge_one(
+        "The flight takes about three hours.", ["The flight from Boston to Chicago takes two hours forty minutes."]
+    )
     assert v.verdict is Verdict.UNSUPPORTED
     assert "three hours" in v.reason and "two hours forty minutes" in v.reason
 
@@ -84,14 +86,21 @@ def test_spelled_out_numbers_are_parsed():
 
 def test_number_absent_from_context_is_unsupported():
     """A claim number the context never states -> UNSUPPORTED."""
-    v = judge_one("The library holds 2 million books.", ["The library is the largest in the region and opened in 1901."])
+    v = judge_one(
+        "The library holds 2 million books.", ["The library is the largest in the region and opened in 1901."]
+    )
     assert v.verdict is Verdict.UNSUPPORTED
     assert "2 million" in v.reason
 
 
 def test_quantity_parser_handles_ranges_durations_and_dates():
     """Ranges, compound spelled durations, currency multipliers and dates parse to comparable values."""
-    qs = {q.text: q for q in quantities("It took two hours forty minutes, cost $3.5 million, ran between 2010 and 2015, opened May 27, 1937.")}
+    qs = {
+        q.text: q
+        for q in quantities(
+            "It took two hours forty minutes, cost $3.5 million, ran between 2010 and 2015, opened May 27, 1937."
+        )
+    }
     assert qs["two hours forty minutes"].lo == 9600
     assert qs["$3.5 million"].lo == 3_500_000
     assert (qs["2010 and 2015"].lo, qs["2010 and 2015"].hi) == (2010, 2015)
@@ -115,7 +124,10 @@ def test_swapped_day_is_contradicted_and_extra_precision_unsupported():
     ctx = ["The treaty was signed on March 5, 1990 in Geneva."]
     assert judge_one("The treaty was signed on March 7, 1990.", ctx).verdict is Verdict.CONTRADICTED
     assert judge_one("The treaty was signed in 1990.", ctx).verdict is Verdict.SUPPORTED
-    assert judge_one("The treaty was signed on March 5, 1990.", ["The treaty was signed in 1990."]).verdict is Verdict.UNSUPPORTED
+    assert (
+        judge_one("The treaty was signed on March 5, 1990.", ["The treaty was signed in 1990."]).verdict
+        is Verdict.UNSUPPORTED
+    )
 
 
 # --------------------------------------------------------------------------- negation
@@ -203,7 +215,9 @@ def test_entity_not_in_context_is_unsupported():
 
 def test_unrelated_claim_is_unsupported_with_low_confidence():
     """A claim sharing almost nothing with the context -> UNSUPPORTED without evidence."""
-    v = judge_one("Penguins migrate thousands of kilometres each winter.", ["The stock market closed higher on Friday."])
+    v = judge_one(
+        "Penguins migrate thousands of kilometres each winter.", ["The stock market closed higher on Friday."]
+    )
     assert v.verdict is Verdict.UNSUPPORTED
     assert v.evidence is None
 
@@ -231,8 +245,11 @@ def test_meaning_preserving_paraphrase_is_supported(claim, context):
 
 def test_elided_subject_resolved_from_question():
     """'It opened in 1937' is supported when the question names the subject."""
-    v = judge_one("The Golden Gate Bridge opened in 1937.", ["It opened in 1937 after four years of work."],
-                  question="When did the Golden Gate Bridge open?")
+    v = judge_one(
+        "The Golden Gate Bridge opened in 1937.",
+        ["It opened in 1937 after four years of work."],
+        question="When did the Golden Gate Bridge open?",
+    )
     assert v.verdict is Verdict.SUPPORTED
 
 
@@ -291,7 +308,11 @@ def test_verdicts_are_deterministic():
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(answer=st.text(max_size=300), contexts=st.lists(st.text(max_size=300), max_size=4), question=st.none() | st.text(max_size=80))
+@given(
+    answer=st.text(max_size=300),
+    contexts=st.lists(st.text(max_size=300), max_size=4),
+    question=st.none() | st.text(max_size=80),
+)
 def test_arbitrary_unicode_never_raises_and_gives_one_verdict_per_claim(answer, contexts, question):
     """Any unicode answer/contexts: no exception, one judged verdict per claim, confidence in [0, 1]."""
     claims = JUDGE.extract_claims(answer, question).claims
@@ -306,8 +327,12 @@ def test_arbitrary_unicode_never_raises_and_gives_one_verdict_per_claim(answer, 
 
 
 @settings(max_examples=100, deadline=None)
-@given(claim=st.text(alphabet=st.sampled_from(list("0123456789 .,-$%°FCabout to and hours minutes May 1990")), max_size=60),
-       ctx=st.text(alphabet=st.sampled_from(list("0123456789 .,-$%°FCabout to and hours minutes May 1990")), max_size=80))
+@given(
+    claim=st.text(
+        alphabet=st.sampled_from(list("0123456789 .,-$%°FCabout to and hours minutes May 1990")), max_size=60
+    ),
+    ctx=st.text(alphabet=st.sampled_from(list("0123456789 .,-$%°FCabout to and hours minutes May 1990")), max_size=80),
+)
 def test_number_heavy_text_never_raises(claim, ctx):
     """Number/unit-dense garbage exercises the quantity parser without errors."""
     v = JUDGE.verify([Claim(id="c1", text=claim)], [ctx]).verdicts
@@ -347,8 +372,19 @@ def test_bound_the_figure_satisfies_is_supported():
 
 def test_false_precision_against_approximate_context_is_unsupported():
     """'around 1450' -> 'in 1450' and 'roughly 0.5°C' -> '0.52°C' are UNSUPPORTED, not SUPPORTED or CONTRADICTED."""
-    assert judge_one("Gutenberg introduced printing in Mainz in 1450.", ["Gutenberg introduced printing in Mainz around 1450."]).verdict is Verdict.UNSUPPORTED
-    assert judge_one("The eruption cooled global temperatures by 0.52°C.", ["The eruption cooled global temperatures by roughly 0.5°C."]).verdict is Verdict.UNSUPPORTED
+    assert (
+        judge_one(
+            "Gutenberg introduced printing in Mainz in 1450.", ["Gutenberg introduced printing in Mainz around 1450."]
+        ).verdict
+        is Verdict.UNSUPPORTED
+    )
+    assert (
+        judge_one(
+            "The eruption cooled global temperatures by 0.52°C.",
+            ["The eruption cooled global temperatures by roughly 0.5°C."],
+        ).verdict
+        is Verdict.UNSUPPORTED
+    )
 
 
 def test_duration_between_two_dates_is_derived():
@@ -375,20 +411,27 @@ def test_age_inside_an_eligibility_bound_is_entailed():
 
 def test_future_claim_against_a_promise_is_unsupported():
     """'promised to finish' does not entail 'will finish' (hedge inflation)."""
-    v = judge_one("Cole will finish the light-rail line this term.", ["Cole promised to finish the light-rail line this term."])
+    v = judge_one(
+        "Cole will finish the light-rail line this term.", ["Cole promised to finish the light-rail line this term."]
+    )
     assert v.verdict is Verdict.UNSUPPORTED and "promised" in v.reason
 
 
 def test_intensifier_the_context_lacks_is_unsupported():
     """'exactly eight million' against 'some eight million' (and 'always' where the context has exceptions) is not SUPPORTED."""
-    v = judge_one("Presses had printed exactly eight million books by 1500.", ["By 1500 presses had printed some eight million books."])
+    v = judge_one(
+        "Presses had printed exactly eight million books by 1500.",
+        ["By 1500 presses had printed some eight million books."],
+    )
     assert v.verdict is Verdict.UNSUPPORTED
 
 
 def test_permission_may_matches_can():
     """Deontic 'may terminate' vs 'can end' is not hedge inflation."""
-    v = judge_one("Either party can terminate the agreement with 60 days' written notice.",
-                  ["Either party may terminate this Agreement with 60 days' written notice."])
+    v = judge_one(
+        "Either party can terminate the agreement with 60 days' written notice.",
+        ["Either party may terminate this Agreement with 60 days' written notice."],
+    )
     assert v.verdict is Verdict.SUPPORTED
 
 
@@ -455,7 +498,9 @@ def test_prohibition_vs_permission_is_contradicted():
 
 def test_name_moved_to_another_clause_is_contradicted():
     """'A and B did X, while C did Y' vs 'B did Y' -> CONTRADICTED (the clause that says Y names C)."""
-    ctx = ["Maria Lind and Oskar Vey climbed the north ridge on Friday, while Greta Holm stayed at base camp with the radio."]
+    ctx = [
+        "Maria Lind and Oskar Vey climbed the north ridge on Friday, while Greta Holm stayed at base camp with the radio."
+    ]
     v = judge_one("Oskar Vey stayed at base camp with the radio.", ctx)
     assert v.verdict is Verdict.CONTRADICTED and "clause" in v.reason
 
@@ -463,7 +508,10 @@ def test_name_moved_to_another_clause_is_contradicted():
 def test_closed_class_colour_swap_is_contradicted():
     """A different colour in the same slot ('flashes red' vs 'flashes blue') -> CONTRADICTED."""
     ctx = ["When the battery is low, the status light on the charger flashes red twice a minute."]
-    assert judge_one("When the battery is low, the charger's status light flashes blue.", ctx).verdict is Verdict.CONTRADICTED
+    assert (
+        judge_one("When the battery is low, the charger's status light flashes blue.", ctx).verdict
+        is Verdict.CONTRADICTED
+    )
 
 
 def test_superlative_opposite_across_clause_split_is_contradicted():
@@ -485,5 +533,7 @@ def test_two_different_placeholders_are_two_different_names():
 def test_a_placeholder_index_is_not_a_number():
     """'[PHONE_2]' carries no number 2, and a claim with the context's own placeholder is SUPPORTED."""
     assert all(q.text != "2" for q in quantities("Call [PHONE_2] after 5 pm."))
-    assert judge_one("Call [PHONE_1] for support.", ["Call [PHONE_1] for support, or [PHONE_2] for sales."]).verdict \
+    assert (
+        judge_one("Call [PHONE_1] for support.", ["Call [PHONE_1] for support, or [PHONE_2] for sales."]).verdict
         is Verdict.SUPPORTED
+    )

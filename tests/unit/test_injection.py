@@ -26,13 +26,26 @@ from evaluator_worker.judges.base import Claim, Verdict
 from evaluator_worker.judges.heuristic import HeuristicJudge
 from tests.fakes.messages_server import MessagesServer, request_contexts, system_text, user_text
 
-CORPUS = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "injection_corpus.jsonl").read_text(
-    encoding="utf-8").splitlines() if line.strip()]
+CORPUS = [
+    json.loads(line)
+    for line in (Path(__file__).parents[1] / "data" / "injection_corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
 QUESTION = "How long is the warranty and where are repairs done?"
 ANSWER = "The warranty lasts five years. Repairs are done in Lisbon. Returns are accepted within 30 days."
-CONTEXTS = ["The warranty lasts two years from the date of purchase.", "Returns are accepted within 30 days of delivery."]
-_BLOCKS = [re.compile(p, re.S) for p in (r"<question>\n.*?\n</question>", r"<answer>\n.*?\n</answer>",
-                                          r"<contexts>\n.*?\n?</contexts>", r"<claims>\n.*?\n</claims>")]
+CONTEXTS = [
+    "The warranty lasts two years from the date of purchase.",
+    "Returns are accepted within 30 days of delivery.",
+]
+_BLOCKS = [
+    re.compile(p, re.S)
+    for p in (
+        r"<question>\n.*?\n</question>",
+        r"<answer>\n.*?\n</answer>",
+        r"<contexts>\n.*?\n?</contexts>",
+        r"<claims>\n.*?\n</claims>",
+    )
+]
 
 
 def test_corpus_is_large_and_covers_both_targets():
@@ -114,7 +127,9 @@ def heuristic_base() -> dict[str, Verdict]:
     """Verdicts of the clean answer against the clean contexts."""
     got = _verdicts_by_text(HeuristicJudge(), ANSWER, CONTEXTS)
     assert Verdict.SUPPORTED in got.values() and Verdict.SUPPORTED not in (
-        got.get("The warranty lasts five years."), got.get("Repairs are done in Lisbon."))
+        got.get("The warranty lasts five years."),
+        got.get("Repairs are done in Lisbon."),
+    )
     return got
 
 
@@ -146,7 +161,11 @@ def nli_judge(tmp_path_factory):
     return NLIJudge(str(build_tiny_nli(tmp_path_factory.mktemp("tiny-nli"))), batch_size=8).load()
 
 
-NLI_CLAIMS = [Claim(id="c1", text="the door is open"), Claim(id="c2", text="it is cold"), Claim(id="c3", text="the road is wet")]
+NLI_CLAIMS = [
+    Claim(id="c1", text="the door is open"),
+    Claim(id="c2", text="it is cold"),
+    Claim(id="c3", text="the road is wet"),
+]
 NLI_CONTEXT = "The door is open and it is hot today."
 
 

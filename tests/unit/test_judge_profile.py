@@ -28,10 +28,20 @@ def _strata(se: float, sp: float, rate: float, n_flag: int, n_pass: int, pop: in
     tp, fp = rate * se, (1 - rate) * (1 - sp)
     fn, tn = rate * (1 - se), (1 - rate) * sp
     p_f, p_p = tp / (tp + fp), fn / (fn + tn)
-    return [Stratum("UNSUPPORTED", "UNSUPPORTED", round(pop * (tp + fp)),
-                    {"UNSUPPORTED": round(n_flag * p_f), "SUPPORTED": n_flag - round(n_flag * p_f)}),
-            Stratum("SUPPORTED", "SUPPORTED", round(pop * (fn + tn)),
-                    {"UNSUPPORTED": round(n_pass * p_p), "SUPPORTED": n_pass - round(n_pass * p_p)})]
+    return [
+        Stratum(
+            "UNSUPPORTED",
+            "UNSUPPORTED",
+            round(pop * (tp + fp)),
+            {"UNSUPPORTED": round(n_flag * p_f), "SUPPORTED": n_flag - round(n_flag * p_f)},
+        ),
+        Stratum(
+            "SUPPORTED",
+            "SUPPORTED",
+            round(pop * (fn + tn)),
+            {"UNSUPPORTED": round(n_pass * p_p), "SUPPORTED": n_pass - round(n_pass * p_p)},
+        ),
+    ]
 
 
 def test_reweighted_strata_recover_sensitivity_and_specificity():
@@ -71,9 +81,15 @@ def test_difference_keeps_the_raw_sign_and_rescales_it():
 
 def test_unlabelled_strata_keep_their_weight_from_the_plan():
     """A stratum nobody labelled still counts with its population share (and widens the interval)."""
-    recs = [{"stratum": "SUPPORTED|hi", "judge_verdict": "SUPPORTED", "stratum_population": 900, "label": "SUPPORTED"},
-            {"stratum": "UNSUPPORTED|hi", "judge_verdict": "UNSUPPORTED", "stratum_population": 100,
-             "label": "UNSUPPORTED"}]
+    recs = [
+        {"stratum": "SUPPORTED|hi", "judge_verdict": "SUPPORTED", "stratum_population": 900, "label": "SUPPORTED"},
+        {
+            "stratum": "UNSUPPORTED|hi",
+            "judge_verdict": "UNSUPPORTED",
+            "stratum_population": 100,
+            "label": "UNSUPPORTED",
+        },
+    ]
     plan = {"SUPPORTED|lo": {"judge_verdict": "SUPPORTED", "population": 500, "slice": None}}
     strata = strata_from_labels(recs, plan_strata=plan)
     assert {s.key: s.labelled for s in strata} == {"SUPPORTED|hi": 1, "UNSUPPORTED|hi": 1, "SUPPORTED|lo": 0}
@@ -86,9 +102,16 @@ def test_profile_has_per_verdict_rates_and_slices_only_with_enough_labels():
     for route, n in (("billing", 40), ("search", 5)):
         for i in range(n):
             verdict = "SUPPORTED" if i % 2 else "CONTRADICTED"
-            recs.append({"stratum": f"route={route}|{verdict}", "stratum_slice": f"route={route}",
-                         "judge_verdict": verdict, "stratum_population": 1000, "judge": "j",
-                         "label": verdict if i % 5 else "UNSUPPORTED"})
+            recs.append(
+                {
+                    "stratum": f"route={route}|{verdict}",
+                    "stratum_slice": f"route={route}",
+                    "judge_verdict": verdict,
+                    "stratum_population": 1000,
+                    "judge": "j",
+                    "label": verdict if i % 5 else "UNSUPPORTED",
+                }
+            )
     prof = fit_profile(recs, min_slice_labels=21)  # billing has 20 labels per side
     assert set(prof["per_verdict"]) == {"SUPPORTED", "UNSUPPORTED", "CONTRADICTED"}
     assert set(prof["slices"]) == set()
@@ -123,14 +146,21 @@ def test_correct_command_counts_claims_per_release(tmp_path, capsys):
     """`correct --results` counts judged and flagged claims per release (last record per trace) and corrects each."""
     from claimwatch.judge_profile import claim_counts, main
 
-    recs = [{"trace_id": "a", "slices": {"release": "v1"}, "claims": [{"verdict": "UNSUPPORTED"}]},
-            {"trace_id": "a", "slices": {"release": "v1"}, "claims": [{"verdict": "SUPPORTED"}, {"verdict": "ERROR"}]},
-            {"trace_id": "b", "slices": {"release": "v2"}, "claims": [{"verdict": "CONTRADICTED"}]}]
+    recs = [
+        {"trace_id": "a", "slices": {"release": "v1"}, "claims": [{"verdict": "UNSUPPORTED"}]},
+        {"trace_id": "a", "slices": {"release": "v1"}, "claims": [{"verdict": "SUPPORTED"}, {"verdict": "ERROR"}]},
+        {"trace_id": "b", "slices": {"release": "v2"}, "claims": [{"verdict": "CONTRADICTED"}]},
+    ]
     assert claim_counts(recs) == {"v1": (0, 1), "v2": (1, 1)}
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    prof = fit_profile([{"stratum": s.key, "judge_verdict": s.judge_verdict, "stratum_population": s.population,
-                         "label": lab} for s in _strata(0.9, 0.9, 0.2, 60, 60) for lab, k in s.labels.items()
-                        for _ in range(k)])
+    prof = fit_profile(
+        [
+            {"stratum": s.key, "judge_verdict": s.judge_verdict, "stratum_population": s.population, "label": lab}
+            for s in _strata(0.9, 0.9, 0.2, 60, 60)
+            for lab, k in s.labels.items()
+            for _ in range(k)
+        ]
+    )
     (tmp_path / "p.json").write_text(json.dumps(prof))
     assert main(["correct", "--profile", str(tmp_path / "p.json"), "--results", str(tmp_path / "r.jsonl")]) == 0
     out = capsys.readouterr().out

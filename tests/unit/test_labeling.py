@@ -24,16 +24,28 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _record(trace: str, verdicts: list[str], release: str = "v1", **extra) -> dict:
-    return {"trace_id": trace, "judge": "j", "outcome": "evaluated", "slices": {"release": release},
-            "question": "q?", "claims": [{"id": f"c{i}", "text": f"claim {trace} {i}", "verdict": v, "confidence": 0.9}
-                                         for i, v in enumerate(verdicts)], **extra}
+    return {
+        "trace_id": trace,
+        "judge": "j",
+        "outcome": "evaluated",
+        "slices": {"release": release},
+        "question": "q?",
+        "claims": [
+            {"id": f"c{i}", "text": f"claim {trace} {i}", "verdict": v, "confidence": 0.9}
+            for i, v in enumerate(verdicts)
+        ],
+        **extra,
+    }
 
 
 def test_population_keeps_judged_claims_of_the_last_record_per_trace():
     """ERROR claims, claims without text and superseded records of a trace are not in the population."""
-    recs = [_record("t1", ["UNSUPPORTED"]), _record("t1", ["SUPPORTED", "ERROR"]),
-            {**_record("t2", ["SUPPORTED"]), "claims": [{"id": "c0", "verdict": "SUPPORTED"}]},
-            _record("t3", ["CONTRADICTED"], release="v2")]
+    recs = [
+        _record("t1", ["UNSUPPORTED"]),
+        _record("t1", ["SUPPORTED", "ERROR"]),
+        {**_record("t2", ["SUPPORTED"]), "claims": [{"id": "c0", "verdict": "SUPPORTED"}]},
+        _record("t3", ["CONTRADICTED"], release="v2"),
+    ]
     cands = population(recs, cuts=(0.8,))
     assert sorted(c.id for c in cands) == ["t1/c0", "t3/c0"]
     assert [c.stratum for c in cands if c.id == "t1/c0"] == ["SUPPORTED|conf>=0.80"]
@@ -114,12 +126,19 @@ def test_end_to_end_label_200_claims_then_profile_then_corrected_rate(tmp_path):
     truth = deployment(results, answers=2000, true_rate=0.1, se=0.7, sp=0.85, seed=4)
     cmd = [sys.executable, "-m", "claimwatch.labeling", "--out", str(labels)]
     assert main(["--results", str(results), "--out", str(labels), "--n", "200", "--plan-only"]) == 0
-    first = subprocess.run(cmd, input=_answers(plan_path(labels), truth, 0, 120) + "q\n", text=True,
-                           capture_output=True, cwd=ROOT, timeout=60)
+    first = subprocess.run(
+        cmd,
+        input=_answers(plan_path(labels), truth, 0, 120) + "q\n",
+        text=True,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert first.returncode == 0, first.stderr
     assert "[120/200]" in first.stdout and "run the same command again" in first.stderr
-    second = subprocess.run(cmd, input=_answers(plan_path(labels), truth, 120, 200), text=True,
-                            capture_output=True, cwd=ROOT, timeout=60)
+    second = subprocess.run(
+        cmd, input=_answers(plan_path(labels), truth, 120, 200), text=True, capture_output=True, cwd=ROOT, timeout=60
+    )
     assert second.returncode == 0, second.stderr
     assert "[121/200]" in second.stdout and "[1/200]" not in second.stdout
     recs = [json.loads(line) for line in labels.read_text().splitlines()]
@@ -138,8 +157,7 @@ def test_end_to_end_label_200_claims_then_profile_then_corrected_rate(tmp_path):
     assert f["sensitivity"]["low"] < 0.7 < f["sensitivity"]["high"]
     assert f["specificity"]["low"] < 0.85 < f["specificity"]["high"]
     # another deployment (say the candidate release) with a true rate of 20%, judged by the same judge
-    target = deployment(tmp_path / "cand.jsonl", answers=5000, true_rate=0.2, se=0.7, sp=0.85, seed=9,
-                        release="v2")
+    target = deployment(tmp_path / "cand.jsonl", answers=5000, true_rate=0.2, se=0.7, sp=0.85, seed=9, release="v2")
     judged = [c for r in read_results_file(tmp_path / "cand.jsonl") for c in r["claims"]]
     flagged = sum(c["verdict"] != "SUPPORTED" for c in judged)
     true_share = sum(target.values()) / len(target)
@@ -158,13 +176,18 @@ def test_answer_unit_labels_whole_answers_for_the_gate(tmp_path):
 
     results, labels = tmp_path / "results.jsonl", tmp_path / "answers.jsonl"
     truth = deployment(results, answers=3000, true_rate=0.08, se=0.85, sp=0.95, seed=2)
-    assert main(["--unit", "answer", "--results", str(results), "--out", str(labels), "--n", "300",
-                 "--plan-only"]) == 0
+    assert main(["--unit", "answer", "--results", str(results), "--out", str(labels), "--n", "300", "--plan-only"]) == 0
     items = json.loads(plan_path(labels).read_text())["items"]
     bad = {it["id"]: any(truth[f"{it['id']}/{c['id']}"] for c in it["claims"]) for it in items}
     keys = "".join(("h" if bad[it["id"]] else "f") + "\n" for it in items)
-    proc = subprocess.run([sys.executable, "-m", "claimwatch.labeling", "--out", str(labels)], input=keys,
-                          text=True, capture_output=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "claimwatch.labeling", "--out", str(labels)],
+        input=keys,
+        text=True,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "[300/300]" in proc.stdout and "[f]aithful" in proc.stdout
     answers = load_labeled_answers(labels)
@@ -175,7 +198,7 @@ def test_answer_unit_labels_whole_answers_for_the_gate(tmp_path):
     assert data["unit"] == "answer" and positive_for(data) == ("hallucinated",)
     cand = tmp_path / "cand.jsonl"
     ctruth = deployment(cand, answers=4000, true_rate=0.15, se=0.85, sp=0.95, seed=5, release="v2")
-    (flagged, judged), = answer_counts(read_results_file(cand)).values()
+    ((flagged, judged),) = answer_counts(read_results_file(cand)).values()
     true_share = sum(any(ctruth[f"v2-{a:06d}/c{c}"] for c in range(2)) for a in range(4000)) / 4000
     r = corrected_rate(strata, flagged, judged, positive=positive_for(data))
     assert r.corrected.low <= true_share <= r.corrected.high

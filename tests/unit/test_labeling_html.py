@@ -20,9 +20,23 @@ def _results(path: Path) -> None:
     recs = []
     for i in range(6):
         verdict = "SUPPORTED" if i % 2 else "CONTRADICTED"
-        recs.append({"trace_id": f"t{i}", "judge": "j", "slices": {"release": "v1"}, "question": f"q{i}?",
-                     "claims": [{"id": "c0", "text": f"claim {i} </script><b>not bold</b>", "verdict": verdict,
-                                 "confidence": 0.9, "context_excerpt": f"chunk {i}"}]})
+        recs.append(
+            {
+                "trace_id": f"t{i}",
+                "judge": "j",
+                "slices": {"release": "v1"},
+                "question": f"q{i}?",
+                "claims": [
+                    {
+                        "id": "c0",
+                        "text": f"claim {i} </script><b>not bold</b>",
+                        "verdict": verdict,
+                        "confidence": 0.9,
+                        "context_excerpt": f"chunk {i}",
+                    }
+                ],
+            }
+        )
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
 
 
@@ -30,9 +44,23 @@ def _dom(page: Path, keys: str, tmp_path: Path) -> str:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         pytest.fail("chromium is not installed: apt-get install chromium (scripts/setup.sh does it)")
-    run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-                          "--dump-dom", page.as_uri() + "#keys=" + keys], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            page.as_uri() + "#keys=" + keys,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert [ln for ln in run.stderr.splitlines() if "Uncaught" in ln] == []
     return run.stdout
@@ -74,8 +102,15 @@ def test_plan_items_render_for_answers_too(tmp_path):
     from claimwatch.labeling.html import page_data
     from claimwatch.labeling.sample import population_answers
 
-    recs = [{"trace_id": "a1", "judge": "j", "question": "q?", "answer": "A. B.",
-             "claims": [{"id": "c0", "text": "A.", "verdict": "SUPPORTED"}]}]
+    recs = [
+        {
+            "trace_id": "a1",
+            "judge": "j",
+            "question": "q?",
+            "answer": "A. B.",
+            "claims": [{"id": "c0", "text": "A.", "verdict": "SUPPORTED"}],
+        }
+    ]
     data = page_data(draw_plan(population_answers(recs), 1, unit="answer"), tmp_path / "x.jsonl")
     assert data["unit"] == "answer" and data["keys"] == {"f": "faithful", "h": "hallucinated"}
     assert data["items"][0]["view"]["claims"][0]["text"] == "A."

@@ -22,8 +22,10 @@ def log_events(path: Path) -> list[tuple[int, str]]:
         if not (isinstance(target, ast.Name) and target.id in ("log", "logger")) or not node.args:
             continue
         first = node.args[0]
-        literals = [first] if isinstance(first, ast.Constant) else (
-            [first.body, first.orelse] if isinstance(first, ast.IfExp) else [first]
+        literals = (
+            [first]
+            if isinstance(first, ast.Constant)
+            else ([first.body, first.orelse] if isinstance(first, ast.IfExp) else [first])
         )
         for lit in literals:
             out.append((node.lineno, lit.value if isinstance(lit, ast.Constant) else ast.unparse(lit)))

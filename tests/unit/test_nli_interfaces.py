@@ -25,8 +25,11 @@ def models(tmp_path_factory) -> dict[str, Path]:
     from tests.fakes.tiny_verifiers import build_binary, build_hhem, build_seq2seq
 
     root = tmp_path_factory.mktemp("verifiers")
-    return {"binary": build_binary(root / "binary"), "seq2seq": build_seq2seq(root / "seq2seq"),
-            "hhem": build_hhem(root / "hhem")}
+    return {
+        "binary": build_binary(root / "binary"),
+        "seq2seq": build_seq2seq(root / "seq2seq"),
+        "hhem": build_hhem(root / "hhem"),
+    }
 
 
 def _claims(*texts: str) -> list[Claim]:
@@ -49,24 +52,59 @@ class Cfg:
 
 #: the fields of each named model's published config.json that decide its interface
 PUBLISHED = {
-    "facebook/bart-large-mnli": (Cfg(architectures=["BartForSequenceClassification"], model_type="bart",
-                                     is_encoder_decoder=True,
-                                     id2label={0: "contradiction", 1: "neutral", 2: "entailment"}), "nli"),
+    "facebook/bart-large-mnli": (
+        Cfg(
+            architectures=["BartForSequenceClassification"],
+            model_type="bart",
+            is_encoder_decoder=True,
+            id2label={0: "contradiction", 1: "neutral", 2: "entailment"},
+        ),
+        "nli",
+    ),
     "MoritzLaurer/DeBERTa-v3-base-mnli-fever-docnli-ling-2c": (
-        Cfg(architectures=["DebertaV2ForSequenceClassification"], model_type="deberta-v2",
-            id2label={0: "entailment", 1: "not_entailment"}), "nli2"),
+        Cfg(
+            architectures=["DebertaV2ForSequenceClassification"],
+            model_type="deberta-v2",
+            id2label={0: "entailment", 1: "not_entailment"},
+        ),
+        "nli2",
+    ),
     "cross-encoder/nli-deberta-v3-small": (
-        Cfg(architectures=["DebertaV2ForSequenceClassification"], model_type="deberta-v2",
-            id2label={0: "contradiction", 1: "entailment", 2: "neutral"}), "nli"),
-    "lytang/MiniCheck-RoBERTa-Large": (Cfg(architectures=["RobertaForSequenceClassification"], model_type="roberta",
-                                           id2label={0: "LABEL_0", 1: "LABEL_1"}), "binary"),
-    "lytang/MiniCheck-DeBERTa-v3-Large": (Cfg(architectures=["DebertaV2ForSequenceClassification"],
-                                              model_type="deberta-v2", id2label={0: "LABEL_0", 1: "LABEL_1"}), "binary"),
-    "lytang/MiniCheck-Flan-T5-Large": (Cfg(architectures=["T5ForConditionalGeneration"], model_type="t5",
-                                           is_encoder_decoder=True), "seq2seq"),
+        Cfg(
+            architectures=["DebertaV2ForSequenceClassification"],
+            model_type="deberta-v2",
+            id2label={0: "contradiction", 1: "entailment", 2: "neutral"},
+        ),
+        "nli",
+    ),
+    "lytang/MiniCheck-RoBERTa-Large": (
+        Cfg(
+            architectures=["RobertaForSequenceClassification"],
+            model_type="roberta",
+            id2label={0: "LABEL_0", 1: "LABEL_1"},
+        ),
+        "binary",
+    ),
+    "lytang/MiniCheck-DeBERTa-v3-Large": (
+        Cfg(
+            architectures=["DebertaV2ForSequenceClassification"],
+            model_type="deberta-v2",
+            id2label={0: "LABEL_0", 1: "LABEL_1"},
+        ),
+        "binary",
+    ),
+    "lytang/MiniCheck-Flan-T5-Large": (
+        Cfg(architectures=["T5ForConditionalGeneration"], model_type="t5", is_encoder_decoder=True),
+        "seq2seq",
+    ),
     "vectara/hallucination_evaluation_model": (
-        Cfg(architectures=["HHEMv2ForSequenceClassification"], model_type="HHEMv2Config",
-            auto_map={"AutoConfig": "configuration_hhem_v2.HHEMv2Config"}), "hhem"),
+        Cfg(
+            architectures=["HHEMv2ForSequenceClassification"],
+            model_type="HHEMv2Config",
+            auto_map={"AutoConfig": "configuration_hhem_v2.HHEMv2Config"},
+        ),
+        "hhem",
+    ),
 }
 
 
@@ -102,7 +140,9 @@ def test_binary_classifier_scores_the_minicheck_input_and_never_contradicts(mode
     tok = AutoTokenizer.from_pretrained(models["binary"])
     model = AutoModelForSequenceClassification.from_pretrained(models["binary"]).eval()
     with torch.inference_mode():
-        p = torch.softmax(model(**tok([CONTEXT + "</s>the tower is tall"], return_tensors="pt")).logits, -1)[0, 1].item()
+        p = torch.softmax(model(**tok([CONTEXT + "</s>the tower is tall"], return_tensors="pt")).logits, -1)[
+            0, 1
+        ].item()
     v = ver.verdicts[0]
     assert (v.confidence if v.verdict is Verdict.SUPPORTED else 1 - v.confidence) == pytest.approx(p, abs=1e-5)
     assert ver.usage.input_tokens > 0
@@ -190,10 +230,13 @@ def _spied(judge: NLIJudge) -> TokenizerSpy:
 
 
 @needs_ml
-@pytest.mark.parametrize("kind,expected", [
-    ("binary", CONTEXT + "</s>" + "the tower is tall"),
-    ("seq2seq", "predict: " + CONTEXT + "</s>" + "the tower is tall"),
-])
+@pytest.mark.parametrize(
+    "kind,expected",
+    [
+        ("binary", CONTEXT + "</s>" + "the tower is tall"),
+        ("seq2seq", "predict: " + CONTEXT + "</s>" + "the tower is tall"),
+    ],
+)
 def test_each_one_sequence_family_receives_exactly_its_authors_format(models, kind, expected):
     """MiniCheck RoBERTa/DeBERTa: chunk + eos + claim; Flan-T5: "predict: " first: the exact text, in that order."""
     judge = NLIJudge(str(models[kind]), max_length=128)
@@ -229,8 +272,9 @@ def _support(v) -> float:
 
 
 @needs_ml
-@pytest.mark.parametrize("id2label,entail", [({0: "entailment", 1: "not_entailment"}, 0),
-                                             ({0: "not_entailment", 1: "entailment"}, 1)])
+@pytest.mark.parametrize(
+    "id2label,entail", [({0: "entailment", 1: "not_entailment"}, 0), ({0: "not_entailment", 1: "entailment"}, 1)]
+)
 def test_two_label_nli_reads_entailment_where_its_labels_put_it(tmp_path, id2label, entail):
     """A -2c model's support is P(entailment) at the index id2label names (index 0 was read inverted before)."""
     from tests.fakes.tiny_verifiers import build_classifier
@@ -263,7 +307,9 @@ def test_the_claim_is_never_truncated_only_the_premise(models, tmp_path, kind):
     """A premise longer than the input budget is clipped; every encoded input fits and ends with the whole claim."""
     from tests.fakes.tiny_verifiers import build_classifier
 
-    directory = models.get(kind) or build_classifier(tmp_path / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})
+    directory = models.get(kind) or build_classifier(
+        tmp_path / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"}
+    )
     claim = "the tower in paris was built in 1889 and is 300 metres tall"
     long_sentence = " ".join(["the old museum in the city by the river was painted red and gold"] * 8) + "."
     judge = NLIJudge(str(directory), max_length=48)
@@ -310,8 +356,9 @@ def test_registry_passes_the_thresholds(models):
     from evaluator_worker.judges.registry import get_judge
     from evaluator_worker.judges.settings import JudgeSettings
 
-    judge = get_judge("nli", JudgeSettings(nli_model=str(models["binary"]), nli_entail_threshold=0.9,
-                                           nli_contradict_threshold=0.95))
+    judge = get_judge(
+        "nli", JudgeSettings(nli_model=str(models["binary"]), nli_entail_threshold=0.9, nli_contradict_threshold=0.95)
+    )
     assert (judge.entail_threshold, judge.contradict_threshold) == (0.9, 0.95)
 
 
@@ -364,7 +411,11 @@ def test_hhem_whose_own_code_fails_is_a_start_up_error(models, tmp_path):
     broken = tmp_path / "hhem-code"
     shutil.copytree(models["hhem"], broken)
     code = broken / "tiny_hhem.py"
-    code.write_text(code.read_text().replace("self.post_init()", "self.post_init()\n        raise AttributeError('all_tied_weights_keys')"))
+    code.write_text(
+        code.read_text().replace(
+            "self.post_init()", "self.post_init()\n        raise AttributeError('all_tied_weights_keys')"
+        )
+    )
     with pytest.raises(ConfigError, match="all_tied_weights_keys"):
         NLIJudge(str(broken), kind="hhem").load()
 

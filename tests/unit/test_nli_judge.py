@@ -48,14 +48,20 @@ def claims(*texts: str) -> list[Claim]:
 def test_resolve_labels_any_case_and_order():
     """id2label in any case and order maps to the canonical label indices."""
     assert resolve_labels({0: "CONTRADICTION", 1: "Entailment", 2: "neutral"}) == {
-        "contradiction": 0, "entailment": 1, "neutral": 2,
+        "contradiction": 0,
+        "entailment": 1,
+        "neutral": 2,
     }
     assert resolve_labels({"0": "entailment", "1": "neutral", "2": "contradiction"})["contradiction"] == 2
 
 
 @pytest.mark.parametrize(
     "id2label",
-    [{0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}, {0: "entailment", 1: "entailment", 2: "neutral"}, {0: "entailment", 1: "neutral"}],
+    [
+        {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"},
+        {0: "entailment", 1: "entailment", 2: "neutral"},
+        {0: "entailment", 1: "neutral"},
+    ],
 )
 def test_resolve_labels_fails_clearly(id2label):
     """Unknown, repeated or missing labels raise ConfigError instead of guessing an order."""
@@ -73,10 +79,15 @@ def test_sentence_windows_pack_sentences_with_overlap():
     """A long chunk becomes verbatim windows of whole sentences within budget, overlapping by one sentence."""
     text = "One two three. Four five six. Seven eight nine. Ten eleven twelve."
     windows = sentence_windows(text, 6, lambda ts: [len(t.split()) for t in ts])
-    assert windows == ["One two three. Four five six.", "Four five six. Seven eight nine.", "Seven eight nine. Ten eleven twelve."]
+    assert windows == [
+        "One two three. Four five six.",
+        "Four five six. Seven eight nine.",
+        "Seven eight nine. Ten eleven twelve.",
+    ]
     assert all(w in text for w in windows)
     assert sentence_windows(text, 6, lambda ts: [len(t.split()) for t in ts], overlap=0) == [
-        "One two three. Four five six.", "Seven eight nine. Ten eleven twelve.",
+        "One two three. Four five six.",
+        "Seven eight nine. Ten eleven twelve.",
     ]
 
 
@@ -155,13 +166,17 @@ def test_long_chunks_are_windowed_by_sentence(tiny_model):
 
 
 @needs_ml
-@pytest.mark.parametrize("order", [["contradiction", "entailment", "neutral"], ["NEUTRAL", "Contradiction", "ENTAILMENT"]])
+@pytest.mark.parametrize(
+    "order", [["contradiction", "entailment", "neutral"], ["NEUTRAL", "Contradiction", "ENTAILMENT"]]
+)
 def test_label_mapping_in_other_orders(tmp_path, order):
     """A model saved with another label order (and case) gives the same verdicts."""
     from tests.fakes.tiny_nli import build_tiny_nli
 
     j = NLIJudge(str(build_tiny_nli(tmp_path / "m", order=order)))
-    got = j.verify(claims("the door is open", "it is cold", "the road is wet"), ["The door is open. It is hot."]).verdicts
+    got = j.verify(
+        claims("the door is open", "it is cold", "the road is wet"), ["The door is open. It is hot."]
+    ).verdicts
     assert [v.verdict for v in got] == [Verdict.SUPPORTED, Verdict.CONTRADICTED, Verdict.UNSUPPORTED]
 
 

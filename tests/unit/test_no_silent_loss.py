@@ -25,19 +25,27 @@ def metric(registry: CollectorRegistry, name: str, **labels: str) -> float:
 def run_rag(tp: TracerProvider, n_docs: int) -> None:
     """One OpenInference request whose retriever span holds ``n_docs`` documents x 4 attributes."""
     tracer = tp.get_tracer("t")
-    with tracer.start_as_current_span("rag", attributes={"openinference.span.kind": "CHAIN",
-                                                         "input.value": "What is the refund window?",
-                                                         "output.value": "30 days."}):
+    with tracer.start_as_current_span(
+        "rag",
+        attributes={
+            "openinference.span.kind": "CHAIN",
+            "input.value": "What is the refund window?",
+            "output.value": "30 days.",
+        },
+    ):
         attrs = {"openinference.span.kind": "RETRIEVER", "input.value": "What is the refund window?"}
         for i in range(n_docs):
-            attrs |= {f"retrieval.documents.{i}.document.id": f"d{i}",
-                      f"retrieval.documents.{i}.document.content": f"Document {i}: refunds take 30 days.",
-                      f"retrieval.documents.{i}.document.score": 1.0 - i / 100,
-                      f"retrieval.documents.{i}.document.metadata": "{}"}
+            attrs |= {
+                f"retrieval.documents.{i}.document.id": f"d{i}",
+                f"retrieval.documents.{i}.document.content": f"Document {i}: refunds take 30 days.",
+                f"retrieval.documents.{i}.document.score": 1.0 - i / 100,
+                f"retrieval.documents.{i}.document.metadata": "{}",
+            }
         with tracer.start_as_current_span("retrieve", attributes=attrs):
             pass
-        with tracer.start_as_current_span("llm", attributes={"openinference.span.kind": "LLM",
-                                                             "llm.output_messages.0.message.content": "30 days."}):
+        with tracer.start_as_current_span(
+            "llm", attributes={"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": "30 days."}
+        ):
             pass
 
 
@@ -75,9 +83,18 @@ def test_processor_checks_the_provider_limits_itself_on_the_first_span():
 
 
 def _span(trace_id: int, span_id: int, parent: int | None, attrs: dict, dropped: int = 0) -> OtlpSpan:
-    return OtlpSpan(context=SpanRef(trace_id, span_id), parent=SpanRef(trace_id, parent) if parent else None,
-                    name=f"s{span_id}", attributes=attrs, events=(), status=SpanStatus(_StatusCode("UNSET")),
-                    resource=SpanResource({}), start_time=span_id, end_time=span_id + 1, dropped_attributes=dropped)
+    return OtlpSpan(
+        context=SpanRef(trace_id, span_id),
+        parent=SpanRef(trace_id, parent) if parent else None,
+        name=f"s{span_id}",
+        attributes=attrs,
+        events=(),
+        status=SpanStatus(_StatusCode("UNSET")),
+        resource=SpanResource({}),
+        start_time=span_id,
+        end_time=span_id + 1,
+        dropped_attributes=dropped,
+    )
 
 
 def test_trace_unusable_after_attribute_loss_is_counted_and_logged():
@@ -86,8 +103,9 @@ def test_trace_unusable_after_attribute_loss_is_counted_and_logged():
     from collector.metrics import get_metrics
 
     pipe = TracePipeline(CollectorSettings(late_span_wait_s=0.0), sink=MemorySink(), metrics=get_metrics(registry))
-    pipe.add_span(_span(7, 2, 1, {"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": "a"},
-                        dropped=90))
+    pipe.add_span(
+        _span(7, 2, 1, {"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": "a"}, dropped=90)
+    )
     pipe.add_span(_span(7, 1, None, {"openinference.span.kind": "CHAIN", "input.value": "q", "output.value": "a"}))
     with capture_logs() as logs:
         pipe.pop_complete(flush=True)
@@ -101,8 +119,9 @@ def test_late_spans_are_logged_with_reason_and_hint_rate_limited():
     registry = CollectorRegistry()
     from collector.metrics import get_metrics
 
-    pipe = TracePipeline(CollectorSettings(late_span_wait_s=0.5), sink=MemorySink(), metrics=get_metrics(registry),
-                         clock=lambda: now[0])
+    pipe = TracePipeline(
+        CollectorSettings(late_span_wait_s=0.5), sink=MemorySink(), metrics=get_metrics(registry), clock=lambda: now[0]
+    )
     pipe.add_span(_span(9, 1, None, {"openinference.span.kind": "CHAIN", "input.value": "q", "output.value": "a"}))
     now[0] = 1.0
     pipe.pop_complete()
@@ -120,11 +139,21 @@ def test_late_spans_are_logged_with_reason_and_hint_rate_limited():
 
 def test_traceloop_llamaindex_json_encoded_node_strings_are_read():
     """traceloop.entity.output as a JSON list of JSON-encoded NodeWithScore strings gives the documents."""
-    nodes = [json.dumps({"node": {"id_": f"n{i}", "text": f"Refund text {i}", "metadata": {}}, "score": 0.9 - i / 10})
-             for i in range(3)]
-    span = _span(5, 2, 1, {"traceloop.span.kind": "task", "traceloop.entity.name": "VectorIndexRetriever.task",
-                           "traceloop.entity.input": json.dumps({"args": ["What about refunds?"]}),
-                           "traceloop.entity.output": json.dumps(nodes)})
+    nodes = [
+        json.dumps({"node": {"id_": f"n{i}", "text": f"Refund text {i}", "metadata": {}}, "score": 0.9 - i / 10})
+        for i in range(3)
+    ]
+    span = _span(
+        5,
+        2,
+        1,
+        {
+            "traceloop.span.kind": "task",
+            "traceloop.entity.name": "VectorIndexRetriever.task",
+            "traceloop.entity.input": json.dumps({"args": ["What about refunds?"]}),
+            "traceloop.entity.output": json.dumps(nodes),
+        },
+    )
     facts = SpanExtractor(CollectorSettings()).extract(span)
     assert facts.kind == "retriever"
     assert [c.content for c in facts.contexts] == ["Refund text 0", "Refund text 1", "Refund text 2"]
@@ -162,12 +191,19 @@ def test_real_langchain_retriever_with_64_documents_gives_a_record_flagged_incom
     tp = TracerProvider()  # default limit: 128 attributes
     tp.add_span_processor(proc)
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
-    store.add_documents([Document(page_content=f"Fact number {i} about the refund policy.",
-                                  metadata={"source": f"policy.md#{i}"}) for i in range(64)])
+    store.add_documents(
+        [
+            Document(page_content=f"Fact number {i} about the refund policy.", metadata={"source": f"policy.md#{i}"})
+            for i in range(64)
+        ]
+    )
     retriever = store.as_retriever(search_kwargs={"k": 64})  # content + metadata: 2 attributes per document
     prompt = ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
     chain = (
-        {"context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)), "question": RunnablePassthrough()}
+        {
+            "context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)),
+            "question": RunnablePassthrough(),
+        }
         | prompt
         | FakeListChatModel(responses=["Thirty days."])
         | StrOutputParser()
@@ -195,20 +231,30 @@ def test_two_rag_calls_in_one_trace_give_two_records_each_with_its_own_question_
     tp = TracerProvider()
     tp.add_span_processor(proc)
     tracer = tp.get_tracer("t")
-    calls = [("What is the refund window?", "30 days.", "Refunds: 30 days."),
-             ("And for damaged goods?", "60 days.", "Damaged goods: 60 days.")]
+    calls = [
+        ("What is the refund window?", "30 days.", "Refunds: 30 days."),
+        ("And for damaged goods?", "60 days.", "Damaged goods: 60 days."),
+    ]
     with capture_logs():
-        with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT",
-                                                               "input.value": "refunds?", "output.value": "done"}):
+        with tracer.start_as_current_span(
+            "agent", attributes={"openinference.span.kind": "AGENT", "input.value": "refunds?", "output.value": "done"}
+        ):
             for q, a, doc in calls:
-                with tracer.start_as_current_span("call", attributes={"openinference.span.kind": "CHAIN",
-                                                                      "input.value": q, "output.value": a}):
-                    with tracer.start_as_current_span("retrieve", attributes={
-                            "openinference.span.kind": "RETRIEVER", "input.value": q,
-                            "retrieval.documents.0.document.content": doc}):
+                with tracer.start_as_current_span(
+                    "call", attributes={"openinference.span.kind": "CHAIN", "input.value": q, "output.value": a}
+                ):
+                    with tracer.start_as_current_span(
+                        "retrieve",
+                        attributes={
+                            "openinference.span.kind": "RETRIEVER",
+                            "input.value": q,
+                            "retrieval.documents.0.document.content": doc,
+                        },
+                    ):
                         pass
-                    with tracer.start_as_current_span("llm", attributes={
-                            "openinference.span.kind": "LLM", "llm.output_messages.0.message.content": a}):
+                    with tracer.start_as_current_span(
+                        "llm", attributes={"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": a}
+                    ):
                         pass
         assert proc.force_flush(5_000)
     tp.shutdown()

@@ -53,7 +53,9 @@ def test_missing_verdicts_get_the_repair_call():
         judge = _judge(srv)
         ver = judge.verify(judge.extract_claims(ANSWER).claims, CONTEXTS)
         assert all(v.verdict is not Verdict.ERROR for v in ver.verdicts if v.claim_id != "c2")
-        verify_calls = [r for r in srv.recorded if r.body.get("tool_choice", {}).get("name") == prompts.VERIFY_TOOL_NAME]
+        verify_calls = [
+            r for r in srv.recorded if r.body.get("tool_choice", {}).get("name") == prompts.VERIFY_TOOL_NAME
+        ]
         assert len(verify_calls) == 2  # the batch, then the repair for c2
 
 
@@ -79,8 +81,13 @@ def test_a_cut_output_is_split_not_lost():
     with MessagesServer() as srv:
         judge = _judge(srv, max_tokens=4096)
         claims = judge.extract_claims(ANSWER).claims
-        srv.enqueue({"content": [{"type": "text", "text": ""}], "stop_reason": "max_tokens",
-                     "usage": {"input_tokens": 10, "output_tokens": 4096}})
+        srv.enqueue(
+            {
+                "content": [{"type": "text", "text": ""}],
+                "stop_reason": "max_tokens",
+                "usage": {"input_tokens": 10, "output_tokens": 4096},
+            }
+        )
         ver = judge.verify(claims, CONTEXTS)
         assert [v.verdict for v in ver.verdicts] == [Verdict.SUPPORTED, Verdict.UNSUPPORTED, Verdict.SUPPORTED]
         assert ver.usage.calls >= 3

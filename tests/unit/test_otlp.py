@@ -31,8 +31,9 @@ def rag_spans(question: str = "How long do refunds take?", answer: str = "Refund
     tp = TracerProvider(resource=Resource.create({"service.name": "rag-app", "service.version": "v7"}))
     tp.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = tp.get_tracer("test")
-    with tracer.start_as_current_span("rag", attributes={"openinference.span.kind": "CHAIN", "input.value": question,
-                                                         "output.value": answer}):
+    with tracer.start_as_current_span(
+        "rag", attributes={"openinference.span.kind": "CHAIN", "input.value": question, "output.value": answer}
+    ):
         attrs = {"openinference.span.kind": "RETRIEVER", "input.value": question}
         for i in range(n_docs):
             attrs[f"retrieval.documents.{i}.document.id"] = f"d{i}"
@@ -40,11 +41,15 @@ def rag_spans(question: str = "How long do refunds take?", answer: str = "Refund
             attrs[f"retrieval.documents.{i}.document.score"] = 0.9 - i / 10
         with tracer.start_as_current_span("retrieve", attributes=attrs):
             pass
-        with tracer.start_as_current_span("llm", attributes={
-            "openinference.span.kind": "LLM", "llm.model_name": "m-1",
-            "llm.output_messages.0.message.role": "assistant",
-            "llm.output_messages.0.message.content": answer,
-        }):
+        with tracer.start_as_current_span(
+            "llm",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "m-1",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": answer,
+            },
+        ):
             pass
     return exporter.get_finished_spans()
 
@@ -52,8 +57,9 @@ def rag_spans(question: str = "How long do refunds take?", answer: str = "Refund
 def build_all(spans, settings: CollectorSettings | None = None) -> list[RagTrace]:
     """Run spans through a TracePipeline and return the records it submits."""
     sink = MemorySink()
-    pipe = TracePipeline(settings or CollectorSettings(late_span_wait_s=0.0), sink=sink,
-                         metrics=get_metrics(CollectorRegistry()))
+    pipe = TracePipeline(
+        settings or CollectorSettings(late_span_wait_s=0.0), sink=sink, metrics=get_metrics(CollectorRegistry())
+    )
     for span in spans:
         pipe.add_span(span)
     pipe.pop_complete(flush=True)
@@ -119,29 +125,81 @@ def test_hand_written_otlp_json_is_read():
     """A minimal OTLP/JSON body as another language's exporter writes it gives a RAG record."""
     trace_id, root, child = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174", "eee19b7ec3c1b173"
     body = {
-        "resourceSpans": [{
-            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "node-rag"}}]},
-            "scopeSpans": [{"scope": {"name": "manual"}, "spans": [
-                {"traceId": trace_id, "spanId": child, "parentSpanId": root, "name": "search", "kind": 3,
-                 "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000100000000",
-                 "attributes": [
-                     {"key": "gen_ai.operation.name", "value": {"stringValue": "retrieval"}},
-                     {"key": "gen_ai.retrieval.query.text", "value": {"stringValue": "What is the fee?"}},
-                     {"key": "gen_ai.retrieval.documents", "value": {"arrayValue": {"values": [
-                         {"kvlistValue": {"values": [
-                             {"key": "id", "value": {"stringValue": "fee-1"}},
-                             {"key": "content", "value": {"stringValue": "The fee is 3 euros."}},
-                             {"key": "score", "value": {"doubleValue": 0.8}}]}}]}}}]},
-                {"traceId": trace_id, "spanId": root, "name": "chat", "kind": 1,
-                 "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000300000000",
-                 "status": {"code": 2, "message": "boom"},
-                 "attributes": [
-                     {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
-                     {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-x"}},
-                     {"key": "gen_ai.output.messages", "value": {"stringValue": json.dumps(
-                         [{"role": "assistant", "parts": [{"type": "text", "content": "It is 3 euros."}]}])}}]},
-            ]}],
-        }]
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "node-rag"}}]},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "manual"},
+                        "spans": [
+                            {
+                                "traceId": trace_id,
+                                "spanId": child,
+                                "parentSpanId": root,
+                                "name": "search",
+                                "kind": 3,
+                                "startTimeUnixNano": "1700000000000000000",
+                                "endTimeUnixNano": "1700000000100000000",
+                                "attributes": [
+                                    {"key": "gen_ai.operation.name", "value": {"stringValue": "retrieval"}},
+                                    {
+                                        "key": "gen_ai.retrieval.query.text",
+                                        "value": {"stringValue": "What is the fee?"},
+                                    },
+                                    {
+                                        "key": "gen_ai.retrieval.documents",
+                                        "value": {
+                                            "arrayValue": {
+                                                "values": [
+                                                    {
+                                                        "kvlistValue": {
+                                                            "values": [
+                                                                {"key": "id", "value": {"stringValue": "fee-1"}},
+                                                                {
+                                                                    "key": "content",
+                                                                    "value": {"stringValue": "The fee is 3 euros."},
+                                                                },
+                                                                {"key": "score", "value": {"doubleValue": 0.8}},
+                                                            ]
+                                                        }
+                                                    }
+                                                ]
+                                            }
+                                        },
+                                    },
+                                ],
+                            },
+                            {
+                                "traceId": trace_id,
+                                "spanId": root,
+                                "name": "chat",
+                                "kind": 1,
+                                "startTimeUnixNano": "1700000000000000000",
+                                "endTimeUnixNano": "1700000000300000000",
+                                "status": {"code": 2, "message": "boom"},
+                                "attributes": [
+                                    {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                                    {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-x"}},
+                                    {
+                                        "key": "gen_ai.output.messages",
+                                        "value": {
+                                            "stringValue": json.dumps(
+                                                [
+                                                    {
+                                                        "role": "assistant",
+                                                        "parts": [{"type": "text", "content": "It is 3 euros."}],
+                                                    }
+                                                ]
+                                            )
+                                        },
+                                    },
+                                ],
+                            },
+                        ],
+                    }
+                ],
+            }
+        ]
     }
     decoded = otlp.spans_from_request(otlp.decode_json(json.dumps(body)))
     assert decoded.rejected == {}
@@ -186,9 +244,24 @@ def test_spans_with_invalid_ids_are_rejected_with_a_reason():
 
 def test_invalid_hex_id_in_json_rejects_the_span_not_the_request():
     """A non-hex id in OTLP/JSON turns into a rejected span; the request still decodes."""
-    body = {"resourceSpans": [{"scopeSpans": [{"spans": [
-        {"traceId": "zz", "spanId": "eee19b7ec3c1b174", "name": "bad"},
-        {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174", "name": "good"}]}]}]}
+    body = {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {"traceId": "zz", "spanId": "eee19b7ec3c1b174", "name": "bad"},
+                            {
+                                "traceId": "5b8efff798038103d269b633813fc60c",
+                                "spanId": "eee19b7ec3c1b174",
+                                "name": "good",
+                            },
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
     decoded = otlp.spans_from_request(otlp.decode_json(json.dumps(body).encode()))
     assert [s.name for s in decoded.spans] == ["good"] and decoded.rejected == {"invalid_trace_id": 1}
 
@@ -213,7 +286,8 @@ def test_export_response_has_partial_success_only_when_spans_were_rejected():
     resp = otlp.export_response(2, "2 invalid_trace_id")
     assert resp.partial_success.rejected_spans == 2
     assert json.loads(otlp.to_otlp_json(resp)) == {
-        "partialSuccess": {"rejectedSpans": "2", "errorMessage": "2 invalid_trace_id"}}
+        "partialSuccess": {"rejectedSpans": "2", "errorMessage": "2 invalid_trace_id"}
+    }
 
 
 def test_decode_by_encoding_name():

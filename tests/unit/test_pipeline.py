@@ -10,8 +10,14 @@ from tests.fakes.judges import FlakyJudge, TagJudge
 
 
 def _trace(answer, **kw):
-    return RagTrace(trace_id="t" * 32, question="q", answer=answer, contexts=[{"content": "ctx"}],
-                    slices=kw.pop("slices", {"release": "v1", "route": "faq"}), **kw)
+    return RagTrace(
+        trace_id="t" * 32,
+        question="q",
+        answer=answer,
+        contexts=[{"content": "ctx"}],
+        slices=kw.pop("slices", {"release": "v1", "route": "faq"}),
+        **kw,
+    )
 
 
 def _sample(metrics, name, **labels):
@@ -112,7 +118,9 @@ def test_tokens_and_cost_are_exported_per_model():
 
         def extract_claims(self, answer, question=None):
             ex = super().extract_claims(answer, question)
-            return Extraction(ex.claims, Usage(calls=1, input_tokens=50, output_tokens=5, cost_usd=0.0001, model="small"))
+            return Extraction(
+                ex.claims, Usage(calls=1, input_tokens=50, output_tokens=5, cost_usd=0.0001, model="small")
+            )
 
     m = WorkerMetrics()
     ev = Evaluator(TwoModels(), m)
@@ -129,7 +137,9 @@ def test_verdicts_carry_their_chunk_id_source_and_an_excerpt():
     from contract.record import RagTrace
 
     long_chunk = "Intro. " * 100 + "ctx evidence here. " + "Outro. " * 100
-    t = RagTrace(trace_id="b" * 32, answer="Fine.", contexts=[{"content": long_chunk, "id": "doc-7", "source": "kb/a.md"}])
+    t = RagTrace(
+        trace_id="b" * 32, answer="Fine.", contexts=[{"content": long_chunk, "id": "doc-7", "source": "kb/a.md"}]
+    )
     r = Evaluator(TagJudge(), WorkerMetrics()).evaluate(t)
     (c,) = r.claims
     assert (c.context_index, c.context_id, c.context_source) == (0, "doc-7", "kb/a.md")

@@ -55,8 +55,13 @@ def metric(registry, name, **labels) -> float:
     return registry.get_sample_value(name, labels) or 0.0
 
 
-def rag_trace(tp: TracerProvider, question="What is the refund window?", answer="30 days.", docs=("Refunds: 30 days.",),
-              end_root=True):
+def rag_trace(
+    tp: TracerProvider,
+    question="What is the refund window?",
+    answer="30 days.",
+    docs=("Refunds: 30 days.",),
+    end_root=True,
+):
     tracer = tp.get_tracer("test")
     root = tracer.start_span("RunnableSequence")
     root.set_attribute("openinference.span.kind", "CHAIN")
@@ -88,7 +93,10 @@ def test_rag_trace_becomes_one_record_and_is_counted():
     assert proc.force_flush(2000)
     (rec,) = sink.records
     assert (rec.question, rec.answer, [c.content for c in rec.contexts]) == (
-        "What is the refund window?", "30 days.", ["Refunds: 30 days."])
+        "What is the refund window?",
+        "30 days.",
+        ["Refunds: 30 days."],
+    )
     assert metric(reg, "claimwatch_collector_spans_total") == 2
     for outcome in ("assembled", "sampled_in", "queued"):
         assert metric(reg, "claimwatch_collector_traces_total", outcome=outcome) == 1
@@ -127,7 +135,9 @@ def test_kafka_unreachable_on_end_stays_fast_and_drops_are_counted():
     """With the broker down, on_end stays in microseconds and every overflow is counted, never blocking."""
     settings = CollectorSettings(
         kafka=KafkaConnection(bootstrap_servers=f"127.0.0.1:{closed_port()}", request_timeout_ms=500),
-        late_span_wait_s=0.0, queue_size=5, max_block_ms=200,
+        late_span_wait_s=0.0,
+        queue_size=5,
+        max_block_ms=200,
     )
     registry = CollectorRegistry()
     proc = RagTraceProcessor(settings, registry=registry, span_queue_size=1_000)
@@ -147,7 +157,9 @@ def test_kafka_unreachable_on_end_stays_fast_and_drops_are_counted():
     print(f"on_end median {median_us:.2f} us, p99 {sorted(durations)[int(len(durations) * 0.99)] / 1000:.2f} us")
     assert median_us < 50
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and metric(registry, "claimwatch_collector_dropped_total", reason="queue_full") == 0:
+    while (
+        time.monotonic() < deadline and metric(registry, "claimwatch_collector_dropped_total", reason="queue_full") == 0
+    ):
         time.sleep(0.05)
     assert metric(registry, "claimwatch_collector_dropped_total", reason="queue_full") > 0
     assert metric(registry, "claimwatch_collector_dropped_total", reason="span_queue_full") > 0
@@ -163,11 +175,15 @@ def test_email_never_reaches_the_producer():
     registry = CollectorRegistry()
     from collector.metrics import get_metrics
 
-    sink = KafkaSink(settings, metrics=get_metrics(registry),
-                     producer_factory=lambda **c: producers.append(MemoryProducer()) or producers[-1])
+    sink = KafkaSink(
+        settings,
+        metrics=get_metrics(registry),
+        producer_factory=lambda **c: producers.append(MemoryProducer()) or producers[-1],
+    )
     proc, tp, _, _ = setup(settings, sink=sink)
-    rag_trace(tp, question="I am jane.doe@example.com", answer="Mail bob@corp.io",
-              docs=("Owner: ops@example.org", "plain"))
+    rag_trace(
+        tp, question="I am jane.doe@example.com", answer="Mail bob@corp.io", docs=("Owner: ops@example.org", "plain")
+    )
     assert proc.force_flush(3000)
     sent = b"".join(producers[0].values)
     assert b"@" not in sent and b"[EMAIL_1]" in sent

@@ -114,8 +114,10 @@ def test_limit_is_a_fixed_nested_sample():
 
 def test_faithbench_is_not_committed_and_checked(tmp_path):
     """FaithBench is read only from a fetched file whose sha256 matches the pinned upstream file."""
-    assert not (realdata.data_root() / "faithbench" / "FaithBench.csv").exists() or \
-        (realdata.data_root() / "faithbench" / ".gitignore").read_text().strip() == "FaithBench.csv"
+    assert (
+        not (realdata.data_root() / "faithbench" / "FaithBench.csv").exists()
+        or (realdata.data_root() / "faithbench" / ".gitignore").read_text().strip() == "FaithBench.csv"
+    )
     with pytest.raises(realdata.RealDataMissing):
         realdata.load_real("faithbench", root=tmp_path)
     (tmp_path / "faithbench").mkdir()
@@ -188,8 +190,12 @@ def test_real_judges_benchmark_smoke(capsys):
     """benchmarks.real_judges runs a tiny configuration end to end and prints the baselines."""
     from benchmarks import real_judges
 
-    assert real_judges.main(["--sets", "factcheck-gpt,summedits", "--judges", "heuristic", "--limit", "6",
-                             "--heavy-limit", "0"]) == 0
+    assert (
+        real_judges.main(
+            ["--sets", "factcheck-gpt,summedits", "--judges", "heuristic", "--limit", "6", "--heavy-limit", "0"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "### factcheck-gpt, split dev" in out and "| answer length |" in out
 

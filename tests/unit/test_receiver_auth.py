@@ -48,15 +48,17 @@ def test_tls_needs_both_files(tmp_path):
     """A certificate without a key (or the reverse) refuses to start with a ConfigError."""
     (tmp_path / "c.pem").write_text("x")
     with pytest.raises(ConfigError):
-        OtlpReceiver(ReceiverSettings(tls_cert_file=str(tmp_path / "c.pem")), sink=MemorySink(),
-                     registry=CollectorRegistry())
+        OtlpReceiver(
+            ReceiverSettings(tls_cert_file=str(tmp_path / "c.pem")), sink=MemorySink(), registry=CollectorRegistry()
+        )
 
 
 def test_401_without_the_token_is_counted_and_logged_without_it(monkeypatch):
     """Missing or wrong token: 401 + WWW-Authenticate + UNAUTHENTICATED status, counted, logged; the token never logged."""
     monkeypatch.setenv("CLAIMWATCH_RECEIVER_AUTH_TOKEN", NEW)
-    receiver = OtlpReceiver(ReceiverSettings(host="127.0.0.1", port=0), CollectorSettings(), sink=MemorySink(),
-                            registry=CollectorRegistry()).start()
+    receiver = OtlpReceiver(
+        ReceiverSettings(host="127.0.0.1", port=0), CollectorSettings(), sink=MemorySink(), registry=CollectorRegistry()
+    ).start()
     try:
         with capture_logs() as logs:
             answers = []

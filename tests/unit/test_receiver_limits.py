@@ -53,8 +53,9 @@ def request_bytes(n_spans: int = 3, traces: int = 1) -> bytes:
     return req.SerializeToString()
 
 
-def post(receiver: OtlpReceiver, body: bytes, ctype: str = PROTOBUF, timeout: float = 10.0,
-         **headers: str) -> tuple[int, Any, bytes]:
+def post(
+    receiver: OtlpReceiver, body: bytes, ctype: str = PROTOBUF, timeout: float = 10.0, **headers: str
+) -> tuple[int, Any, bytes]:
     """POST with http.client (no retries); returns (status, headers, body)."""
     conn = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=timeout)
     try:
@@ -73,8 +74,11 @@ def requests_count(receiver: OtlpReceiver, code: int) -> float:
 def half_sent(receiver: OtlpReceiver, content_length: int, body_part: bytes = b"") -> socket.socket:
     """A connection that sent headers (and part of a body) of a protobuf POST and then stalls."""
     sock = socket.create_connection(("127.0.0.1", receiver.port), timeout=10)
-    sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
-                 f"Content-Length: {content_length}\r\n\r\n".encode() + body_part)
+    sock.sendall(
+        f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
+        f"Content-Length: {content_length}\r\n\r\n".encode()
+        + body_part
+    )
     return sock
 
 
@@ -346,8 +350,10 @@ def test_deep_attribute_values_are_400_or_accepted_never_500():
             value = "{}"
             for _ in range(depth):
                 value = '{"kvlistValue":{"values":[{"key":"k","value":%s}]}}' % value
-            doc = ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"d",'
-                   '"attributes":[{"key":"k","value":%s}]}]}]}]}' % ("01" * 16, "02" * 8, value))
+            doc = (
+                '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"d",'
+                '"attributes":[{"key":"k","value":%s}]}]}]}]}' % ("01" * 16, "02" * 8, value)
+            )
             status, _, _ = post(receiver, doc.encode(), "application/json")
             assert status in (200, 400), depth
             if status == 200:
@@ -363,8 +369,10 @@ def test_expect_100_continue_refusal_needs_no_body():
     receiver = start(max_body_bytes=1000)
     try:
         sock = socket.create_connection(("127.0.0.1", receiver.port), timeout=5)
-        sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
-                     "Content-Length: 5000\r\nExpect: 100-continue\r\n\r\n".encode())
+        sock.sendall(
+            f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
+            "Content-Length: 5000\r\nExpect: 100-continue\r\n\r\n".encode()
+        )
         status, _ = read_response(sock)
         assert status == 413
         sock.close()
@@ -378,12 +386,44 @@ def test_expect_100_continue_refusal_needs_no_body():
 
 _VALID = request_bytes(6, traces=2)
 _JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8))
-_JSON = st.recursive(_JSON_LEAF, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(
-        ["resourceSpans", "scopeSpans", "spans", "traceId", "spanId", "parentSpanId", "name", "attributes",
-         "key", "value", "kvlistValue", "arrayValue", "values", "stringValue", "intValue", "resource",
-         "startTimeUnixNano", "status", "code", "events", "links", "flags", "x"]), inner, max_size=5)),
-    max_leaves=25)
+_JSON = st.recursive(
+    _JSON_LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "resourceSpans",
+                    "scopeSpans",
+                    "spans",
+                    "traceId",
+                    "spanId",
+                    "parentSpanId",
+                    "name",
+                    "attributes",
+                    "key",
+                    "value",
+                    "kvlistValue",
+                    "arrayValue",
+                    "values",
+                    "stringValue",
+                    "intValue",
+                    "resource",
+                    "startTimeUnixNano",
+                    "status",
+                    "code",
+                    "events",
+                    "links",
+                    "flags",
+                    "x",
+                ]
+            ),
+            inner,
+            max_size=5,
+        ),
+    ),
+    max_leaves=25,
+)
 
 
 def _deep(depth: int, opener: bytes, closer: bytes) -> bytes:
@@ -397,12 +437,26 @@ _BODIES = st.one_of(
     st.integers(1, 200_000).map(lambda n: _deep(n, b"[", b"]")),
     st.integers(1, 200_000).map(lambda n: _deep(n, b'{"a":', b"}")),
     st.integers(0, len(_VALID)).map(lambda n: _VALID[:n]),
-    st.builds(lambda b, i, x: b[:i] + bytes([x]) + b[i + 1:], st.just(_VALID), st.integers(0, len(_VALID) - 1),
-              st.integers(0, 255)),
+    st.builds(
+        lambda b, i, x: b[:i] + bytes([x]) + b[i + 1 :],
+        st.just(_VALID),
+        st.integers(0, len(_VALID) - 1),
+        st.integers(0, 255),
+    ),
     st.binary(max_size=200).map(gzip.compress),
 )
-_CTYPES = st.sampled_from(["application/x-protobuf", "application/json", "application/json; charset=utf-16",
-                           "APPLICATION/X-PROTOBUF", "text/plain", "", "application/grpc", "multipart/form-data"])
+_CTYPES = st.sampled_from(
+    [
+        "application/x-protobuf",
+        "application/json",
+        "application/json; charset=utf-16",
+        "APPLICATION/X-PROTOBUF",
+        "text/plain",
+        "",
+        "application/grpc",
+        "multipart/form-data",
+    ]
+)
 _ENCODINGS = st.sampled_from([None, "gzip", "identity", "br", "deflate", "GZIP", ""])
 
 
@@ -414,8 +468,9 @@ def fuzz_receiver():
     receiver.shutdown(0.2)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                    HealthCheck.too_slow])
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(body=_BODIES, ctype=_CTYPES, encoding=_ENCODINGS, gzip_it=st.booleans(), chunked=st.booleans())
 def test_random_bodies_never_get_a_5xx_except_backpressure(fuzz_receiver, body, ctype, encoding, gzip_it, chunked):
     """Random bytes, random/deep JSON, truncated/flipped protobuf, odd types and encodings, fixed or chunked: 2xx/4xx or 503+Retry-After."""
@@ -433,13 +488,19 @@ def test_random_bodies_never_get_a_5xx_except_backpressure(fuzz_receiver, body, 
 # -- chunked bodies (the OTel JS SDK streams every export: Transfer-Encoding: chunked, no Content-Length) --------
 
 
-def post_chunked(receiver: OtlpReceiver, body: bytes, chunk: int = 4096, ctype: str = PROTOBUF,
-                 **headers: str) -> tuple[int, Any, bytes]:
+def post_chunked(
+    receiver: OtlpReceiver, body: bytes, chunk: int = 4096, ctype: str = PROTOBUF, **headers: str
+) -> tuple[int, Any, bytes]:
     """POST ``body`` with Transfer-Encoding: chunked (http.client's encode_chunked), no Content-Length."""
     conn = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=10)
     try:
-        conn.request("POST", receiver.settings.path, body=iter([body[i:i + chunk] for i in range(0, len(body), chunk)]),
-                     headers={"Content-Type": ctype, **headers}, encode_chunked=True)
+        conn.request(
+            "POST",
+            receiver.settings.path,
+            body=iter([body[i : i + chunk] for i in range(0, len(body), chunk)]),
+            headers={"Content-Type": ctype, **headers},
+            encode_chunked=True,
+        )
         resp = conn.getresponse()
         return resp.status, resp.headers, resp.read()
     finally:
@@ -453,8 +514,9 @@ def test_chunked_bodies_are_accepted_plain_and_gzip():
         status, _, payload = post_chunked(receiver, request_bytes(50, traces=5), chunk=100)
         assert status == 200 and ExportTraceServiceResponse.FromString(payload) == ExportTraceServiceResponse()
         doc = otlp.to_otlp_json(otlp.decode_protobuf(request_bytes(10)))
-        status, _, payload = post_chunked(receiver, gzip.compress(doc), chunk=64, ctype="application/json",
-                                          **{"Content-Encoding": "gzip"})
+        status, _, payload = post_chunked(
+            receiver, gzip.compress(doc), chunk=64, ctype="application/json", **{"Content-Encoding": "gzip"}
+        )
         assert status == 200 and json.loads(payload) == {}
         accepted = receiver.otlp_metrics.spans.labels(source="http", outcome="accepted")._value.get()
         assert accepted == 60
@@ -475,8 +537,7 @@ def test_chunked_body_past_the_limit_gets_413_while_streaming():
 
 def test_chunked_body_growing_past_the_budget_gets_503_retry_after():
     """With another request holding budget, a chunked body outgrowing its reservation gets 503 + Retry-After."""
-    receiver = start(max_inflight_bytes=400_000, chunked_reserve_bytes=1_000, admission_wait_s=0.2,
-                     body_timeout_s=5.0)
+    receiver = start(max_inflight_bytes=400_000, chunked_reserve_bytes=1_000, admission_wait_s=0.2, body_timeout_s=5.0)
     try:
         holder = half_sent(receiver, 10_000, b"\x0a")  # reserves 70,000 of the 400,000
         assert wait_until(lambda: receiver.budget.requests == 1, 2.0)
@@ -492,8 +553,9 @@ def test_broken_chunked_encoding_is_400_and_a_stalled_chunked_body_408():
     """A chunk size that is not hex is a 4xx; a chunked body that stops arriving gets 408 after body_timeout_s."""
     receiver = start(body_timeout_s=0.5, linger_s=0.2)
     try:
-        head = (f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
-                "Transfer-Encoding: chunked\r\n\r\n").encode()
+        head = (
+            f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\nTransfer-Encoding: chunked\r\n\r\n"
+        ).encode()
         sock = socket.create_connection(("127.0.0.1", receiver.port), timeout=5)
         sock.sendall(head + b"zz\r\nabc\r\n0\r\n\r\n")
         status, _ = read_response(sock)

@@ -27,8 +27,12 @@ def test_round_trip_through_json_bytes():
 
 @pytest.mark.parametrize(
     "payload,reason",
-    [(b"\xff\xfe garbage", "not_json"), (b"[1,2]", "not_object"), (b'{"schema_version": 99, "trace_id": "x"}', "schema_version"),
-     (b'{"answer": "no trace id"}', "invalid")],
+    [
+        (b"\xff\xfe garbage", "not_json"),
+        (b"[1,2]", "not_object"),
+        (b'{"schema_version": 99, "trace_id": "x"}', "schema_version"),
+        (b'{"answer": "no trace id"}', "invalid"),
+    ],
 )
 def test_bad_bytes_raise_decode_error_with_reason(payload, reason):
     """Undecodable values raise RecordDecodeError with a bounded reason label."""

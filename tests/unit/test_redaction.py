@@ -79,18 +79,19 @@ def test_disabled_redactor_returns_record_unchanged():
 
 DATES = st.dates(min_value=datetime.date(1900, 1, 1), max_value=datetime.date(2100, 12, 31))
 NOT_PHONES = st.one_of(
-    DATES.map(str),                                                               # 2024-05-01
-    DATES.map(lambda d: d.strftime("%B %d, %Y")),                                 # May 01, 2024
-    DATES.map(lambda d: d.strftime("%d.%m.%Y")),                                  # 01.05.2024
-    st.times().map(lambda t: t.strftime("%H:%M:%S")),                             # 10:30:15
+    DATES.map(str),  # 2024-05-01
+    DATES.map(lambda d: d.strftime("%B %d, %Y")),  # May 01, 2024
+    DATES.map(lambda d: d.strftime("%d.%m.%Y")),  # 01.05.2024
+    st.times().map(lambda t: t.strftime("%H:%M:%S")),  # 10:30:15
     st.tuples(*[st.integers(1990, 2030)] * 3).map(lambda y: "-".join(map(str, y))),  # 2019-2020-2021
-    st.integers(1_000_000, 10**13).map(lambda n: f"{n:,}".replace(",", " ")),     # 4 200 000 000
-    st.integers(1_000_000, 10**13).map(lambda n: f"{n:,}"),                       # 4,200,000,000
-    st.floats(0, 100, allow_nan=False).map(lambda f: f"{f:.2f}%"),                # 12.50%
-    st.tuples(*[st.integers(0, 99)] * 4).map(lambda v: ".".join(map(str, v))),    # version 10.2.33.4
+    st.integers(1_000_000, 10**13).map(lambda n: f"{n:,}".replace(",", " ")),  # 4 200 000 000
+    st.integers(1_000_000, 10**13).map(lambda n: f"{n:,}"),  # 4,200,000,000
+    st.floats(0, 100, allow_nan=False).map(lambda f: f"{f:.2f}%"),  # 12.50%
+    st.tuples(*[st.integers(0, 99)] * 4).map(lambda v: ".".join(map(str, v))),  # version 10.2.33.4
     st.tuples(st.floats(-90, 90), st.floats(-180, 180), st.integers(0, 99)).map(
-        lambda c: f"{c[0]:.4f} {c[1]:.4f} {c[2]}"),                               # coordinates 40.7128 -74.0060 12
-    st.tuples(*[st.integers(0, 255)] * 4).map(lambda v: ".".join(map(str, v))),   # 192.168.1.1
+        lambda c: f"{c[0]:.4f} {c[1]:.4f} {c[2]}"
+    ),  # coordinates 40.7128 -74.0060 12
+    st.tuples(*[st.integers(0, 255)] * 4).map(lambda v: ".".join(map(str, v))),  # 192.168.1.1
 )
 
 
@@ -104,17 +105,24 @@ def test_dates_amounts_versions_coordinates_and_ips_are_never_masked_as_phones(v
 def test_the_issue_examples_are_no_longer_masked():
     """The figures the regex used to mask as phones stay, so a changed figure is still visible to the judge."""
     r = Redactor(phones=True)
-    for text in ("Revenue was 4 200 000 000 dollars", "Revenue was 2 392 000 000 dollars",
-                 "The model has 1 760 000 000 000 parameters",
-                 "Between 2019-2020-2021 it grew", "Coordinates 40.7128 74.0060 12"):
+    for text in (
+        "Revenue was 4 200 000 000 dollars",
+        "Revenue was 2 392 000 000 dollars",
+        "The model has 1 760 000 000 000 parameters",
+        "Between 2019-2020-2021 it grew",
+        "Coordinates 40.7128 74.0060 12",
+    ):
         assert r.text(text) == text
 
 
 def test_same_value_same_placeholder_within_a_record_and_a_changed_number_stays_visible():
     """Within one record a phone number keeps one placeholder everywhere; a different number gets another."""
-    rec = RagTrace(trace_id="t" * 32, question="What is the support line?",
-                   answer="Call (650) 253-0000 or mail help@x.com, not 650-253-0001.",
-                   contexts=[Context(content="Support: +1 650 253 0000, help@X.com.")])
+    rec = RagTrace(
+        trace_id="t" * 32,
+        question="What is the support line?",
+        answer="Call (650) 253-0000 or mail help@x.com, not 650-253-0001.",
+        contexts=[Context(content="Support: +1 650 253 0000, help@X.com.")],
+    )
     out = Redactor(phones=True, emails=True).record(rec)
     assert out.contexts[0].content == "Support: [PHONE_1], [EMAIL_1]."
     assert out.answer == "Call [PHONE_1] or mail [EMAIL_1], not [PHONE_2]."

@@ -35,7 +35,9 @@ def redactor() -> Redactor:
 
 
 def record(answer: str, *contexts: str, question: str | None = None) -> RagTrace:
-    return RagTrace(trace_id="t" * 32, question=question, answer=answer, contexts=[Context(content=c) for c in contexts])
+    return RagTrace(
+        trace_id="t" * 32, question=question, answer=answer, contexts=[Context(content=c) for c in contexts]
+    )
 
 
 def test_loads_and_masks_with_the_network_blocked():
@@ -61,11 +63,13 @@ def test_loads_and_masks_with_the_network_blocked():
 
 def test_person_and_location_get_one_numbered_placeholder_across_the_record(redactor):
     """A name and a place are masked with the same numbered placeholder in the question, the answer and the context."""
-    out = redactor.record(record(
-        "Maria Lopez said they would appeal the Chicago verdict.",
-        "His attorney, Maria Lopez, said in Chicago that they would appeal.",
-        question="What did Maria Lopez say?",
-    ))
+    out = redactor.record(
+        record(
+            "Maria Lopez said they would appeal the Chicago verdict.",
+            "His attorney, Maria Lopez, said in Chicago that they would appeal.",
+            question="What did Maria Lopez say?",
+        )
+    )
     assert out.question == "What did [PERSON_1] say?"
     assert out.answer == "[PERSON_1] said they would appeal the [LOCATION_1] verdict."
     assert out.contexts[0].content == "His attorney, [PERSON_1], said in [LOCATION_1] that they would appeal."
@@ -88,8 +92,11 @@ def test_a_surname_alone_is_the_same_person_as_the_full_name(redactor):
 def test_a_value_found_in_one_field_is_masked_in_every_field(redactor):
     """A value the model tags in one string is masked where it misses it too (here a document id): nothing leaks."""
     assert redactor.detector.detect(["doc-Maria Lopez-notes"]) == [[]]  # the model alone misses it there
-    rec = RagTrace(trace_id="t" * 32, answer="Maria Lopez flew in.",
-                   contexts=[Context(id="doc-Maria Lopez-notes", content="Flights were on time.")])
+    rec = RagTrace(
+        trace_id="t" * 32,
+        answer="Maria Lopez flew in.",
+        contexts=[Context(id="doc-Maria Lopez-notes", content="Flights were on time.")],
+    )
     out = redactor.record(rec)
     assert out.answer == "[PERSON_1] flew in."
     assert out.contexts[0].id == "doc-[PERSON_1]-notes"
@@ -103,10 +110,15 @@ def test_allow_list_keeps_a_value():
 
 def test_deny_list_masks_a_value_with_its_own_placeholder():
     """redact_deny masks listed values (whole words, any case), a new entity type under its own name."""
-    r = Redactor.from_settings(CollectorSettings(
-        redaction_backend="presidio", redact_deny={"PROJECT": ["Bluebird"], "PERSON": ["the night manager"]}))
-    assert r.text("the bluebird rollout was approved by the night manager") == \
-        "the [PROJECT_1] rollout was approved by [PERSON_1]"
+    r = Redactor.from_settings(
+        CollectorSettings(
+            redaction_backend="presidio", redact_deny={"PROJECT": ["Bluebird"], "PERSON": ["the night manager"]}
+        )
+    )
+    assert (
+        r.text("the bluebird rollout was approved by the night manager")
+        == "the [PROJECT_1] rollout was approved by [PERSON_1]"
+    )
 
 
 FACTS = (
@@ -141,8 +153,11 @@ def test_phones_emails_cards_use_the_builtin_placeholder_names(redactor):
 
 def test_the_same_record_redacted_twice_gives_the_same_output(redactor):
     """Redaction is deterministic: one record, two runs, identical output (and the input is not changed)."""
-    rec = record("Maria Lopez met Kevin Shaw in Chicago; call (650) 253-0000.",
-                 "Kevin Shaw, Maria Lopez and Sarah Lin were in Chicago and Boston.", question="Who met in Chicago?")
+    rec = record(
+        "Maria Lopez met Kevin Shaw in Chicago; call (650) 253-0000.",
+        "Kevin Shaw, Maria Lopez and Sarah Lin were in Chicago and Boston.",
+        question="Who met in Chicago?",
+    )
     first, second = redactor.record(rec), redactor.record(rec)
     assert first == second and first != rec
     assert rec.answer.startswith("Maria Lopez")
@@ -165,8 +180,12 @@ def test_the_span_processor_sends_names_masked():
     from tests.unit.test_processor import rag_trace, setup
 
     proc, tp, sink, _ = setup(CollectorSettings(late_span_wait_s=0.01, redaction_backend="presidio"))
-    rag_trace(tp, question="Who represents Reyes?", answer="Maria Lopez represents him in Chicago.",
-              docs=("His attorney, Maria Lopez, works in Chicago.",))
+    rag_trace(
+        tp,
+        question="Who represents Reyes?",
+        answer="Maria Lopez represents him in Chicago.",
+        docs=("His attorney, Maria Lopez, works in Chicago.",),
+    )
     assert proc.force_flush(5000)
     (rec,) = sink.records
     assert rec.answer == "[PERSON_1] represents him in [LOCATION_1]."

@@ -17,14 +17,26 @@ BASE, CAND = "v1.4.0", "v1.5.0-rc1"
 def _result(i: int, release: str, route: str, verdicts: list[str], at: float) -> dict:
     claims = []
     for j, v in enumerate(verdicts):
-        claims.append({
-            "id": f"c{j}", "text": f"Claim {j} of answer {i}: the fee is {10 + j} dollars.", "verdict": v,
-            "confidence": 0.9 if v == "CONTRADICTED" else 0.7, "reason": "number 12 vs 10 in context",
-            "evidence": "The fee is 10 dollars.", "context_index": 0, "context_id": "doc-7",
-            "context_source": "kb/fees.md", "context_excerpt": "Intro text. The fee is 10 dollars. More text.",
-        })
-    return {"trace_id": f"{i:032x}", "slices": {"release": release, "route": route}, "claims": claims,
-            "evaluated_at": at}
+        claims.append(
+            {
+                "id": f"c{j}",
+                "text": f"Claim {j} of answer {i}: the fee is {10 + j} dollars.",
+                "verdict": v,
+                "confidence": 0.9 if v == "CONTRADICTED" else 0.7,
+                "reason": "number 12 vs 10 in context",
+                "evidence": "The fee is 10 dollars.",
+                "context_index": 0,
+                "context_id": "doc-7",
+                "context_source": "kb/fees.md",
+                "context_excerpt": "Intro text. The fee is 10 dollars. More text.",
+            }
+        )
+    return {
+        "trace_id": f"{i:032x}",
+        "slices": {"release": release, "route": route},
+        "claims": claims,
+        "evaluated_at": at,
+    }
 
 
 def _demo_like_results(seed: int = 7) -> list[dict]:
@@ -91,11 +103,23 @@ def test_report_renders_in_headless_chromium(tmp_path: Path):
         pytest.fail("chromium is not installed: apt-get install chromium (scripts/setup.sh does it)")
     page = tmp_path / "report.html"
     page.write_text(render_html(build_report(_demo_like_results(), BASE, CAND)), encoding="utf-8")
-    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0"]
+    common = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+    ]
     shot = tmp_path / "report.png"
-    run = subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,2400", page.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [*common, f"--screenshot={shot}", "--window-size=1200,2400", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert shot.exists() and shot.stat().st_size > 20_000  # a rendered page, not a blank one
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -29,8 +29,16 @@ def _big_result(question_chars: int = 0, claims: int = 3):
     from evaluator_worker.judges.base import Claim, ClaimVerdict, Verdict
 
     cs = [Claim(id=f"c{i}", text=f"Claim number {i} " * 5) for i in range(claims)]
-    vs = [ClaimVerdict(claim_id=c.id, verdict=Verdict.CONTRADICTED if i == 0 else Verdict.SUPPORTED,
-                       evidence="evidence " * 20, context_index=0, confidence=0.9) for i, c in enumerate(cs)]
+    vs = [
+        ClaimVerdict(
+            claim_id=c.id,
+            verdict=Verdict.CONTRADICTED if i == 0 else Verdict.SUPPORTED,
+            evidence="evidence " * 20,
+            context_index=0,
+            confidence=0.9,
+        )
+        for i, c in enumerate(cs)
+    ]
     return score("t" * 32, "j", cs, vs, question="q" * question_chars, answer="a" * 1000, slices={"release": "v1"})
 
 

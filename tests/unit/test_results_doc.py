@@ -8,8 +8,9 @@ from evaluator_worker.scoring import AnswerResult, ClaimResult
 
 def test_results_doc_is_up_to_date():
     """The committed docs/results.md equals `python -m claimwatch.docgen.results` output."""
-    assert results_doc.DOC.read_text(encoding="utf-8") == results_doc.render(), \
+    assert results_doc.DOC.read_text(encoding="utf-8") == results_doc.render(), (
         "docs/results.md is stale: python -m claimwatch.docgen.results --write"
+    )
 
 
 def test_example_is_a_valid_record_with_evidence_and_its_chunk():

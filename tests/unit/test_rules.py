@@ -81,9 +81,13 @@ def test_alerts_follow_conventions():
 def test_quality_alerts_require_minimum_volume_and_a_for_duration():
     """The traffic-driven alerts carry a volume floor (>=) and a for: duration against flapping."""
     for rule in _alerts():
-        if rule["alert"] in {"ClaimwatchContradictedClaimsSpike", "ClaimwatchFaithfulnessDrop",
-                             "ClaimwatchReleaseWorseThanPrevious", "ClaimwatchJudgeFailing",
-                             "ClaimwatchCollectorDropping"}:
+        if rule["alert"] in {
+            "ClaimwatchContradictedClaimsSpike",
+            "ClaimwatchFaithfulnessDrop",
+            "ClaimwatchReleaseWorseThanPrevious",
+            "ClaimwatchJudgeFailing",
+            "ClaimwatchCollectorDropping",
+        }:
             assert ">=" in rule["expr"], rule["alert"]
             assert rule.get("for"), rule["alert"]
 
@@ -102,8 +106,10 @@ def test_thresholds_override_changes_the_rendered_alerts():
 def test_rendered_yaml_round_trips_through_a_yaml_parser():
     """The dependency-free YAML emitter produces what PyYAML reads back as the same structure."""
     t = rules_gen.merge_thresholds(None)
-    for name, builder in (("claimwatch-recording.yml", rules_gen.recording_rules),
-                          ("claimwatch-alerts.yml", rules_gen.alerting_rules)):
+    for name, builder in (
+        ("claimwatch-recording.yml", rules_gen.recording_rules),
+        ("claimwatch-alerts.yml", rules_gen.alerting_rules),
+    ):
         assert yaml.safe_load(rules_gen.render()[name]) == builder(t)
 
 
@@ -132,10 +138,13 @@ def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
     from dashboards import argo_gen
 
     promtool = _promtool()
-    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy" / "argo" / "analysis-template.yaml").read_text())
+    doc = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "deploy" / "argo" / "analysis-template.yaml").read_text()
+    )
     assert doc["kind"] == "AnalysisTemplate"
     assert {m["name"] for m in doc["spec"]["metrics"]} == {
-        "flagged-answers-significantly-worse", "flagged-answers-within-tolerance"
+        "flagged-answers-significantly-worse",
+        "flagged-answers-within-tolerance",
     }
     labels = 'model="m", route="qa", environment="prod"'
     series = {
@@ -153,16 +162,25 @@ def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
         # v4 restarted at minute 151 under the same labels: counts from the reset on (295), never more than 595
         f'claimwatch_answers_total{{release="v4", outcome="evaluated", {labels}}}': "0+10x150 5+10x29",
     }
-    args = {"environment": "prod", "window": "1h", "min-answers": "50", "alpha": "0.05", "tau": "0.1",
-            "max-increase": "0.02"}
+    args = {
+        "environment": "prod",
+        "window": "1h",
+        "min-answers": "50",
+        "alpha": "0.05",
+        "tau": "0.1",
+        "max-increase": "0.02",
+    }
     v1v2 = {**args, "baseline-release": "v1", "candidate-release": "v2"}
     evidence = log_evidence(0.4 - 0.2 - 0.02, difference_variance(200, 500, 120, 600), 0.05, 0.1)
     assert evidence > 0
     at = "180m"
 
     def case(expr: str, value: float | None, labels_: str = "{}") -> dict:
-        return {"expr": expr, "eval_time": at,
-                "exp_samples": [] if value is None else [{"labels": labels_, "value": value}]}
+        return {
+            "expr": expr,
+            "eval_time": at,
+            "exp_samples": [] if value is None else [{"labels": labels_, "value": value}],
+        }
 
     cases = [
         case(count_query(ANSWERS, "v1", "1h"), 600),
@@ -196,7 +214,9 @@ def test_argo_and_the_gate_decide_alike_on_the_same_counts():
     seen = set()
     for nb, xb, nc, xc in cases:
         argo_fails = log_evidence(xc / nc - xb / nb - tol, difference_variance(xc, nc, xb, nb), alpha, tau) > 0
-        d = decide(ReleaseCounts(nb, xb), ReleaseCounts(nc, xc), GateConfig(min_answers=int(argo_gen.ARGS["min-answers"] or 0)))
+        d = decide(
+            ReleaseCounts(nb, xb), ReleaseCounts(nc, xc), GateConfig(min_answers=int(argo_gen.ARGS["min-answers"] or 0))
+        )
         assert argo_fails == (d.action == "rollback"), (nb, xb, nc, xc)
         seen.add(argo_fails)
     assert seen == {True, False}

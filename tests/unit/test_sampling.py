@@ -57,7 +57,7 @@ def test_ratio_zero_and_one_are_exact():
 def test_slice_override_replaces_global_ratio():
     """A matching 'name=value' override wins over the global ratio; the highest of several matches wins."""
     s = Sampler(SamplingSettings(ratio=0.0, slice_ratios={"route=billing": 1.0, "model=m": 0.1}))
-    assert s.decide(123, slices={"route": "billing", "model": "m"}) .reason == "ratio_in"
+    assert s.decide(123, slices={"route": "billing", "model": "m"}).reason == "ratio_in"
     assert s.decide(123, slices={"route": "search"}).reason == "ratio_out"
 
 

@@ -1,6 +1,5 @@
 """Scores per answer: definitions pinned on hand-computed cases."""
 
-
 import pytest
 
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Verdict, complete_verdicts
@@ -18,8 +17,13 @@ def _v(cid, verdict):
 def test_faithfulness_is_supported_over_judged_claims():
     """3 supported, 1 unsupported, 1 contradicted -> faithfulness 0.6, hallucination 0.4."""
     claims = _claims(5)
-    vs = [_v("c0", Verdict.SUPPORTED), _v("c1", Verdict.SUPPORTED), _v("c2", Verdict.SUPPORTED),
-          _v("c3", Verdict.UNSUPPORTED), _v("c4", Verdict.CONTRADICTED)]
+    vs = [
+        _v("c0", Verdict.SUPPORTED),
+        _v("c1", Verdict.SUPPORTED),
+        _v("c2", Verdict.SUPPORTED),
+        _v("c3", Verdict.UNSUPPORTED),
+        _v("c4", Verdict.CONTRADICTED),
+    ]
     r = score("t", "j", claims, vs)
     assert r.outcome == "evaluated"
     assert r.faithfulness == pytest.approx(0.6)
@@ -62,7 +66,9 @@ def test_all_contradicted_scores_zero():
 def test_dropped_verdict_becomes_error_not_a_smaller_denominator():
     """A judge that returns 2 verdicts for 3 claims gets the third marked ERROR."""
     claims = _claims(3)
-    done = complete_verdicts(claims, [_v("c0", Verdict.SUPPORTED), _v("c2", Verdict.SUPPORTED), _v("zz", Verdict.CONTRADICTED)])
+    done = complete_verdicts(
+        claims, [_v("c0", Verdict.SUPPORTED), _v("c2", Verdict.SUPPORTED), _v("zz", Verdict.CONTRADICTED)]
+    )
     assert [v.verdict for v in done] == [Verdict.SUPPORTED, Verdict.ERROR, Verdict.SUPPORTED]
     r = score("t", "j", claims, done)
     assert r.counts["ERROR"] == 1 and r.counts["CONTRADICTED"] == 0

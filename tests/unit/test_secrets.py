@@ -50,7 +50,7 @@ def test_api_keys_and_passwords_masked_in_rendered_log_lines():
         sasl_plain_password=SASL_PASSWORD,
         config={"kafka": {"sasl_plain_password": SASL_PASSWORD, "bootstrap": "b:9092"}, "headers": ["x", API_KEY]},
         detail=f"KafkaConfigurationError: {{'sasl_plain_password': '{SASL_PASSWORD}'}} api_key={API_KEY[:12]}zz "
-               f"Authorization: Bearer {SASL_PASSWORD}",
+        f"Authorization: Bearer {SASL_PASSWORD}",
         input_tokens=120,
     )
     assert API_KEY not in line and API_KEY[:12] + "zz" not in line and SASL_PASSWORD not in line
@@ -109,8 +109,11 @@ def test_kafka_tls_and_sasl_settings_pass_through_from_env(monkeypatch):
         "ssl_keyfile": "/etc/kafka/client.key",
         "ssl_check_hostname": False,
     }
-    for kwargs in (WorkerSettings().kafka.client_kwargs(), CollectorSettings().kafka.client_kwargs(),
-                   producer_config(CollectorSettings())):
+    for kwargs in (
+        WorkerSettings().kafka.client_kwargs(),
+        CollectorSettings().kafka.client_kwargs(),
+        producer_config(CollectorSettings()),
+    ):
         assert {k: kwargs.get(k) for k in want} == want
 
 
@@ -133,8 +136,9 @@ def test_redacted_text_never_reaches_the_producer_logs_or_metrics(capsys):
     """Emails, phones, cards, a custom regex and a callable: masked in the produced value; absent from logs and /metrics."""
     producer = MemoryProducer()
     registry = CollectorRegistry()
-    s = CollectorSettings(late_span_wait_s=0.0, redact_emails=True, redact_phones=True, redact_cards=True,
-                          redact_patterns=[r"EMP-\d+"])
+    s = CollectorSettings(
+        late_span_wait_s=0.0, redact_emails=True, redact_phones=True, redact_cards=True, redact_patterns=[r"EMP-\d+"]
+    )
     sink = KafkaSink(s, producer_factory=lambda **kw: producer, metrics=get_metrics(registry))
     saved = structlog.get_config()
     try:

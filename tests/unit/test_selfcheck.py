@@ -39,10 +39,13 @@ def test_a_correct_adapter_reproduces_the_published_flan_t5_numbers():
     assert all(doc == selfcheck.MINICHECK_DOC for doc, _ in judge.seen)
 
 
-@pytest.mark.parametrize("broken", [
-    {c: 1 - p for c, p in PUBLISHED.items()},        # inverted labels
-    {c: 0.5 + (p - 0.5) * 0.1 for c, p in PUBLISHED.items()},  # a wrong template: right direction, wrong numbers
-])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {c: 1 - p for c, p in PUBLISHED.items()},  # inverted labels
+        {c: 0.5 + (p - 0.5) * 0.1 for c, p in PUBLISHED.items()},  # a wrong template: right direction, wrong numbers
+    ],
+)
 def test_an_inverted_or_misfed_adapter_fails(broken):
     """Inverted labels fail on the label; a mangled input that keeps the direction still fails on the probability."""
     rows = selfcheck.run(FakeJudge("seq2seq", broken), kind="seq2seq")

@@ -125,6 +125,7 @@ def test_shutdown_delivers_queued_records():
 
 def test_shutdown_with_no_producer_counts_leftovers():
     """If the broker never came up, shutdown returns False within the timeout and counts what is left."""
+
     def factory(**config):
         raise ConnectionError("down")
 
@@ -139,6 +140,7 @@ def test_shutdown_with_no_producer_counts_leftovers():
 
 def test_produce_errors_counted_by_reason():
     """Failed deliveries and send() exceptions are counted with the error class as reason."""
+
     class Boom(Exception):
         pass
 
@@ -194,8 +196,14 @@ def test_producer_config_passes_tls_sasl_and_tuning():
     s = CollectorSettings(
         acks="all",
         linger_ms=7,
-        kafka=KafkaConnection(bootstrap_servers="a:1,b:2", security_protocol="SASL_SSL", sasl_mechanism="PLAIN",
-                              sasl_plain_username="u", sasl_plain_password="pw", ssl_cafile="/ca.pem"),
+        kafka=KafkaConnection(
+            bootstrap_servers="a:1,b:2",
+            security_protocol="SASL_SSL",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="u",
+            sasl_plain_password="pw",
+            ssl_cafile="/ca.pem",
+        ),
     )
     cfg = producer_config(s)
     assert cfg["bootstrap_servers"] == ["a:1", "b:2"]

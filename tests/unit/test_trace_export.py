@@ -74,21 +74,42 @@ def endpoint():
 
 def evaluated():
     """A RagTrace and its AnswerResult with one claim of each verdict."""
-    trace = RagTrace(trace_id=TRACE_ID, root_span_id=ROOT_ID, question="How long do refunds take?",
-                     answer="The refund takes 5 days. It costs 9 euros. It is free. Maybe.",
-                     contexts=[Context(content=SECRET_EVIDENCE)], slices={"release": "r7", "route": "refunds"})
-    claims = [Claim(id="c1", text=SECRET_CLAIM), Claim(id="c2", text="It costs 9 euros"),
-              Claim(id="c3", text="It is free"), Claim(id="c4", text="Maybe")]
+    trace = RagTrace(
+        trace_id=TRACE_ID,
+        root_span_id=ROOT_ID,
+        question="How long do refunds take?",
+        answer="The refund takes 5 days. It costs 9 euros. It is free. Maybe.",
+        contexts=[Context(content=SECRET_EVIDENCE)],
+        slices={"release": "r7", "route": "refunds"},
+    )
+    claims = [
+        Claim(id="c1", text=SECRET_CLAIM),
+        Claim(id="c2", text="It costs 9 euros"),
+        Claim(id="c3", text="It is free"),
+        Claim(id="c4", text="Maybe"),
+    ]
     verdicts = [
-        ClaimVerdict(claim_id="c1", verdict=Verdict.SUPPORTED, evidence=SECRET_EVIDENCE, context_index=0,
-                     confidence=0.9, reason=SECRET_REASON),
+        ClaimVerdict(
+            claim_id="c1",
+            verdict=Verdict.SUPPORTED,
+            evidence=SECRET_EVIDENCE,
+            context_index=0,
+            confidence=0.9,
+            reason=SECRET_REASON,
+        ),
         ClaimVerdict(claim_id="c2", verdict=Verdict.UNSUPPORTED, confidence=0.7, reason="no price in context"),
-        ClaimVerdict(claim_id="c3", verdict=Verdict.CONTRADICTED, evidence="a 3 euro fee applies", context_index=0,
-                     confidence=0.8),
+        ClaimVerdict(
+            claim_id="c3",
+            verdict=Verdict.CONTRADICTED,
+            evidence="a 3 euro fee applies",
+            context_index=0,
+            confidence=0.8,
+        ),
         ClaimVerdict(claim_id="c4", verdict=Verdict.ERROR, reason="judge timeout"),
     ]
-    result = score(TRACE_ID, "heuristic", claims, verdicts, slices=trace.slices, question=trace.question,
-                   answer=trace.answer)
+    result = score(
+        TRACE_ID, "heuristic", claims, verdicts, slices=trace.slices, question=trace.question, answer=trace.answer
+    )
     return trace, result
 
 

@@ -11,11 +11,15 @@ import pytest
 
 from claimwatch.training import data as td
 
-DOC_A = ("Maria Lopez founded the Northwind Bakery in Portland in 1998. The bakery employs about 40 people. "
-         "Lopez said the company may open a second shop next year. It sold 12,500 loaves in March 2020. "
-         "The bakery is owned by Lopez and managed by Tom Reyes.")
-DOC_B = ("The Riverside Museum opened in Glasgow in 2011. It was designed by Zaha Hadid. "
-         "The museum holds more than 3,000 objects. Visitors can enter without a ticket.")
+DOC_A = (
+    "Maria Lopez founded the Northwind Bakery in Portland in 1998. The bakery employs about 40 people. "
+    "Lopez said the company may open a second shop next year. It sold 12,500 loaves in March 2020. "
+    "The bakery is owned by Lopez and managed by Tom Reyes."
+)
+DOC_B = (
+    "The Riverside Museum opened in Glasgow in 2011. It was designed by Zaha Hadid. "
+    "The museum holds more than 3,000 objects. Visitors can enter without a ticket."
+)
 
 
 def _doc(text: str, doc_id: str = "qa:1") -> td.Document:
@@ -30,15 +34,28 @@ def _write(path: Path, rows: list[dict]) -> Path:
 def _fixture_files(tmp_path: Path) -> dict[str, Path]:
     """Tiny HaluEval-format files: qa row 1 is an evaluation-pool row (length-matched), row 3 repeats its text."""
     qa = [
-        {"knowledge": "Evaluation Town was founded in 1901 by Ada Byron. It has 5,000 residents.",
-         "question": "q", "right_answer": "Ada Byron founded it", "hallucinated_answer": "Ada Lovel founded it"},
+        {
+            "knowledge": "Evaluation Town was founded in 1901 by Ada Byron. It has 5,000 residents.",
+            "question": "q",
+            "right_answer": "Ada Byron founded it",
+            "hallucinated_answer": "Ada Lovel founded it",
+        },
         {"knowledge": DOC_A, "question": "q", "right_answer": "x", "hallucinated_answer": "a much longer answer here"},
-        {"knowledge": "Evaluation Town was founded in 1901 by Ada Byron. It has 5,000 residents.",
-         "question": "q", "right_answer": "y", "hallucinated_answer": "a far longer, unmatched answer"},
+        {
+            "knowledge": "Evaluation Town was founded in 1901 by Ada Byron. It has 5,000 residents.",
+            "question": "q",
+            "right_answer": "y",
+            "hallucinated_answer": "a far longer, unmatched answer",
+        },
         {"knowledge": DOC_B, "question": "q", "right_answer": "z", "hallucinated_answer": "another long answer text"},
     ]
-    summ = [{"document": DOC_B + " " + DOC_A, "right_summary": "The Riverside Museum opened in Glasgow in 2011.",
-             "hallucinated_summary": "The Riverside Museum opened in Paris in 2011 with Banksy and many more guests."}]
+    summ = [
+        {
+            "document": DOC_B + " " + DOC_A,
+            "right_summary": "The Riverside Museum opened in Glasgow in 2011.",
+            "hallucinated_summary": "The Riverside Museum opened in Paris in 2011 with Banksy and many more guests.",
+        }
+    ]
     return {"qa": _write(tmp_path / "qa.jsonl", qa), "summarization": _write(tmp_path / "summ.jsonl", summ)}
 
 

@@ -38,8 +38,13 @@ def fake_loaded(calls: list[int], max_length: int = 128) -> LoadedVerifier:
                 rows.append([0.0, 5.0, 0.0])
         return rows
 
-    return LoadedVerifier(score=score, count_tokens=lambda ts: [len(t.split()) for t in ts], labels=LABELS,
-                          max_length=max_length, calibration={"temperature": 1.0})
+    return LoadedVerifier(
+        score=score,
+        count_tokens=lambda ts: [len(t.split()) for t in ts],
+        labels=LABELS,
+        max_length=max_length,
+        calibration={"temperature": 1.0},
+    )
 
 
 def _claims(*texts: str) -> list[Claim]:
@@ -142,8 +147,7 @@ def test_shipped_model_is_small_enough():
 
 def test_shipped_model_gives_the_documented_verdicts(shipped):
     """Paraphrase -> SUPPORTED, changed number -> not SUPPORTED, explicit negation -> CONTRADICTED (docs/verifier.md)."""
-    context = ["The museum opened in 1998 and welcomed 120,000 visitors in its first year. "
-               "It is closed on Mondays."]
+    context = ["The museum opened in 1998 and welcomed 120,000 visitors in its first year. It is closed on Mondays."]
     claims = _claims(
         "In its first year the museum had 120,000 visitors.",
         "The museum welcomed 450,000 visitors in its first year.",

@@ -19,8 +19,13 @@ def _value(m: WorkerMetrics, name: str, **labels: str) -> float | None:
 
 
 def _trace(answer: str, release: str = "r1") -> RagTrace:
-    return RagTrace(trace_id="t" * 32, question="q?", answer=answer, contexts=[{"content": "ctx"}],
-                    slices={"release": release, "route": "faq"})
+    return RagTrace(
+        trace_id="t" * 32,
+        question="q?",
+        answer=answer,
+        contexts=[{"content": "ctx"}],
+        slices={"release": release, "route": "faq"},
+    )
 
 
 def test_queue_depths_are_read_at_scrape_time():

@@ -57,6 +57,16 @@ def test_a_write_refused_for_good_stops_the_worker_uncounted():
     with pytest.raises(WorkerFatal, match="TopicAuthorizationFailed"):
         w.handle_now(_msg())
     assert p.sent == [] and w.processed == 0
-    assert (m.registry.get_sample_value("claimwatch_claims_total",
-                                         {"verdict": "contradicted", "release": "unknown", "model": "unknown",
-                                          "route": "unknown", "environment": "unknown"}) or 0) == 0
+    assert (
+        m.registry.get_sample_value(
+            "claimwatch_claims_total",
+            {
+                "verdict": "contradicted",
+                "release": "unknown",
+                "model": "unknown",
+                "route": "unknown",
+                "environment": "unknown",
+            },
+        )
+        or 0
+    ) == 0
