@@ -430,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     from claimwatch.selfcheck import add_cli as add_selfcheck
     from claimwatch.soak import add_cli as add_soak
     from collector.otlp_bridge import add_cli as add_bridge
-    from collector.receiver import add_cli as add_receiver  # noqa: E402 (subcommands owned by their modules)
+    from collector.receiver import add_cli as add_receiver
 
     add_receiver(sub)
     add_bridge(sub)

@@ -2,7 +2,7 @@
 
 __all__ = ["RagTrace", "Context", "RagTraceProcessor", "check_provider"]
 
-from contract.record import Context, RagTrace  # noqa: E402
+from contract.record import Context, RagTrace
 
 
 def __getattr__(name: str):

@@ -43,7 +43,7 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, receiver: "OtlpReceiver") -> None:
         self.receiver = receiver
 
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - the gRPC method name
+    def Export(self, request: Any, context: Any) -> Any:
         r = self.receiver
         if r.auth.enabled:
             metadata = dict(context.invocation_metadata() or ())

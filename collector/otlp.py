@@ -430,7 +430,7 @@ def get_otlp_metrics(registry: Any = None) -> OtlpMetrics:
         return metrics
 
 
-def _register(reg: Any, Counter: Any) -> OtlpMetrics:  # noqa: N803 - the prometheus class
+def _register(reg: Any, Counter: Any) -> OtlpMetrics:
     return OtlpMetrics(
         requests=Counter(
             "claimwatch_collector_otlp_requests_total",

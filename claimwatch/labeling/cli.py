@@ -169,7 +169,7 @@ def cmd_label(args: argparse.Namespace) -> int:
 def _login() -> str | None:
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 (no login name in some containers: the label just has none)
+    except Exception:
         return None
 
 

@@ -469,7 +469,7 @@ class MessagesServer:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 """``GET /_stats``: requests seen and the most held at once (for a server in another process)."""
                 if self.path.startswith(BATCHES_PATH):
                     status, ctype, data = server._batch_get(self.path.split("?")[0])
@@ -495,7 +495,7 @@ class MessagesServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 if self.path.startswith(BATCHES_PATH):

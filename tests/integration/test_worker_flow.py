@@ -87,7 +87,7 @@ class Running:
     def _run(self) -> None:
         try:
             self.worker.run()
-        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+        except BaseException as exc:
             self.error = exc
 
     def stop(self, timeout_s: float = 60.0) -> None:

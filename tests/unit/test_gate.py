@@ -242,7 +242,7 @@ class _FakePrometheus(BaseHTTPRequestHandler):
     seen: list[str] = []
     status = 200
 
-    def do_GET(self):  # noqa: N802 - http.server API
+    def do_GET(self):
         parsed = urllib.parse.urlparse(self.path)
         query = urllib.parse.parse_qs(parsed.query).get("query", [""])[0]
         type(self).seen.append(query)

