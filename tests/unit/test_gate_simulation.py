@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from benchmarks.gate_simulation import Scenario, measured_overdispersion, rollback_rates
+from benchmarks.gate_simulation import Scenario, alert_rates, measured_overdispersion, rollback_rates
 
 ALPHA = 0.05
 PAIRS = 4000
@@ -78,3 +78,13 @@ def test_a_canary_split_keeps_alpha():
     r = rollback_rates(Scenario(answers=300, overdispersion=4.0), 2000, seed=47, baseline_ratio=9)
     assert r["fixed"] <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / 2000), r
     assert r["sequential"] <= ALPHA + SLACK, r
+
+
+@pytest.mark.parametrize("overdispersion", [1.0, 2.0, 4.0])
+def test_the_release_alert_fires_on_identical_releases_at_most_its_nominal_level(overdispersion):
+    """ClaimwatchReleaseWorseThanPrevious as generated (z > 2.326: 1%), 50/200 answers a side: A/A fires <= 1%."""
+    for answers in (50, 200):
+        r = alert_rates(Scenario(answers=answers, overdispersion=overdispersion), PAIRS, seed=53)
+        nominal = r["nominal_alpha"]
+        assert nominal == pytest.approx(0.01, abs=1e-4)
+        assert r["alert"] <= nominal + 3 * math.sqrt(nominal * (1 - nominal) / PAIRS), (answers, r)
