@@ -19,7 +19,12 @@ Policy per error (see :mod:`evaluator_worker.errors`):
 congestion: each success adds ``1/limit`` (about +1 per round of calls), each throttled
 reply halves the limit (at most once per ``decrease_cooldown_s``, so one burst of 429s
 from 64 concurrent calls is one halving, not 64) and closes a gate until its
-``retry-after`` has passed. Optional ceilings (``requests_per_minute``,
+``retry-after`` has passed. A throttling *episode* remembers the limit it started from:
+once the retry-after window and one cooldown have passed with no new 429, each success
+adds 1 (the limit doubles per round of calls, TCP's slow start) until that level is back,
+so a burst that clears costs seconds of reduced concurrency, not minutes of +1 per round.
+A 429 that arrives while regrowing means the level itself is too high: the episode ends
+there (halved once more) and growth is additive again. Optional ceilings (``requests_per_minute``,
 ``input_tokens_per_minute``) keep the worker under an Anthropic organisation's limits
 before the API has to say so; token estimates are corrected with the tokens each call
 actually used.
@@ -124,6 +129,11 @@ class AdaptiveLimiter:
         self._in_use = 0
         self._not_before = 0.0
         self._last_decrease = -1e18
+        self._last_throttle = -1e18
+        #: the limit the current throttling episode started from (None: no episode), regrown to quickly
+        self._regrow_to: float | None = None
+        #: the limit has grown fast since the last decrease (a 429 now means the old level is too high)
+        self._regrowing = False
         self._cond = threading.Condition()
         #: times a call waited for the retry-after gate or a rate ceiling (not for a free slot)
         self.throttle_waits = 0
@@ -185,15 +195,34 @@ class AdaptiveLimiter:
             if self._tokens is not None and used_tokens is not None:
                 self._tokens.level -= used_tokens - permit.tokens
             if throttled:
-                if now - self._last_decrease >= self.decrease_cooldown_s:
-                    self._limit = max(float(self.min_limit), self._limit * self.decrease_factor)
-                    self._last_decrease = now
-                    log.warning("judge_throttled_limit_lowered", limit=int(self._limit), retry_after_s=retry_after)
-                if retry_after:
-                    self._not_before = max(self._not_before, now + retry_after)
+                self._throttled(now, retry_after)
+            elif self._regrow_to is not None and now >= self._quiet_at():
+                self._limit = min(self._regrow_to, self._limit + 1.0)
+                self._regrowing = True
+                if self._limit >= self._regrow_to:
+                    self._regrow_to = None
+                    log.info("judge_limit_recovered", limit=int(self._limit))
             else:
                 self._limit = min(float(self.max_limit), self._limit + 1.0 / max(self._limit, 1.0))
             self._cond.notify_all()
+
+    def _quiet_at(self) -> float:
+        """When the current episode counts as over: its retry-after passed and a cooldown without a 429."""
+        return max(self._not_before, self._last_throttle + self.decrease_cooldown_s)
+
+    def _throttled(self, now: float, retry_after: float | None) -> None:
+        self._last_throttle = now
+        if now - self._last_decrease >= self.decrease_cooldown_s:
+            if self._regrow_to is None:
+                self._regrow_to = self._limit
+            self._limit = max(float(self.min_limit), self._limit * self.decrease_factor)
+            self._last_decrease = now
+            if self._regrowing:  # the level we were climbing back to is too high now: additive from here
+                self._regrow_to = None
+            self._regrowing = False
+            log.warning("judge_throttled_limit_lowered", limit=int(self._limit), retry_after_s=retry_after)
+        if retry_after:
+            self._not_before = max(self._not_before, now + retry_after)
 
 
 class JudgeCaller:

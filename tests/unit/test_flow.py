@@ -60,6 +60,51 @@ def test_limiter_halves_on_throttle_once_per_cooldown_and_grows_back_additively(
     assert lim.limit == 64  # never above the maximum
 
 
+def test_limiter_regrows_to_its_pre_throttle_level_once_the_burst_has_passed():
+    """After a 429 burst clears (retry-after and one cooldown quiet), the limit doubles per round back to 64."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
+    permits = [lim.acquire() for _ in range(64)]
+    for p in permits[:20]:
+        lim.release(p, throttled=True, retry_after=1.0)
+    clock.now = 2.5  # late 429s of the same burst: one more halving, the episode goes on
+    for p in permits[20:40]:
+        lim.release(p, throttled=True, retry_after=1.0)
+    assert lim.limit == 16
+    clock.now = 3.0  # still inside the cooldown after the last 429: additive only
+    for p in permits[40:]:
+        lim.release(p)
+    assert lim.limit == 17
+    clock.now = 5.0  # quiet: each success adds 1, so two rounds of calls bring the old level back
+    for _ in range(16):
+        lim.release(lim.acquire())
+    assert lim.limit == 33
+    for _ in range(31):
+        lim.release(lim.acquire())
+    assert lim.limit == 64
+    for _ in range(10):
+        lim.release(lim.acquire())
+    assert lim.limit == 64  # never above the level the episode started from, nor the maximum
+
+
+def test_limiter_429_while_regrowing_ends_the_fast_regrowth():
+    """A 429 while climbing back means the old level is too high: halve once more, then grow additively."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
+    lim.release(lim.acquire(), throttled=True, retry_after=1.0)
+    assert lim.limit == 32
+    clock.now = 4.0
+    for _ in range(8):
+        lim.release(lim.acquire())
+    assert lim.limit == 40
+    lim.release(lim.acquire(), throttled=True)
+    assert lim.limit == 20
+    clock.now = 10.0
+    for _ in range(40):
+        lim.release(lim.acquire())
+    assert lim.limit == 21  # additive: 40 successes at ~1/20 each, not +1 each
+
+
 def test_limiter_never_below_min_and_blocks_at_limit():
     """The limit floors at min_limit; acquire past the limit waits for a release."""
     lim = AdaptiveLimiter(4, min_limit=2, decrease_cooldown_s=0.0)
