@@ -32,7 +32,9 @@ from typing import Any, Iterable, Iterator
 from kafka import KafkaConsumer, TopicPartition
 
 from contract.errors import ConfigError
+from contract.record import record_key
 from evaluator_worker.config import WorkerSettings
+from evaluator_worker.results import DedupeWindow
 
 #: verdicts shown unless --verdict says otherwise, in "worst" order
 FLAGGED = ("CONTRADICTED", "UNSUPPORTED")
@@ -142,6 +144,7 @@ def read_results(
         consumer.seek_to_beginning(*tps)
     # read until the topic has been quiet for a moment: some Kafka-protocol brokers report end offsets
     # per record batch, so "position >= end offset" is not a reliable stop everywhere
+    first = FirstPerRecord()
     seen, quiet = 0, 0
     while seen < max_records and (follow or quiet < IDLE_POLLS):
         batch = consumer.poll(timeout_ms=poll_ms)
@@ -157,12 +160,37 @@ def read_results(
                 except ValueError:
                     value = None
                 ts = int(m.timestamp or 0)
-                if isinstance(value, dict) and ts >= at:
+                if isinstance(value, dict) and ts >= at and first(value):
                     yield value, ts
+
+
+class FirstPerRecord:
+    """True for the first result of each record (trace id and call id), False for later copies.
+
+    After a long broker stall the worker's producer can re-send a batch the broker had already
+    written, so the results topic may hold byte-identical copies of one result; a replay past the
+    worker's dedupe window may hold a second judgement. Readers count each record once.
+    """
+
+    def __init__(self, window: int = 1_000_000) -> None:
+        self._seen = DedupeWindow(window)
+        self.duplicates = 0
+
+    def __call__(self, result: dict[str, Any]) -> bool:
+        trace_id = result.get("trace_id")
+        if not trace_id:
+            return True
+        key = record_key(str(trace_id), result.get("call_id"))
+        if key in self._seen:
+            self.duplicates += 1
+            return False
+        self._seen.add(key)
+        return True
 
 
 def read_results_file(path: str | Path) -> Iterator[dict[str, Any]]:
     """Result records from a JSONL file (``claimwatch score`` output, or the results topic dumped one per line)."""
+    first = FirstPerRecord()
     p = Path(path)
     with p.open(encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, start=1):
@@ -172,7 +200,7 @@ def read_results_file(path: str | Path) -> Iterator[dict[str, Any]]:
                 value = json.loads(raw)
             except ValueError:
                 raise ConfigError(f"{p}:{lineno}: not a JSON result record") from None
-            if isinstance(value, dict):
+            if isinstance(value, dict) and first(value):
                 yield value
 
 

@@ -48,6 +48,7 @@ WORKER_METRICS: dict[str, str] = {
     "claimwatch_judge_concurrency_limit": "gauge",
     "claimwatch_in_flight_answers": "gauge",
     "claimwatch_unacked_writes": "gauge",
+    "claimwatch_oldest_unacked_write_age_seconds": "gauge",
     "claimwatch_rebalance_drain_seconds": "histogram",
     "claimwatch_result_write_errors_total": "counter",
     "claimwatch_results_shrunk_total": "counter",

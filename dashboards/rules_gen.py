@@ -68,6 +68,9 @@ DEFAULT_THRESHOLDS: dict[str, Any] = {
     # ClaimwatchPipelineStalled
     "stalled_min_lag": 100,  # records
     "stalled_for": "10m",
+    # ClaimwatchResultWritesStalled: the oldest unacknowledged write's age, seconds (a one-minute stall
+    # reaches it whatever the scrape interval up to 15 s)
+    "writes_stalled_seconds": 45,
     # ClaimwatchNoEvaluations
     "no_evaluations_seconds": 1800,
     "no_evaluations_for": "5m",
@@ -377,6 +380,21 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             (
                 "Consumer lag on {{ $labels.topic }} is {{ $value }} records and growing while the workers "
                 "handled no record in the last 10m."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchResultWritesStalled",
+            # max_over_time: a stall's peak age falls between two rule evaluations (1m) otherwise
+            "max by (instance) (max_over_time(claimwatch_oldest_unacked_write_age_seconds[2m]))"
+            f" >= {t['writes_stalled_seconds']}",
+            "0m",
+            t["severity_page"],
+            "Worker {{ $labels.instance }} cannot get its result writes acknowledged",
+            (
+                "The oldest result or dead-letter write of worker {{ $labels.instance }} has waited "
+                "{{ $value | humanizeDuration }} for the broker's acknowledgement; nothing past it is committed "
+                "and results stop reaching dashboards and the gate."
             ),
             t,
         ),

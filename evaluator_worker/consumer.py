@@ -46,6 +46,7 @@ finish; durable offsets are committed; the worker leaves the group.
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -84,6 +85,10 @@ COMMIT_TIMEOUT_MS = 5_000
 WRITE_BACKOFF_BASE_S = 0.5
 WRITE_BACKOFF_MAX_S = 30.0
 WRITE_WARN_EVERY_S = 5.0
+#: an unacknowledged result/dead-letter write older than this is a stall worth a log line: the
+#: producer retries some broker errors (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...) on its own until
+#: delivery_timeout_ms, so without this check a stall shows only as lag
+WRITE_STALL_WARN_S = 5.0
 #: answers queued per thread for CPU-bound judges (their max_in_flight)
 CPU_QUEUE_PER_THREAD = 32
 #: lag lookups must not hold the loop when the broker stalls
@@ -227,6 +232,26 @@ class _Job:
         self.followers: list[_Job] = []
 
 
+class _ProducerErrorTap(logging.Handler):
+    """Keeps the last warning kafka-python's sender logged (the broker error it retries on its own).
+
+    Those retries never reach a send's future, so this is where the stalled-writes line finds
+    the broker's word (``Got error produce response ... UnknownTopicOrPartitionError``).
+    """
+
+    LOGGER = "kafka.producer.sender"
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.last = record.getMessage()[:300]
+        except Exception:  # a logging handler never raises into the producer's thread
+            pass
+
+
 class _JudgePool:
     """Daemon threads running ``fn(job)`` for queued jobs; finished jobs go to ``done``.
 
@@ -351,7 +376,11 @@ class Worker:
         self._acks: queue.SimpleQueue[tuple[_Job, BaseException | None]] = queue.SimpleQueue()
         self._retries: deque[_Job] = deque()
         self._judging = 0
-        self._unacked = 0
+        #: writes sent and not yet acknowledged, oldest first, with when each was first sent
+        self._writing: dict[_Job, float] = {}
+        self._last_write_error = ""
+        self._producer_errors = _ProducerErrorTap()
+        self._stall_warned_at = -1e18
         self._fatal: BaseException | None = None
         self._last_commit = 0.0
         self._write_warned_at = -1e18
@@ -377,6 +406,7 @@ class Worker:
         return self._judging
 
     def _ensure_clients(self) -> None:
+        logging.getLogger(_ProducerErrorTap.LOGGER).addHandler(self._producer_errors)
         if self._producer is None:
             self._producer = make_producer(self.settings)
         if self._consumer is None:
@@ -422,7 +452,10 @@ class Worker:
         self.metrics.up.set(1)
         lim = self.evaluator.caller.limiter
         self.metrics.watch_queues(
-            lambda: self._judging, lambda: self._unacked, (lambda: lim.limit) if lim is not None else None
+            lambda: self._judging,
+            lambda: len(self._writing),
+            (lambda: lim.limit) if lim is not None else None,
+            self.oldest_unacked_write_age,
         )
         idle_since = self._clock()
         c = self.settings.consumer
@@ -484,6 +517,7 @@ class Worker:
         self.close()
 
     def close(self) -> None:
+        logging.getLogger(_ProducerErrorTap.LOGGER).removeHandler(self._producer_errors)
         self.metrics.up.set(0)
         self.metrics.unwatch_queues()
         if self._pool is not None:
@@ -506,7 +540,7 @@ class Worker:
 
     # -- the loop's steps ----------------------------------------------------------
     def _busy(self) -> bool:
-        return bool(self._judging or self._unacked or self._retries)
+        return bool(self._judging or self._writing or self._retries)
 
     def _pump(self, commit: bool = True) -> None:
         """Collect judged answers and acknowledgements, re-send due writes, commit when it is time."""
@@ -514,6 +548,7 @@ class Worker:
             self._collect_judged()
             self._collect_acks()
             self._resend_due()
+            self._watch_write_stall()
         if commit and self._clock() - self._last_commit >= self.flow.commit_interval_s:
             self._commit()
 
@@ -523,7 +558,7 @@ class Worker:
         Paused partitions keep what was already fetched; while paused, the loop waits for
         completions and polls only every ``POLL_KEEPALIVE_S`` to stay in the group.
         """
-        full = self._judging >= self._max_in_flight or self._unacked >= self.flow.max_unacked_writes
+        full = self._judging >= self._max_in_flight or len(self._writing) >= self.flow.max_unacked_writes
         try:
             if full:
                 assigned = self._consumer.assignment()
@@ -693,7 +728,7 @@ class Worker:
             self.metrics.dead_letters.labels(reason).inc()
         if job.state != "writing":
             job.state = "writing"
-            self._unacked += 1
+            self._writing[job] = self._clock()
         try:
             future = self._producer.send(job.topic, key=job.key, value=job.value, headers=job.headers or None)
         except Exception as exc:  # send() itself: metadata wait past max_block_ms, buffer full, size
@@ -718,7 +753,7 @@ class Worker:
             except queue.Empty:
                 return
             if exc is None:
-                self._unacked -= 1
+                self._writing.pop(job, None)
                 self._durable(job)
             else:
                 self._write_failed(job, exc)
@@ -728,8 +763,9 @@ class Worker:
         name = type(exc).__name__
         retriable = isinstance(exc, KafkaTimeoutError) or bool(getattr(exc, "retriable", False))
         self.metrics.write_errors.labels("retriable" if retriable else "non_retriable").inc()
+        self._last_write_error = f"{name}: {str(exc)[:200]}"
         if job.abandoned:  # its partition is gone: the next owner replays the record
-            self._unacked -= 1
+            self._writing.pop(job, None)
             job.state = "done"
             return
         job.attempts += 1
@@ -784,10 +820,35 @@ class Worker:
         self._retries = deque(j for j in self._retries if j.retry_at > now)
         for job in due:
             if job.abandoned:
-                self._unacked -= 1
+                self._writing.pop(job, None)
                 job.state = "done"
                 continue
             self._send(job)
+
+    def oldest_unacked_write_age(self) -> float:
+        """Seconds the oldest write still awaiting the broker's acknowledgement has waited (0: none)."""
+        for sent in self._writing.values():  # insertion order: the first is the oldest
+            return max(0.0, self._clock() - sent)
+        return 0.0
+
+    def _watch_write_stall(self) -> None:
+        """A rate-limited warning while writes go unacknowledged, with the last error the broker gave."""
+        age = self.oldest_unacked_write_age()
+        now = self._clock()
+        if age < WRITE_STALL_WARN_S or now - self._stall_warned_at < WRITE_WARN_EVERY_S:
+            return
+        self._stall_warned_at = now
+        job = next(iter(self._writing))
+        log.warning(
+            "worker_result_writes_stalled",
+            oldest_age_s=round(age, 1),
+            unacked=len(self._writing),
+            topic=job.topic,
+            source=f"{job.tp.topic}/{job.tp.partition}@{job.offset}",
+            last_error=self._last_write_error or "none the worker saw",
+            producer_last_warning=self._producer_errors.last or "none",
+            retrying=len(self._retries),
+        )
 
     # -- outcomes ------------------------------------------------------------------
     def _durable(self, job: _Job) -> None:

@@ -34,6 +34,7 @@ judge_throttled_total                      counter    judge      calls answered 
 judge_concurrency_limit                    gauge      -          current adaptive limit on judge calls in flight
 in_flight_answers                          gauge      -          answers handed to judging, not yet finished
 unacked_writes                             gauge      -          results/dead letters sent, not yet acknowledged
+oldest_unacked_write_age_seconds           gauge      -          how long the oldest of them has waited
 rebalance_drain_seconds                    histogram  -          time spent finishing in-flight work on revoke
 result_write_errors_total                  counter    reason (retriable|non_retriable)  writes the broker did not take
 results_shrunk_total                       counter    -          results cut to fit the producer's request limit
@@ -197,6 +198,11 @@ class WorkerMetrics:
         self.unacked_writes = Gauge(
             "claimwatch_unacked_writes",
             "Results and dead letters sent and not yet acknowledged by the broker.",
+            registry=r,
+        )
+        self.oldest_unacked_write_age = Gauge(
+            "claimwatch_oldest_unacked_write_age_seconds",
+            "Seconds the oldest result or dead-letter write has waited for the broker's acknowledgement (0: none).",
             registry=r,
         )
         self.rebalance_drain = Histogram(
@@ -387,16 +393,19 @@ class WorkerMetrics:
         in_flight: Callable[[], float],
         unacked_writes: Callable[[], float],
         concurrency_limit: Callable[[], float] | None = None,
+        oldest_write_age: Callable[[], float] | None = None,
     ) -> None:
         """Read queue depths when Prometheus scrapes, not from the worker's hot loop."""
         self.in_flight.set_function(in_flight)
         self.unacked_writes.set_function(unacked_writes)
+        if oldest_write_age is not None:
+            self.oldest_unacked_write_age.set_function(oldest_write_age)
         if concurrency_limit is not None:
             self.concurrency_limit.set_function(concurrency_limit)
 
     def unwatch_queues(self) -> None:
         """The worker stopped: its queues read 0 again."""
-        for gauge in (self.in_flight, self.unacked_writes):
+        for gauge in (self.in_flight, self.unacked_writes, self.oldest_unacked_write_age):
             gauge.set_function(lambda: 0.0)
 
 

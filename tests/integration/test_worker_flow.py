@@ -18,6 +18,7 @@ import anthropic
 import pytest
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient
+from structlog.testing import capture_logs
 
 from claimwatch.embedded import free_port
 from contract.record import RagTrace
@@ -360,6 +361,37 @@ def test_writes_refused_for_good_stop_the_worker_without_committing(proxied, top
         run2.stop()
     results = drain(proxied.bootstrap, settings.results_topic, 20)
     assert len({r.key for r in results}) == 20
+
+
+def test_a_result_write_fault_is_logged_within_10_s_and_shows_in_the_write_age_gauge(proxied, topic_name):
+    """UNKNOWN_TOPIC_OR_PARTITION on results (retried inside the producer, no failed future): a stalled-writes line within 10 s, the age gauge grows, all land after."""
+    create_topic(proxied.bootstrap, topic_name, partitions=1)
+    worker, m, settings = _tag_worker(proxied.bootstrap, topic_name)
+    proxied.proxy.reject_produce(settings.results_topic, 3)
+    produce(proxied.bootstrap, topic_name, [_trace(i) for i in range(20)])
+    with capture_logs() as logs:
+        run = Running(worker)
+        try:
+            assert wait_until(lambda: proxied.proxy.rejected >= 1, 30), "no results write reached the broker"
+            fault_seen = time.monotonic()
+
+            def stalled() -> list[dict]:
+                return [e for e in list(logs) if e.get("event") == "worker_result_writes_stalled"]
+
+            assert wait_until(lambda: bool(stalled()), 10), "no log line within 10 s of the write fault"
+            logged_after = time.monotonic() - fault_seen
+            line = stalled()[0]
+            assert line["topic"] == settings.results_topic and line["unacked"] >= 1, line
+            assert "unknowntopicorpartition" in line["producer_last_warning"].lower().replace(" ", ""), line
+            assert _get(m, "claimwatch_oldest_unacked_write_age_seconds") >= 5
+            assert worker.processed == 0
+            proxied.proxy.clear_faults()
+            assert wait_until(lambda: worker.processed >= 20, 60), f"processed {worker.processed}"
+            assert wait_until(lambda: _get(m, "claimwatch_oldest_unacked_write_age_seconds") == 0, 10)
+        finally:
+            run.stop()
+    print(f"write fault: logged {logged_after:.1f} s after the first refused write; {line}")
+    assert run.error is None
 
 
 @pytest.mark.slow

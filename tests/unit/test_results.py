@@ -86,3 +86,24 @@ def test_oversized_keys_and_values_are_bounded():
     assert fit_key(b"short") == (b"short", [])
     value, headers = fit_value(b"v" * 5000, budget=4000)
     assert value == b"" and dict(headers)["claimwatch.original_bytes"] == b"5000"
+
+
+def test_results_readers_count_each_record_once(tmp_path):
+    """Byte-identical copies of a result (a producer re-send after a stall) are read once; other calls of the trace stay."""
+    import json
+
+    from claimwatch.claims_query import FirstPerRecord, read_results_file
+
+    rows = [
+        {"trace_id": "a" * 32, "faithfulness": 1.0},
+        {"trace_id": "a" * 32, "faithfulness": 1.0},
+        {"trace_id": "a" * 32, "call_id": "2", "faithfulness": 0.5},
+        {"trace_id": "b" * 32, "faithfulness": 0.0},
+        {"trace_id": "b" * 32, "faithfulness": 0.0},
+    ]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    got = list(read_results_file(path))
+    assert [(r["trace_id"][0], r.get("call_id")) for r in got] == [("a", None), ("a", "2"), ("b", None)]
+    first = FirstPerRecord()
+    assert [first(r) for r in rows] == [True, False, True, True, False] and first.duplicates == 2
