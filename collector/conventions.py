@@ -154,6 +154,19 @@ def _call_roots(facts: list[SpanFacts]) -> list[SpanFacts]:
     return roots
 
 
+def _ancestors(facts: list[SpanFacts], head: SpanFacts) -> list[SpanFacts]:
+    """The spans above ``head`` in the trace, nearest first (a parent cycle or a missing parent ends the walk)."""
+    by_id = {f.span_id: f for f in facts}
+    out: list[SpanFacts] = []
+    seen = {head.span_id}
+    cur = head
+    while cur.parent_id is not None and cur.parent_id in by_id and cur.parent_id not in seen:
+        cur = by_id[cur.parent_id]
+        seen.add(cur.span_id)
+        out.append(cur)
+    return out
+
+
 def _subtree(facts: list[SpanFacts], head: SpanFacts) -> list[SpanFacts]:
     children: dict[int, list[SpanFacts]] = {}
     for f in facts:
@@ -639,7 +652,8 @@ class SpanExtractor:
         Usually a trace is one call and gives one result. A trace holding several RAG calls (disjoint subtrees
         with documents and an answer each: an agent that retrieves and answers twice under one root) gives one
         result per call, in the order the calls started, each built from its own subtree only (its question,
-        its documents, its answer) and carrying ``call_id`` (the span id heading it) so that it is a record of
+        its documents, its answer; slice attributes it lacks are inherited from the spans above it, nearest first,
+        e.g. a route set on a plain HTTP server root) and carrying ``call_id`` (the span id heading it) so that it is a record of
         its own downstream (``RagTrace.record_key``), plus ``rag_calls`` / ``rag_call`` attributes.
         """
         calls = _call_roots(facts)
@@ -647,7 +661,7 @@ class SpanExtractor:
             return [self._build(trace_id, facts)]
         out = []
         for i, call in enumerate(sorted(calls, key=lambda f: (f.start_ns, f.end_ns)), start=1):
-            result = self._build(trace_id, _subtree(facts, call))
+            result = self._build(trace_id, _subtree(facts, call), _ancestors(facts, call))
             result.calls = len(calls)
             if result.record is not None:
                 result.record.call_id = format(call.span_id, "016x")
@@ -656,7 +670,9 @@ class SpanExtractor:
             out.append(result)
         return out
 
-    def _build(self, trace_id: int, facts: list[SpanFacts]) -> BuildResult:
+    def _build(self, trace_id: int, facts: list[SpanFacts], ancestors: list[SpanFacts] | None = None) -> BuildResult:
+        """One record from ``facts``; ``ancestors`` (nearest first) only lend slice attributes and the resource."""
+        ancestors = ancestors or []
         by_id = {f.span_id: f for f in facts}
         depth_memo: dict[int, int] = {}
 
@@ -728,7 +744,7 @@ class SpanExtractor:
         head = sorted(facts, key=lambda f: (depth(f), f.start_ns))
         conventions = [f.convention for f in facts if f.convention]
         convention = answer_span.convention or (max(set(conventions), key=conventions.count) if conventions else None)
-        resource = next((f.resource for f in facts if f.resource), {})
+        resource = next((f.resource for f in [*facts, *ancestors] if f.resource), {})
         attributes: dict[str, AttributeValue] = {"spans": len(facts)}
         if q_src:
             attributes["question.source"] = q_src
@@ -754,7 +770,7 @@ class SpanExtractor:
             question=question,
             answer=answer_span.output_text or "",
             contexts=contexts,
-            slices=self.slices(head, resource, model),
+            slices=self.slices(head + ancestors, resource, model),
             attributes=attributes,
             convention=convention,
         )

@@ -2,10 +2,14 @@
 
 Same pipeline, limits and backpressure as OTLP/HTTP (:mod:`collector.receiver`), in gRPC terms:
 
-- messages past ``max_body_bytes`` are refused by grpcio (RESOURCE_EXHAUSTED) before they reach the servicer;
-- at most ``max_concurrent_requests`` Exports run at once (grpcio's ``maximum_concurrent_rpcs``: past it
-  RESOURCE_EXHAUSTED at once), and each takes a ticket of the shared memory budget (decoded message x decode factor)
-  without waiting: when it does not fit, UNAVAILABLE with retry info;
+- messages past ``max_body_bytes`` are refused by grpcio (RESOURCE_EXHAUSTED) while they are received;
+- admission is ours, not grpcio's: before its message is read, a call takes a slot of the shared budget
+  (:class:`collector.admission.Budget`, ``max_concurrent_requests`` HTTP requests and gRPC calls at once) without
+  waiting, and once read, the message's memory (serialized size x (1 + decode factor)); when either does not fit:
+  UNAVAILABLE with retry info. grpcio's own ``maximum_concurrent_rpcs`` is not used: it answers RESOURCE_EXHAUSTED
+  *without* retry info, which OTLP clients (the OTel Collector's otlp exporter) treat as final and drop the spans.
+  The server has ``max_concurrent_requests`` + ``SPARE_THREADS`` threads, so a call past the bound is refused at
+  once by a spare thread instead of queueing behind the admitted ones;
 - Kafka sink full: UNAVAILABLE; assembler full: RESOURCE_EXHAUSTED; both with ``google.rpc.RetryInfo``
   (``retry_delay`` = ``retry_after_s``) in the status details (``grpc-status-details-bin``) and in the
   ``google.rpc.retryinfo-bin`` trailer the OTel SDK exporters read, so they back off and re-send;
@@ -19,12 +23,12 @@ Every answer is counted in ``claimwatch_collector_otlp_requests_total{source="gr
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
 import grpc  # type: ignore[import-untyped]
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from collector import tls
 from contract.logs import get_logger
@@ -37,13 +41,23 @@ log = get_logger("claimwatch.receiver")
 SOURCE = "grpc"
 #: decoded protobuf message -> Python span objects, per serialized byte (as DECODE_COST over HTTP)
 DECODE_COST = 6
+#: server threads beyond max_concurrent_requests: they answer the calls past the bound (refusals read no message)
+SPARE_THREADS = 8
+#: HTTP/2 streams one client connection may have open; a client past it waits for a stream (no error)
+MAX_STREAMS_PER_CONNECTION = 100
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+class _TraceService:
     def __init__(self, receiver: "OtlpReceiver") -> None:
         self.receiver = receiver
 
-    def Export(self, request: Any, context: Any) -> Any:
+    def Export(self, requests: Iterator[Any], context: Any) -> Any:
+        """One ``Export`` call, registered as client-streaming so that the message is read only once admitted.
+
+        On the wire a unary call and a client-streaming call of one message are the same; reading the message
+        through the iterator lets a refused call (unauthenticated, saturated, busy) cost no message memory.
+        """
         r = self.receiver
         if r.auth.enabled:
             metadata = dict(context.invocation_metadata() or ())
@@ -59,10 +73,17 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         if pressure is not None:
             code = grpc.StatusCode.UNAVAILABLE if pressure == "sink_full" else grpc.StatusCode.RESOURCE_EXHAUSTED
             self._refuse(context, code, pressure, f"claimwatch receiver is saturated ({pressure}); retry later")
-        ticket = r.budget.try_admit(request.ByteSize() * (1 + DECODE_COST))
+        ticket = r.budget.try_admit(0)  # a slot first (max_concurrent_requests), the message's memory once read
         if ticket is None:
             self._refuse(context, grpc.StatusCode.UNAVAILABLE, "busy", "claimwatch receiver is busy; retry later")
         try:
+            request = next(requests, None)  # grpcio refuses a message past max_body_bytes here (RpcError)
+            if request is None:
+                self._refuse(
+                    context, grpc.StatusCode.INVALID_ARGUMENT, "decode_error", "no request message", retry=False
+                )
+            if not r.budget.grow(ticket, request.ByteSize() * (1 + DECODE_COST)):
+                self._refuse(context, grpc.StatusCode.UNAVAILABLE, "busy", "claimwatch receiver is busy; retry later")
             response = r.accept(request, SOURCE)
         finally:
             r.budget.release(ticket)
@@ -101,18 +122,24 @@ class GrpcServer:
 def start_grpc(receiver: "OtlpReceiver") -> GrpcServer:
     """Serve ``TraceService/Export`` on ``settings.grpc_port`` (TLS when the receiver has a certificate)."""
     s = receiver.settings
-    workers = max(1, s.max_concurrent_requests)
+    workers = max(1, s.max_concurrent_requests) + SPARE_THREADS
     server = grpc.server(
         ThreadPoolExecutor(workers, thread_name_prefix="claimwatch-otlp-grpc"),
-        maximum_concurrent_rpcs=workers,
+        # no maximum_concurrent_rpcs: its refusal carries no retry info (clients drop the data); Export admits
         options=[
             ("grpc.max_receive_message_length", s.max_body_bytes),
+            ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
             ("grpc.max_connection_idle_ms", int(s.keepalive_timeout_s * 1000)),
             ("grpc.so_reuseport", 0),
         ],
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(receiver), server)
+    export = grpc.stream_unary_rpc_method_handler(
+        _TraceService(receiver).Export,
+        request_deserializer=trace_service_pb2.ExportTraceServiceRequest.FromString,
+        response_serializer=trace_service_pb2.ExportTraceServiceResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))
     address = f"{s.host}:{s.grpc_port}"
     if receiver.tls:
         port = server.add_secure_port(address, tls.grpc_credentials(s.tls_cert_file, s.tls_key_file))  # type: ignore[arg-type]

@@ -60,7 +60,7 @@ SOURCE = "kafka"
 class BridgeSettings(BaseSettings):
     """Bridge settings (env: ``CLAIMWATCH_BRIDGE_*``); Kafka, output topic, sampling from ``CollectorSettings``."""
 
-    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_BRIDGE_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_BRIDGE_", extra="ignore", env_ignore_empty=True)
 
     #: the Collector kafkaexporter's traces topic
     source_topic: str = "otlp_spans"

@@ -90,7 +90,8 @@ class ReceiverSettings(BaseSettings):
     grpc_port: int | None = None
     #: one bearer token clients must send (``Authorization: Bearer <token>``; gRPC metadata ``authorization``)
     auth_token: SecretStr | None = None
-    #: a file of bearer tokens, one per line (rotation: old and new token both listed); with AUTH_TOKEN, either works
+    #: a file of bearer tokens, one per line, re-read when it changes (checked at most once a second; rotation: add
+    #: the new token, move the clients, remove the old one); with AUTH_TOKEN, either works
     auth_token_file: str | None = None
     #: TLS server certificate chain (PEM); with TLS_KEY_FILE set too, HTTP and gRPC serve TLS only
     tls_cert_file: str | None = None
@@ -104,7 +105,8 @@ class ReceiverSettings(BaseSettings):
     retry_after_s: int = 5
     #: how often complete traces are moved to the sink
     pump_interval_s: float = 0.02
-    #: requests read and decoded at the same time; more wait up to admission_wait_s, then get 503 + Retry-After
+    #: requests read and decoded at the same time, HTTP and gRPC together; more HTTP requests wait up to
+    #: admission_wait_s, then get 503 + Retry-After; more gRPC calls get UNAVAILABLE + RetryInfo at once
     max_concurrent_requests: int = 8
     #: memory budget (bytes) of the requests in flight: body as sent + decompressed + estimated decoded size
     #: (x6 protobuf, x10 JSON); a request past it waits, then gets 503 + Retry-After (one alone is always admitted)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from contract.kafka import KafkaConnection
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.judges.settings import AnthropicSettings, CascadeSettings, JudgeSettings
+
+#: values of CLAIMWATCH_RESULTS_TOPIC that turn the results topic off
+_OFF = frozenset({"null", "none", "off"})
 
 __all__ = [
     "AnthropicSettings",
@@ -100,7 +103,9 @@ class ParitySettings(BaseModel):
 class WorkerSettings(JudgeSettings):
     """Settings for ``claimwatch worker`` / ``score`` / ``verify`` (the judges' own settings are inherited)."""
 
-    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore", env_ignore_empty=True
+    )
 
     kafka: KafkaConnection = Field(default_factory=KafkaConnection)
     consumer: ConsumerTuning = Field(default_factory=ConsumerTuning)
@@ -127,3 +132,11 @@ class WorkerSettings(JudgeSettings):
     #: include question/answer text in result records (off when redaction matters downstream)
     results_include_text: bool = True
     log_level: str = "INFO"
+
+    @field_validator("results_topic", mode="before")
+    @classmethod
+    def _results_off(cls, value: object) -> object:
+        """``null`` / ``none`` / ``off`` turn the results topic off (an empty variable means unset, i.e. the default)."""
+        if isinstance(value, str) and value.strip().lower() in _OFF:
+            return None
+        return value

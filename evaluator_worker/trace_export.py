@@ -56,7 +56,7 @@ _MAX_EXPLANATION_CHARS = 2_000
 class TraceExportSettings(BaseSettings):
     """``CLAIMWATCH_TRACE_EXPORT_*``: where evaluations go back as spans (off when ``endpoint`` is unset)."""
 
-    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_TRACE_EXPORT_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_TRACE_EXPORT_", extra="ignore", env_ignore_empty=True)
 
     #: full OTLP/HTTP traces URL, e.g. http://otel-collector:4318/v1/traces
     endpoint: str | None = None

@@ -86,7 +86,7 @@ FALLBACK_DESCRIPTIONS: dict[str, str] = {
     "CascadeSettings.second": "Expensive second judge for low-confidence claims (a judge name).",
     # WorkerSettings
     "WorkerSettings.topic": "Input topic of `RagTrace` records.",
-    "WorkerSettings.results_topic": "Topic for per-answer results (JSON); empty/null disables it.",
+    "WorkerSettings.results_topic": "Topic for per-answer results (JSON); `null` (or `none`, `off`) disables it.",
     "WorkerSettings.dead_letter_topic": "Topic for records that cannot be decoded or evaluated, with the reason.",
     "WorkerSettings.judge": "`heuristic`, `anthropic`, `nli`, `cascade`, or `package.module:factory`.",
     "WorkerSettings.nli_model": "Hugging Face id or local directory of the model used by the `nli` judge.",

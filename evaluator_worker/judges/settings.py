@@ -126,7 +126,9 @@ class JudgeSettings(BaseSettings):
     """What building any judge by name needs (``CLAIMWATCH_ANTHROPIC__*``, ``CLAIMWATCH_OPENAI__*``,
     ``CLAIMWATCH_CASCADE__*``, ``CLAIMWATCH_NLI_MODEL``)."""
 
-    model_config = SettingsConfigDict(env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="CLAIMWATCH_", env_nested_delimiter="__", extra="ignore", env_ignore_empty=True
+    )
 
     anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
     cascade: CascadeSettings = Field(default_factory=CascadeSettings)

@@ -110,7 +110,7 @@ def worker_env(settings: WorkerSettings, metrics_port: int, **extra: str) -> dic
         {
             "CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
             "CLAIMWATCH_TOPIC": settings.topic,
-            "CLAIMWATCH_RESULTS_TOPIC": settings.results_topic or "",
+            "CLAIMWATCH_RESULTS_TOPIC": settings.results_topic or "null",  # empty would mean the default
             "CLAIMWATCH_DEAD_LETTER_TOPIC": settings.dead_letter_topic,
             "CLAIMWATCH_CONSUMER__GROUP_ID": settings.consumer.group_id,
             "CLAIMWATCH_CONSUMER__SESSION_TIMEOUT_MS": "6000",

@@ -9,6 +9,7 @@ from collector.config import CollectorSettings
 from collector.receiver import OtlpReceiver, ReceiverSettings
 from contract.kafka import KafkaConnection
 from contract.record import RagTrace
+from tests.integration import otlp_clients
 from tests.integration.kafka_helpers import drain
 from tests.integration.otlp_clients import TOKEN, js_answer, js_chunks, js_question, make_certs, run_js_app
 
@@ -89,3 +90,12 @@ def test_js_sdk_documents_past_the_attribute_limit_give_records_flagged_incomple
         assert r.contexts[0].content.startswith("Refunds are paid")
     incomplete = receiver.metrics.traces.labels(outcome="incomplete")._value.get()
     assert incomplete == 3
+
+
+@pytest.mark.parametrize("ci,outcome", [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
+def test_missing_node_fails_under_ci_and_skips_elsewhere(monkeypatch, ci, outcome):
+    """Without node/npm the JS SDK rows fail when CI is set (never a silent skip in CI) and skip otherwise."""
+    monkeypatch.setenv("CI", ci)
+    monkeypatch.setattr(otlp_clients.shutil, "which", lambda name: None)
+    with pytest.raises(outcome):
+        otlp_clients.js_app_ready()

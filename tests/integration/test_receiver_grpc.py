@@ -115,6 +115,12 @@ def test_grpc_backpressure_is_resource_exhausted_with_retry_info_and_oversize_is
     channel = grpc.insecure_channel(f"127.0.0.1:{receiver.grpc_port}")
     stub = trace_service_pb2_grpc.TraceServiceStub(channel)
     try:
+        big = otlp.decode_protobuf(request_bytes("Can I appeal?"))
+        big.resource_spans[0].scope_spans[0].spans[0].name = "x" * 300_000
+        with pytest.raises(grpc.RpcError) as err:
+            stub.Export(big, timeout=5)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert receiver.budget.requests == 0  # its admission slot was given back
         request = otlp.decode_protobuf(request_bytes("Can I appeal?"))
         spans = request.resource_spans[0].scope_spans[0].spans
         kept = [s for s in spans if s.parent_span_id]  # children only: the trace stays open
@@ -128,13 +134,8 @@ def test_grpc_backpressure_is_resource_exhausted_with_retry_info_and_oversize_is
         status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
         info = error_details_pb2.RetryInfo()
         assert status.details[0].Unpack(info) and info.retry_delay.seconds == 3
-        big = otlp.decode_protobuf(request_bytes("Can I appeal?"))
-        big.resource_spans[0].scope_spans[0].spans[0].name = "x" * 300_000
-        with pytest.raises(grpc.RpcError) as err:
-            stub.Export(big, timeout=5)
-        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         counted = receiver.otlp_metrics.requests.labels(source="grpc", code="RESOURCE_EXHAUSTED")._value.get()
-        assert counted == 1  # the oversize message never reached the servicer (grpcio refused it)
+        assert counted == 1  # the oversize message was refused by grpcio as it was received, never decoded
     finally:
         channel.close()
         receiver.shutdown(0.2)
@@ -163,26 +164,47 @@ def test_python_grpc_exporter_waits_out_unavailable_with_retry_info_then_succeed
         receiver.shutdown(0.2)
 
 
-def test_grpc_calls_past_the_concurrency_bound_are_refused_at_once():
-    """With max_concurrent_requests=1 and one Export in progress, a second call gets RESOURCE_EXHAUSTED at once."""
+def test_grpc_calls_past_the_concurrency_bound_are_refused_at_once_with_retry_info_and_the_sdk_delivers_later():
+    """Past max_concurrent_requests a call gets UNAVAILABLE + RetryInfo at once; the SDK exporter retries and delivers."""
     import threading
     import time
 
-    receiver = start(max_concurrent_requests=1)
+    receiver = start(max_concurrent_requests=1, retry_after_s=1)
     release = threading.Event()
     real_accept = receiver.accept
-    receiver.accept = lambda request, source: (release.wait(5), real_accept(request, source))[1]  # type: ignore[method-assign]
+    blocked = threading.Event()
+
+    def slow_accept(request, source):
+        if not blocked.is_set():  # only the first call is held
+            blocked.set()
+            release.wait(10)
+        return real_accept(request, source)
+
+    receiver.accept = slow_accept  # type: ignore[method-assign]
     channel = grpc.insecure_channel(f"127.0.0.1:{receiver.grpc_port}")
     stub = trace_service_pb2_grpc.TraceServiceStub(channel)
     try:
-        first = stub.Export.future(otlp.decode_protobuf(request_bytes("Can I appeal?")), timeout=10)
-        time.sleep(0.3)  # the first call is in the servicer, blocked
+        first = stub.Export.future(otlp.decode_protobuf(request_bytes("Can I appeal?")), timeout=20)
+        assert blocked.wait(5)  # the first call is in the servicer, holding the only slot
         t0 = time.monotonic()
         with pytest.raises(grpc.RpcError) as err:
             stub.Export(otlp.decode_protobuf(request_bytes("Is there a fee?")), timeout=5)
-        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() - t0 < 1.0
-        release.set()
-        first.result(timeout=5)
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE and time.monotonic() - t0 < 1.0
+        trailers = dict(err.value.trailing_metadata())
+        info = error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
+        assert info.retry_delay.seconds == 1
+        status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
+        assert status.details[0].Unpack(error_details_pb2.RetryInfo())
+        # the OTel Python gRPC exporter gets the same refusal, waits RetryInfo's delay and delivers once the slot frees
+        threading.Timer(1.5, release.set).start()
+        t0 = time.monotonic()
+        results = send_with_sdk(receiver, questions(2), insecure=True)
+        assert results and all(r == SpanExportResult.SUCCESS for r in results)
+        assert time.monotonic() - t0 >= 1.0
+        first.result(timeout=10)
+        busy = receiver.otlp_metrics.requests.labels(source="grpc", code="UNAVAILABLE")._value.get()
+        assert busy >= 2  # every refusal is ours: counted (grpcio's own limit would not be)
+        assert receiver.otlp_metrics.requests.labels(source="grpc", code="RESOURCE_EXHAUSTED")._value.get() == 0
     finally:
         release.set()
         channel.close()

@@ -861,3 +861,19 @@ def test_argo_and_the_adapter_query_the_same_prometheus():
     arg = next(a for a in argo["spec"]["args"] if a["name"] == "prometheus-address")
     adapter = _load(K8S / "prometheus-adapter-rules.yaml")
     assert arg["value"] == adapter["prometheus"]["url"] + ":" + str(adapter["prometheus"].get("port", 9090))
+
+
+def test_collector_forwarding_config_sends_otlp_grpc_to_the_receiver_with_bearer_auth():
+    """forward-to-receiver.yaml exports the traces pipeline to the receiver's gRPC Service port, with bearer-token auth."""
+    config = _load(DEPLOY / "otel-collector" / "forward-to-receiver.yaml")
+    service = _load(K8S / "receiver" / "service.yaml")
+    grpc_port = next(p["port"] for p in service["spec"]["ports"] if p["name"] == "otlp-grpc")
+    exporter = config["exporters"]["otlp/claimwatch"]
+    assert exporter["endpoint"] == f"{service['metadata']['name']}:{grpc_port}"
+    assert grpc_port == 4317 and exporter["tls"].get("insecure") is not True
+    authenticator = exporter["auth"]["authenticator"]
+    assert authenticator.startswith("bearertokenauth") and authenticator in config["extensions"]
+    assert config["extensions"][authenticator]["token"] == "${env:CLAIMWATCH_RECEIVER_TOKEN}"
+    assert authenticator in config["service"]["extensions"]
+    assert "otlp/claimwatch" in config["service"]["pipelines"]["traces"]["exporters"]
+    assert exporter["retry_on_failure"]["enabled"] is True  # the receiver's RetryInfo answers are re-sent

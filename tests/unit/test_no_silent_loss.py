@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
@@ -268,3 +269,118 @@ def test_two_rag_calls_in_one_trace_give_two_records_each_with_its_own_question_
     assert metric(registry, "claimwatch_collector_traces_total", outcome="multi_call") == 1
     assert metric(registry, "claimwatch_collector_traces_total", outcome="queued") == 2
     assert not metric(registry, "claimwatch_collector_dropped_total", reason="multi_call")
+
+
+def test_per_call_records_inherit_slice_attributes_from_a_plain_root_span_nearest_ancestor_first():
+    """Two chain calls under a plain HTTP server root with route/release attributes: each record carries them."""
+    sink = MemorySink()
+    settings = CollectorSettings(late_span_wait_s=0.01)
+    route_key, release_key = settings.slice_attributes["route"], settings.slice_attributes["release"]
+    proc = RagTraceProcessor(settings, sink=sink, registry=CollectorRegistry())
+    tp = TracerProvider()
+    tp.add_span_processor(proc)
+    tracer = tp.get_tracer("t")
+    calls = [
+        ("What is the refund window?", "30 days.", "Refunds: 30 days."),
+        ("And for damaged goods?", "60 days.", "Damaged goods: 60 days."),
+    ]
+
+    def rag_call(q: str, a: str, doc: str) -> None:
+        with tracer.start_as_current_span(
+            "call", attributes={"openinference.span.kind": "CHAIN", "input.value": q, "output.value": a}
+        ):
+            with tracer.start_as_current_span(
+                "retrieve",
+                attributes={
+                    "openinference.span.kind": "RETRIEVER",
+                    "input.value": q,
+                    "retrieval.documents.0.document.content": doc,
+                },
+            ):
+                pass
+            with tracer.start_as_current_span(
+                "llm", attributes={"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": a}
+            ):
+                pass
+
+    with capture_logs():
+        # a plain HTTP server span (no OpenInference kind) holds the slices; the second call sits under a plain
+        # handler span of its own route: the nearest ancestor wins
+        with tracer.start_as_current_span(
+            "POST /ask", attributes={"http.request.method": "POST", route_key: "refunds", release_key: "v9"}
+        ):
+            rag_call(*calls[0])
+            with tracer.start_as_current_span("handler", attributes={route_key: "damaged"}):
+                rag_call(*calls[1])
+        assert proc.force_flush(5_000)
+    tp.shutdown()
+    first, second = sink.records
+    for record, (q, a, doc) in ((first, calls[0]), (second, calls[1])):
+        assert (record.question, record.answer) == (q, a)
+        assert [c.content for c in record.contexts] == [doc]
+        assert record.slices["release"] == "v9"
+    assert first.slices["route"] == "refunds" and second.slices["route"] == "damaged"
+    assert first.call_id != second.call_id
+
+
+_EMPTY_ENV_CASES = [
+    # (settings class, empty variable, field path, default it keeps)
+    ("collector.config.CollectorSettings", "CLAIMWATCH_LATE_SPAN_WAIT_S", "late_span_wait_s", 0.5),
+    ("collector.config.CollectorSettings", "CLAIMWATCH_KAFKA__REQUEST_TIMEOUT_MS", "kafka.request_timeout_ms", 30_000),
+    ("collector.receiver.ReceiverSettings", "CLAIMWATCH_RECEIVER_GRPC_PORT", "grpc_port", None),
+    ("collector.receiver.ReceiverSettings", "CLAIMWATCH_RECEIVER_MAX_BODY_BYTES", "max_body_bytes", 16 * 1024 * 1024),
+    (
+        "collector.otlp_bridge.BridgeSettings",
+        "CLAIMWATCH_BRIDGE_MAX_SPANS_PER_MESSAGE",
+        "max_spans_per_message",
+        10_000,
+    ),
+    ("evaluator_worker.judges.settings.JudgeSettings", "CLAIMWATCH_NLI_CHUNK_TOKENS", "nli_chunk_tokens", 400),
+    ("evaluator_worker.judges.settings.JudgeSettings", "CLAIMWATCH_ANTHROPIC__TIMEOUT_S", "anthropic.timeout_s", 60.0),
+    ("evaluator_worker.config.WorkerSettings", "CLAIMWATCH_METRICS_PORT", "metrics_port", 9464),
+    ("evaluator_worker.config.WorkerSettings", "CLAIMWATCH_RESULTS_TOPIC", "results_topic", "claimwatch.results"),
+    ("evaluator_worker.trace_export.TraceExportSettings", "CLAIMWATCH_TRACE_EXPORT_TIMEOUT_S", "timeout_s", 10.0),
+    ("evaluator_worker.trace_export.TraceExportSettings", "CLAIMWATCH_TRACE_EXPORT_HEADERS", "headers", {}),
+]
+
+
+def _settings_class(dotted: str) -> type:
+    import importlib
+
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("dotted,env,path,default", _EMPTY_ENV_CASES, ids=[c[1] for c in _EMPTY_ENV_CASES])
+def test_an_empty_claimwatch_variable_means_unset_in_every_settings_class(monkeypatch, dotted, env, path, default):
+    """An empty CLAIMWATCH_* variable of any settings class is treated as unset: the default, no validation error."""
+    monkeypatch.setenv(env, "")
+    value = _settings_class(dotted)()
+    for part in path.split("."):
+        value = getattr(value, part)
+    assert value == default
+
+
+def test_every_settings_class_is_covered_by_the_empty_variable_test():
+    """Every BaseSettings subclass of the packages ignores empty variables and has a row in the test above."""
+    from pydantic_settings import BaseSettings
+
+    for dotted, *_ in _EMPTY_ENV_CASES:
+        _settings_class(dotted)  # imports the modules that define them
+    found, todo = set(), list(BaseSettings.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.split(".")[0] in ("collector", "evaluator_worker", "claimwatch", "contract"):
+            found.add(f"{cls.__module__}.{cls.__qualname__}")
+            assert cls.model_config.get("env_ignore_empty") is True, cls
+    assert found == {c[0] for c in _EMPTY_ENV_CASES}
+
+
+def test_results_topic_null_turns_the_results_topic_off(monkeypatch):
+    """CLAIMWATCH_RESULTS_TOPIC=null (or none/off) disables results, since an empty value now means the default."""
+    from evaluator_worker.config import WorkerSettings
+
+    for off in ("null", "None", "off"):
+        monkeypatch.setenv("CLAIMWATCH_RESULTS_TOPIC", off)
+        assert WorkerSettings().results_topic is None

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import http.client
+import os
+import time
 
 import pytest
 from google.rpc import status_pb2
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
+from collector import auth as auth_mod
 from collector.auth import TokenAuth
 from collector.config import CollectorSettings
 from collector.receiver import OtlpReceiver, ReceiverSettings
@@ -78,3 +81,68 @@ def test_401_without_the_token_is_counted_and_logged_without_it(monkeypatch):
         assert NEW not in repr(receiver.settings)
     finally:
         receiver.shutdown(0.2)
+
+
+def _post(receiver: OtlpReceiver, token: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=5)
+    try:
+        headers = {"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {token}"}
+        conn.request("POST", "/v1/traces", body=request_bytes(), headers=headers)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+def _replace(path, text: str) -> None:
+    """Write ``text`` to a new file and rename it over ``path`` (atomic, as a Secret volume update)."""
+    tmp = path.with_suffix(".new")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def test_token_file_rotation_takes_effect_while_the_receiver_runs(tmp_path):
+    """Token file rotated in place (add new, then remove old): within a second new is accepted and old refused."""
+    path = tmp_path / "tokens"
+    path.write_text(f"{OLD}\n")
+    receiver = OtlpReceiver(
+        ReceiverSettings(host="127.0.0.1", port=0, auth_token_file=str(path)),
+        CollectorSettings(),
+        sink=MemorySink(),
+        registry=CollectorRegistry(),
+    ).start()
+    try:
+        assert (_post(receiver, OLD), _post(receiver, NEW)) == (200, 401)
+        _replace(path, f"{OLD}\n{NEW}\n")  # step 1: add the new token
+        time.sleep(auth_mod.RELOAD_INTERVAL_S + 0.1)
+        assert (_post(receiver, OLD), _post(receiver, NEW)) == (200, 200)
+        _replace(path, f"# rotated\n{NEW}\n")  # step 3 (clients moved): remove the old one
+        time.sleep(auth_mod.RELOAD_INTERVAL_S + 0.1)
+        assert (_post(receiver, OLD), _post(receiver, NEW)) == (401, 200)
+        assert receiver.auth.reloads == 2
+    finally:
+        receiver.shutdown(0.2)
+
+
+def test_unusable_token_file_keeps_the_previous_tokens_with_a_rate_limited_warning(tmp_path):
+    """A rotated file that is missing, empty or holds a short token keeps the previous tokens; warned once a minute."""
+    now = [0.0]
+    path = tmp_path / "tokens"
+    path.write_text(f"{OLD}\n")
+    auth = TokenAuth.from_settings(None, str(path), clock=lambda: now[0])
+    with capture_logs() as logs:
+        for bad in (None, "# nothing\n", "short\n"):
+            if bad is None:
+                path.unlink()
+            else:
+                _replace(path, bad)
+            now[0] += auth_mod.RELOAD_INTERVAL_S
+            assert auth.check(f"Bearer {OLD}") and not auth.check(f"Bearer {NEW}")
+        _replace(path, f"{NEW}\n")
+        assert auth.check(f"Bearer {OLD}")  # checked at most once per interval: not re-read yet
+        now[0] += auth_mod.RELOAD_INTERVAL_S
+        assert auth.check(f"Bearer {NEW}") and not auth.check(f"Bearer {OLD}")
+    warnings = [e for e in logs if e.get("warning") == "receiver_token_file"]
+    assert len(warnings) == 1 and warnings[0]["kept_tokens"] == 1  # the next two were suppressed (same minute)
+    assert not any(OLD in str(e) or NEW in str(e) for e in logs)
