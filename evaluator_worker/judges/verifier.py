@@ -1,6 +1,7 @@
-"""The ``verifier`` judge: a small cross-encoder trained here (MiniLM-L6, 3 labels), shipped with the package.
+"""The ``verifier`` judge: a small cross-encoder trained here (MiniLM-L6, 3 labels), kept in the repository.
 
-Offline by default: the model is package data (``judges/models/verifier/``: int8 per-row weights
+Offline by default: the model lives next to this module in a checkout (``judges/models/verifier/``; the
+wheel leaves its 23 MB out, so an installed wheel reads ``CLAIMWATCH_VERIFIER_MODEL``): int8 per-row weights
 dequantised to float32 at load, the config, the tokenizer files and ``calibration.json`` with the
 temperature and thresholds fitted on the dev claims). Trained by ``python3 -m claimwatch.training.train``
 (see docs/verifier.md and the model card next to the weights).
@@ -107,7 +108,13 @@ def load_verifier(
     source = Path(os.path.expanduser(str(model_dir)))
     torch, transformers = require_backend(importer)
     if not source.is_dir() or not (source / "config.json").is_file():
-        raise ConfigError(f"verifier model directory {str(source)!r} does not exist or has no config.json")
+        hint = (
+            "; the weights are not in the claimwatch wheel: set CLAIMWATCH_VERIFIER_MODEL to a copy of the "
+            "repository's evaluator_worker/judges/models/verifier (the worker image has one at /opt/claimwatch/verifier)"
+            if source == DEFAULT_MODEL_DIR
+            else ""
+        )
+        raise ConfigError(f"verifier model directory {str(source)!r} does not exist or has no config.json{hint}")
     AutoConfig, AutoTokenizer = transformers.AutoConfig, transformers.AutoTokenizer
     AutoModelForSequenceClassification = transformers.AutoModelForSequenceClassification
     if torch_threads:
