@@ -128,9 +128,6 @@ class OffsetTracker:
             self._next.pop(tp, None)
             self._committed.pop(tp, None)
 
-    def pending_messages(self) -> int:
-        return sum(len(q) for q in self._pending.values())
-
 
 class OtlpBridge(OtlpIngest):
     """Consumes OTLP span batches from Kafka and produces ``RagTrace`` records."""

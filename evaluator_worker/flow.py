@@ -143,10 +143,6 @@ class AdaptiveLimiter:
     def limit(self) -> int:
         return int(self._limit)
 
-    @property
-    def in_use(self) -> int:
-        return self._in_use
-
     # -- acquire / release -------------------------------------------------------------
     def acquire(self, tokens: int = 0, *, cancelled: Callable[[], bool] | None = None) -> Permit:
         """Block until a call may start; raises ``EvaluationAbandoned`` when ``cancelled()`` turns true."""

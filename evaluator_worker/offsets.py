@@ -73,6 +73,3 @@ class OffsetLedger:
     def forget(self, tp: Hashable) -> None:
         """Drop a partition (revoked or lost): its unfinished records will be replayed by the next owner."""
         self._parts.pop(tp, None)
-
-    def partitions(self) -> list[Hashable]:
-        return list(self._parts)

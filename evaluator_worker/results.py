@@ -21,7 +21,7 @@ import json
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import IO, Callable, Iterable, Protocol
+from typing import IO, Callable, Iterable
 
 from evaluator_worker.scoring import AnswerResult
 
@@ -136,14 +136,6 @@ def encode_result(result: AnswerResult, budget: int) -> tuple[bytes, bytes, list
     return key or b"", value, headers, dropped
 
 
-class ResultSink(Protocol):
-    def write(self, result: AnswerResult) -> None: ...
-
-    def flush(self, timeout_s: float = 10.0) -> None: ...
-
-    def close(self) -> None: ...
-
-
 class JsonlResults:
     """One JSON object per line (UTF-8)."""
 
@@ -192,16 +184,6 @@ class DedupeWindow:
 
     def __len__(self) -> int:
         return len(self._ids)
-
-
-def result_summary(result: AnswerResult) -> str:
-    """One human line per result (used by the CLI)."""
-    c = result.counts
-    f = "n/a" if result.faithfulness is None else f"{result.faithfulness:.2f}"
-    return (
-        f"{result.trace_id[:16]:16} {result.outcome:9} faithfulness={f} "
-        f"S={c.get('SUPPORTED', 0)} U={c.get('UNSUPPORTED', 0)} C={c.get('CONTRADICTED', 0)} E={c.get('ERROR', 0)}"
-    )
 
 
 def dumps(obj) -> str:
