@@ -16,11 +16,14 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from contract.errors import ClaimwatchError, ConfigError
 from contract.logs import configure_logging, get_logger
 from evaluator_worker.config import WorkerSettings
+
+if TYPE_CHECKING:
+    from claimwatch.gate import GateConfig
 
 log = get_logger("claimwatch")
 
@@ -253,6 +256,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
         plan = Follow(every_s=duration_seconds(args.every), duration_s=duration_seconds(args.duration))
     except ValueError as exc:
         raise ConfigError(f"gate: {exc}") from exc
+    if args.results:
+        if args.follow:
+            raise ConfigError("gate: --follow looks at Prometheus again and again; --results is one look at a file")
+        return _gate_on_results(args, config)
     if args.follow:
         if config.test.method != "sequential":
             raise ConfigError("gate: --follow needs --test sequential (the fixed test is valid for one look)")
@@ -265,12 +272,47 @@ def cmd_gate(args: argparse.Namespace) -> int:
             plan=plan,
             advice=advice,
             profile=args.profile,
+            trust_judge=args.trust_judge,
         )
     code, text = run_gate(
-        source, args.baseline, args.candidate, window=args.window, config=config, advice=advice, profile=args.profile
+        source,
+        args.baseline,
+        args.candidate,
+        window=args.window,
+        config=config,
+        advice=advice,
+        profile=args.profile,
+        trust_judge=args.trust_judge,
     )
     print(text)
     return code
+
+
+def _gate_on_results(args: argparse.Namespace, config: GateConfig) -> int:
+    """``claimwatch gate --results FILE``: the same decision (and ``--profile`` correction) on the counts of a results
+    file (``claimwatch score`` output, the demo's ``--results-out``), counted as the worker counts them."""
+    from claimwatch.claims_query import read_results_file
+    from claimwatch.gate import EXIT_CODES, HOLD, GateError, counts_from_results, decide
+    from claimwatch.gate.correction import correct
+    from claimwatch.gate.judge_fitness import check_decision
+
+    counts = counts_from_results(read_results_file(args.results), (args.baseline, args.candidate), args.label)
+    d = decide(
+        counts[args.baseline],
+        counts[args.candidate],
+        config,
+        labels={"baseline": args.baseline, "candidate": args.candidate},
+    )
+    try:  # as run_gate: the profile decides when there is one, else the judge behind the counts is checked
+        correction = correct(d, args.profile) if args.profile else check_decision(d, trust_judge=args.trust_judge)
+    except GateError as exc:
+        print(f"claimwatch gate: HOLD (exit 2)\n  - {exc}")
+        return EXIT_CODES[HOLD]
+    d = correction.apply(d)
+    first, _, rest = d.render().partition("\n")
+    where = f"results file {args.results}, {args.label} {args.baseline!r} (baseline) vs {args.candidate!r} (candidate)"
+    print("\n".join([first, f"  {where}", rest, *(f"  {line}" for line in correction.lines)]))
+    return d.exit_code
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -372,7 +414,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_calibrate)
 
     g = sub.add_parser("gate", help="release gate: promote (0) / rollback (1) / hold (2) from Prometheus")
-    g.add_argument("--prometheus", required=True, help="Prometheus base URL")
+    counts_from = g.add_mutually_exclusive_group(required=True)
+    counts_from.add_argument("--prometheus", help="Prometheus base URL")
+    counts_from.add_argument(
+        "--results",
+        metavar="FILE",
+        help="or one look at the counts of a results JSONL file (claimwatch score output, the demo's --results-out)",
+    )
     g.add_argument("--baseline", required=True)
     g.add_argument("--candidate", required=True)
     g.add_argument("--window", default="1h", help="counts over this window (with --follow: its start stays put)")
@@ -405,6 +453,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a judge profile (claimwatch calibrate LABELS --profile-out): print corrected shares; an answer "
         "profile holds a rollback its measured error rates cannot support",
+    )
+    g.add_argument(
+        "--trust-judge",
+        action="store_true",
+        help="without --profile, a rollback on the counts of a judge not fit for one (claimwatch_judge_info; "
+        "docs/gate.md) is held (exit 2); this flag keeps it a rollback",
     )
     g.add_argument(
         "--sampling-ratio",

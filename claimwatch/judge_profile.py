@@ -69,6 +69,8 @@ __all__ = [
     "release_counts",
     "counts_for",
     "positive_for",
+    "next_stratum",
+    "label_next",
     "main",
 ]
 
@@ -508,7 +510,58 @@ def profile_text(profile: Mapping[str, Any]) -> str:
         )
     for value, b in profile.get("slices", {}).items():
         lines += [f"slice {value} ({b['labelled']} labels):"] + block(b, "  ")
+    advice = label_next(profile)
+    if advice:
+        lines.append(advice)
     return "\n".join(lines)
+
+
+def next_stratum(profile: Mapping[str, Any]) -> tuple[Mapping[str, Any], float] | None:
+    """The profile's stratum where one more label narrows the corrected rate most, and that gain (inf for a stratum
+    nobody labelled); None when every stratum is labelled in full.
+
+    At the labelled population's own flagged share the corrected rate is the stratified estimate ``sum_h W_h p_h``,
+    whose variance is ``sum_h W_h^2 p_h (1 - p_h) / n_h``: one more label in ``h`` removes
+    ``W_h^2 p_h (1 - p_h) / (n_h (n_h + 1))`` (``p_h`` with the Jeffreys prior, so a stratum whose labels all agree
+    still counts). Judge-passed strata hold the misses (they pin the sensitivity), judge-flagged ones the false
+    alarms (the specificity): the rule puts labels where docs/labeling.md's "Which strata first" says.
+    """
+    strata = [s for s in profile.get("strata") or [] if int(s.get("population") or 0) > 0]
+    total = sum(int(s["population"]) for s in strata)
+    positive = positive_for(profile)
+    best: tuple[Mapping[str, Any], float] | None = None
+    for s in strata:
+        n, pop = int(s.get("labelled") or 0), int(s["population"])
+        if n >= pop:
+            continue
+        x = sum(int((s.get("labels") or {}).get(v, 0)) for v in positive)
+        p = (x + PRIOR) / (n + 2 * PRIOR)
+        gain = float("inf") if n == 0 else (pop / total) ** 2 * p * (1 - p) / (n * (n + 1))
+        if best is None or gain > best[1] or (gain == best[1] == float("inf") and pop > int(best[0]["population"])):
+            best = (s, gain)
+    return best
+
+
+def label_next(profile: Mapping[str, Any]) -> str | None:
+    """One line: which stratum to label next (:func:`next_stratum`), and which error rate its labels pin."""
+    pick = next_stratum(profile)
+    if pick is None:
+        return None
+    s, gain = pick
+    flagged_side = s["judge_verdict"] in positive_for(profile)
+    rate = "specificity" if flagged_side else "sensitivity"
+    r = (profile.get("flagged") or {}).get(rate) or {}
+    now = f", now [{r['low']:.3f}, {r['high']:.3f}]" if "low" in r and "high" in r else ""
+    side = "flagged" if flagged_side else "passed"
+    why = (
+        "nobody labelled it yet: its error rate is only a prior"
+        if gain == float("inf")
+        else "one more label there narrows the corrected rate's interval most"
+    )
+    return (
+        f"label next: stratum {s['stratum']} (judge {side}, {s.get('labelled', 0)} of {s['population']} labelled): "
+        f"{why}; it pins the {rate}{now} (a new sample: --flagged-share {0.75 if flagged_side else 0.25})"
+    )
 
 
 # --------------------------------------------------------------------------- simulation
@@ -609,6 +662,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
     Path(args.profile_out).write_text(json.dumps(profile, indent=1) + "\n", encoding="utf-8")
     if getattr(args, "json", False):
         print(json.dumps(profile, ensure_ascii=False))
+        advice = label_next(profile)
+        if advice:
+            print(advice, file=sys.stderr)
     else:
         print(profile_text(profile))
     print(f"judge profile written to {args.profile_out}", file=sys.stderr)
@@ -672,8 +728,12 @@ def cmd_correct(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """Print the coverage grid and the labels-vs-precision table (what docs/labeling.md shows)."""
-    print(f"{'labels':>6} {'Se':>5} {'Sp':>5} {'rate':>5} {'coverage':>9} {'median width':>13} {'decidable':>10}")
+    """Print the coverage grid and the labels-vs-precision table (what docs/labeling.md shows; its precision table is
+    the ``+- points`` column, the median half-width in points, at rate 0.10)."""
+    print(
+        f"{'labels':>6} {'Se':>5} {'Sp':>5} {'rate':>5} {'coverage':>9} {'median width':>13} {'+- points':>10} "
+        f"{'decidable':>10}"
+    )
     for n in args.labels:
         for se in args.se:
             for sp in args.se:
@@ -681,7 +741,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                     r = simulate_coverage(labels=n, se=se, sp=sp, true_rate=rate, reps=args.reps, seed=args.seed)
                     print(
                         f"{n:>6} {se:>5.2f} {sp:>5.2f} {rate:>5.2f} {r.coverage:>9.3f} {r.median_width:>13.3f} "
-                        f"{r.decidable:>10.2f}",
+                        f"{50 * r.median_width:>10.2f} {r.decidable:>10.2f}",
                         flush=True,
                     )
     return 0

@@ -6,7 +6,9 @@ answer counts Prometheus gives: :class:`claimwatch.gate.ReleaseCounts`), baselin
 contradicted and unsupported claim rates per slice with 95% Wilson intervals (descriptive: claims of
 one answer are correlated, so these intervals are too narrow to decide on),
 flagged claims over time, and the worst claims with their evidence highlighted inside
-the chunk. The page needs no network: charts are Vega-Lite specifications rendered to
+the chunk. Like ``claimwatch gate``, it names the judge behind the counts (the records' ``judge``)
+when it is not fit for a rollback decision and holds such a rollback unless ``--trust-judge``
+(:mod:`claimwatch.gate.judge_fitness`). The page needs no network: charts are Vega-Lite specifications rendered to
 inline SVG by ``vl-convert`` (the ``report`` extra), no JavaScript, no CDN.
 
 Why Vega-Lite to SVG: a grammar made for statistical charts (intervals are one
@@ -28,6 +30,7 @@ from claimwatch.claims_query import FLAGGED, FlaggedClaim, flagged_claims, trace
 from claimwatch.gate import DEFAULT_MIN_ANSWERS, Counts, GateConfig, GateDecision, ReleaseCounts, TestConfig, decide
 from claimwatch.gate.correction import correct
 from claimwatch.gate.counts import latest_per_trace, record_verdicts
+from claimwatch.gate.judge_fitness import check_decision
 from claimwatch.stats.proportions import wilson_interval
 from contract.errors import ConfigError
 
@@ -59,6 +62,8 @@ class ReleaseReport:
     generated_at: float = field(default_factory=time.time)
     #: with a judge profile: raw vs corrected shares per release (``claimwatch.gate.correction``)
     corrected: tuple[str, ...] = ()
+    #: without one: the judges behind the counts that are not fit for a rollback (``claimwatch.gate.judge_fitness``)
+    judge_lines: tuple[str, ...] = ()
 
 
 def build_report(
@@ -70,9 +75,12 @@ def build_report(
     slice_label: str = "route",
     gate: GateConfig | None = None,
     profile: str | None = None,
+    trust_judge: bool = False,
 ) -> ReleaseReport:
     """Counts per release and slice, the gate's decision, verdicts over time, the worst claims; with a judge
-    ``profile``, the shares corrected for its measured error rates (and a rollback they cannot support held)."""
+    ``profile``, the shares corrected for its measured error rates (and a rollback they cannot support held);
+    without one, the records' ``judge`` checked as ``claimwatch gate`` checks it (a rollback on the counts of a
+    judge not fit for one held unless ``trust_judge``)."""
     releases = {baseline: ReleaseCounts(), candidate: ReleaseCounts()}
     by_slice: dict[tuple[str, str], Counts] = defaultdict(Counts)
     answers: dict[str, int] = defaultdict(int)
@@ -96,9 +104,13 @@ def build_report(
         releases[baseline], releases[candidate], gate, labels={"baseline": baseline, "candidate": candidate}
     )
     corrected: tuple[str, ...] = ()
+    judge_lines: tuple[str, ...] = ()
     if profile:
         correction = correct(decision, profile)
         decision, corrected = correction.apply(decision), correction.lines
+    else:
+        fitness = check_decision(decision, trust_judge=trust_judge)
+        decision, judge_lines = fitness.apply(decision), fitness.lines
     worst.sort(key=lambda f: f.rank)
     return ReleaseReport(
         baseline,
@@ -111,6 +123,7 @@ def build_report(
         worst[:WORST_CLAIMS],
         dict(answers),
         corrected=corrected,
+        judge_lines=judge_lines,
     )
 
 
@@ -230,6 +243,7 @@ td,th{border:1px solid #dde1e6;padding:4px 8px;text-align:right}th{background:#f
 .claim{border-left:4px solid #c0392b;padding:6px 12px;margin:12px 0;background:#fbfbfc}.claim.unsupported{border-color:#b9770e}
 .claim .meta{color:#5d6d7e;font-size:12px}.chunk{white-space:pre-wrap;background:#fff;border:1px solid #eef0f2;padding:6px;margin-top:4px}
 mark{background:#ffe08a;padding:0 1px}.muted{color:#5d6d7e}
+.judge{border-left:4px solid #b9770e;background:#fdf6e9;padding:6px 12px;margin:8px 0}
 """
 
 
@@ -307,6 +321,8 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
         if report.corrected
         else ""
     )
+    judge = "".join(f'<p class="judge" id="judge">{html.escape(line)}</p>' for line in report.judge_lines[:1])
+    judge += "".join(f'<p class="judge">{html.escape(line)}</p>' for line in report.judge_lines[1:])
     charts = [rates_spec(report, v) for v in RATES]
     if report.over_time:
         charts.append(over_time_spec(report))
@@ -321,7 +337,7 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
 <div class="muted">claimwatch · {when} · {report.label} label · gate: {t.method} test, alpha {t.alpha:g}, tolerance
 {t.max_increase * 100:g} pts of flagged answers, at least {d.config.min_answers} evaluated answers per release</div>
 <div class="decision {d.action}" id="decision"><b>{d.action.upper()}</b><ul>{reasons}</ul></div>
-<h2>Answers and claims per release</h2>
+{judge}<h2>Answers and claims per release</h2>
 <table><tr><th class="l">{html.escape(report.label)}</th><th>evaluated answers</th><th>flagged answers</th>
 <th>judged claims</th><th>contradicted</th><th>unsupported</th><th>errors</th></tr>{"".join(rows)}</table>
 <table><tr><th class="l">decided on</th><th>candidate − baseline</th><th>bounds ({t.method})</th>
@@ -363,9 +379,12 @@ def cmd_report(args: argparse.Namespace) -> int:
             TestConfig(method=args.test, alpha=args.alpha, max_increase=args.max_increase), min_answers=args.min_answers
         ),
         profile=args.profile,
+        trust_judge=args.trust_judge,
     )
     Path(args.out).write_text(render_html(report, trace_url_template=args.trace_url_template), encoding="utf-8")
     print(f"claimwatch report: {report.decision.action.upper()} -> {args.out}")
+    for line in report.judge_lines:
+        print(f"  {line}")
     return report.decision.exit_code
 
 
@@ -397,6 +416,12 @@ def add_cli(sub: Any) -> None:
         default=None,
         metavar="PATH",
         help="a judge profile (claimwatch calibrate LABELS --profile-out): show corrected shares",
+    )
+    p.add_argument(
+        "--trust-judge",
+        action="store_true",
+        help="without --profile, a rollback on the counts of a judge not fit for one (the records' judge; "
+        "docs/gate.md) is held (exit 2); this flag keeps it a rollback",
     )
     p.add_argument("--alpha", type=float, default=0.05, help="false-rollback rate of the gate")
     p.add_argument(

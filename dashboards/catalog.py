@@ -36,6 +36,7 @@ WORKER_METRICS: dict[str, str] = {
     "claimwatch_consumer_lag_records": "gauge",
     "claimwatch_last_evaluation_timestamp_seconds": "gauge",
     "claimwatch_worker_up": "gauge",
+    "claimwatch_judge_info": "gauge",
     "claimwatch_cascade_claims_total": "counter",
     "claimwatch_cascade_agreement_total": "counter",
     "claimwatch_answers_failing_total": "counter",

@@ -43,6 +43,7 @@ evaluation_duration_seconds                histogram  -          decode -> resul
 consumer_lag_records                       gauge      topic      sum over this worker's assigned partitions
 last_evaluation_timestamp_seconds          gauge      -
 worker_up                                  gauge      -          1 while consuming
+judge_info                                 gauge      judge      1 for the judge whose verdicts this worker counts
 answers_failing_total                      counter    evaluator (faithfulness|hallucination), <slices>
 answer_context_hallucination_ratio         histogram  <slices>   contradicted chunks / chunks
 answer_factscore_ratio                     histogram  <slices>   faithfulness x FActScore length penalty
@@ -245,6 +246,13 @@ class WorkerMetrics:
             "claimwatch_last_evaluation_timestamp_seconds", "Unix time of the last evaluated answer.", registry=r
         )
         self.up = Gauge("claimwatch_worker_up", "1 while the worker is consuming.", registry=r)
+        self.judge_info = Gauge(
+            "claimwatch_judge_info",
+            "1 for the judge whose verdicts this worker counts (set at start; the gate reads it to say whether "
+            "that judge is fit for a rollback decision).",
+            ["judge"],
+            registry=r,
+        )
         self.answers_failing = Counter(
             "claimwatch_answers_failing",
             "Answers failing a RagaliQ-style evaluator (faithfulness < 0.7 or hallucination score < 0.8 by default).",
@@ -368,6 +376,10 @@ class WorkerMetrics:
                 self.judge_cost.labels(judge, model).inc(float(u["cost_usd"]))
 
     # -- judge calls (JudgeCaller) and judges (JudgeObserver) -----------------
+    def set_judge(self, judge: str) -> None:
+        """``claimwatch_judge_info{judge}`` 1: the judge behind this worker's counts (``claimwatch gate`` reads it)."""
+        self.judge_info.labels(judge).set(1)
+
     def judge_call(
         self, judge: str, operation: str, seconds: float, *, error: str | None = None, throttled: bool = False
     ) -> None:

@@ -172,7 +172,7 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
     }
 
 
-def _counts(summary: dict[str, Any], release: str) -> ReleaseCounts:
+def _counts(summary: dict[str, Any], release: str, judge: str = "") -> ReleaseCounts:
     """What the worker counted for ``release`` (the numbers the gate must read back from Prometheus)."""
     t = summary["releases"].get(release, {}).get("totals", {})
     claims = Counts(
@@ -186,6 +186,7 @@ def _counts(summary: dict[str, Any], release: str) -> ReleaseCounts:
         flagged=t.get("flagged_answers", 0),
         contradicted=t.get("contradicted_answers", 0),
         claims=claims,
+        judges=(judge,) if judge else (),
     )
 
 
@@ -241,6 +242,8 @@ def render(summary: dict[str, Any]) -> str:
         )
     for line in g["reasoning"]:
         out.append(f"  {line}")
+    for line in g.get("judge_lines", []):
+        out.append(f"  {line}")
     return "\n".join(out)
 
 
@@ -290,7 +293,9 @@ def write_report(results: list[dict[str, Any]], path: str, min_answers: int) -> 
     from claimwatch.report import build_report, render_html
 
     try:
-        page = render_html(build_report(results, BASELINE, CANDIDATE, gate=GateConfig(min_answers=min_answers)))
+        # the demo's answers are synthetic: its judge is trusted on them (the page still says it is not fit on real ones)
+        report = build_report(results, BASELINE, CANDIDATE, gate=GateConfig(min_answers=min_answers), trust_judge=True)
+        page = render_html(report)
     except ConfigError as exc:
         print(f"claimwatch demo: no HTML report ({exc})", file=sys.stderr)
         return None
@@ -366,7 +371,7 @@ def run_demo(args: argparse.Namespace, on_finished: Callable[[DemoEnv], None] | 
         if tty:
             sys.stderr.write("\n")
         summary = summarise(sent, dict(collected.results))
-        summary["gate"] = _gate(summary, prom, args.gate_min_answers)
+        summary["gate"] = _gate(summary, prom, args.gate_min_answers, judge.name)
         summary["judge"] = judge_name
         summary["requests_per_release"] = args.requests
         summary["fault_rate"] = args.fault_rate
@@ -417,9 +422,13 @@ def _await_scrape(collected: _Collected, trace_id: str, timeout_s: float = 15.0)
     time.sleep(1.5)  # > one scrape interval
 
 
-def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None, min_answers: int = 50) -> dict[str, Any]:
+def _gate(
+    summary: dict[str, Any], prom: EmbeddedPrometheus | None, min_answers: int = 50, judge: str = ""
+) -> dict[str, Any]:
+    from claimwatch.gate.judge_fitness import judges_of, line, not_fit
+
     source = "worker counts"
-    worker_base, worker_cand = _counts(summary, BASELINE), _counts(summary, CANDIDATE)
+    worker_base, worker_cand = _counts(summary, BASELINE, judge), _counts(summary, CANDIDATE, judge)
     base, cand = worker_base, worker_cand
     if prom is not None:
         from claimwatch.gate import Source, fetch_counts
@@ -432,6 +441,18 @@ def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None, min_answers:
         except Exception as exc:  # fall back to the worker's own counts, and say so
             source = f"worker counts (Prometheus query failed: {exc})"
     d = decide(base, cand, GateConfig(min_answers=min_answers), labels={"baseline": BASELINE, "candidate": CANDIDATE})
+    # what `claimwatch gate` says of the judge behind the counts (claimwatch_judge_info); the demo decides on its
+    # counts anyway (`--trust-judge`): its answers are synthetic, where the judge is checked against the injected faults
+    judge_lines = [line(f, " on real traffic") for f in not_fit(judges_of(d))]
+    if judge_lines:
+        judge_lines.append(
+            "the demo decides on these counts anyway (claimwatch gate --trust-judge): its answers are synthetic, "
+            "and the judge was checked on them above"
+        )
+
+    def _counted(c: ReleaseCounts) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(c).items() if k != "judges"}
+
     return {
         "source": source,
         "baseline": BASELINE,
@@ -439,8 +460,10 @@ def _gate(summary: dict[str, Any], prom: EmbeddedPrometheus | None, min_answers:
         "decision": d.action,
         "exit_code": d.exit_code,
         "reasoning": d.render().splitlines()[1:],
-        "baseline_counts": dataclasses.asdict(base),
-        "candidate_counts": dataclasses.asdict(cand),
-        "worker_baseline_counts": dataclasses.asdict(worker_base),
-        "worker_candidate_counts": dataclasses.asdict(worker_cand),
+        "judges": list(judges_of(d)),
+        "judge_lines": judge_lines,
+        "baseline_counts": _counted(base),
+        "candidate_counts": _counted(cand),
+        "worker_baseline_counts": _counted(worker_base),
+        "worker_candidate_counts": _counted(worker_cand),
     }

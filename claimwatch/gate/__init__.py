@@ -5,7 +5,9 @@
 Rooms: :mod:`~claimwatch.gate.counts` (what is counted, from Prometheus or result records),
 :mod:`~claimwatch.gate.promql` (exact counts and the test as PromQL, shared with the Argo
 analysis), :mod:`~claimwatch.gate.prometheus` (the HTTP API), :mod:`~claimwatch.gate.decision`
-(promote / hold / rollback and its power), :mod:`~claimwatch.gate.run` (one look or ``--follow``).
+(promote / hold / rollback and its power), :mod:`~claimwatch.gate.run` (one look or ``--follow``),
+:mod:`~claimwatch.gate.correction` (a judge profile's corrected shares and veto),
+:mod:`~claimwatch.gate.judge_fitness` (whether the judge behind the counts is fit for a rollback).
 The statistics themselves are in :mod:`claimwatch.stats`; their error rates, measured by
 simulation, are in ``docs/gate.md``.
 """

@@ -12,7 +12,8 @@ raw test's false-rollback rate holds for it. What the profile adds is a **veto**
 becomes HOLD when the judge's measured error rates are too uncertain for a decision (Se + Sp - 1
 not clearly above 0, or the corrected interval too wide: ``judge_profile.MIN_YOUDEN``,
 ``MAX_WIDTH``). Only a profile of answers (``claimwatch label --unit answer``), the gate's unit,
-can veto; a claim profile's corrected claim rates are printed for reference.
+can veto; a claim profile's corrected claim rates are printed for reference, with the reason when its error rates
+are too uncertain for a decision.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def correct(d: GateDecision, profile_path: str | Path) -> Correction:
         if not r.decidable and r.why not in uncertain:
             uncertain.append(str(r.why))
     if not answers:
+        if uncertain:  # said, though a claim profile holds nothing: its corrected claim rates are not to be trusted
+            lines.append("  too uncertain for a decision: " + "; ".join(uncertain))
         lines.append(
             "  (a claim profile: for reference; label answers with `claimwatch label --unit answer` to let "
             "the judge's measured error rates hold a rollback)"

@@ -7,7 +7,10 @@ The statistical unit is the answer (see :mod:`claimwatch.stats.answer_share`):
 - ``flagged``: of these, answers with an UNSUPPORTED or CONTRADICTED claim
   (``claimwatch_answers_with_unsupported_total``, ``AnswerResult.has_unsupported``);
 - ``contradicted``: answers with a CONTRADICTED claim (shown, not decided on);
-- ``claims``: claims by verdict (shown, not decided on: claims of one answer are correlated).
+- ``claims``: claims by verdict (shown, not decided on: claims of one answer are correlated);
+- ``judges``: the names of the judges whose verdicts these are (``claimwatch_judge_info`` of the workers
+  that counted the release, a result record's ``judge``): not a count, left out of equality; the gate
+  says whether they are fit for a rollback decision (:mod:`claimwatch.gate.judge_fitness`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class ReleaseCounts:
     flagged: int = 0
     contradicted: int = 0
     claims: Counts = field(default_factory=Counts)
+    judges: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def flagged_share(self) -> float:
@@ -65,12 +69,17 @@ class ReleaseCounts:
         n = record_verdicts(record)
         outcome = record.get("outcome")
         evaluated = outcome == "evaluated" if outcome else n.judged > 0  # records without it: as scoring decides
+        judge = record.get("judge")
+        judges = self.judges
+        if isinstance(judge, str) and judge and judge not in judges:
+            judges = tuple(sorted((*judges, judge)))
         return replace(
             self,
             answers=self.answers + evaluated,
             flagged=self.flagged + (evaluated and n.unsupported + n.contradicted > 0),
             contradicted=self.contradicted + (evaluated and n.contradicted > 0),
             claims=self.claims + n,
+            judges=judges,
         )
 
 

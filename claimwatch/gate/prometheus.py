@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from claimwatch.gate.counts import VERDICTS, Counts, ReleaseCounts
-from claimwatch.gate.promql import ANSWERS, CLAIMS, CONTRADICTED, FLAGGED, GateError, count_query
+from claimwatch.gate.promql import ANSWERS, CLAIMS, CONTRADICTED, FLAGGED, GateError, count_query, judge_query
 
 Opener = Callable[..., Any]
 
@@ -28,12 +28,13 @@ class Source:
 
 
 def queries(release: str, window: str, label: str = "release", extra: str = "") -> dict[str, str]:
-    """The four queries the gate sends for one release (field -> PromQL)."""
+    """The queries the gate sends for one release (field -> PromQL): four counts and the judges behind them."""
     return {
         "answers": count_query(ANSWERS, release, window, label, extra),
         "flagged": count_query(FLAGGED, release, window, label, extra),
         "contradicted": count_query(CONTRADICTED, release, window, label, extra),
         "claims": count_query(CLAIMS, release, window, label, extra, by="verdict"),
+        "judges": judge_query(release, window, label, extra),
     }
 
 
@@ -72,9 +73,10 @@ def _count(sample: dict[str, Any]) -> int:
 def fetch_counts(
     source: Source, release: str, window: str = "1h", *, opener: Opener = urllib.request.urlopen
 ) -> ReleaseCounts:
-    """Evaluated answers, flagged answers and claims by verdict of ``release`` over ``window``.
+    """Evaluated answers, flagged answers and claims by verdict of ``release`` over ``window``, and the judges
+    behind them (``claimwatch_judge_info``; empty for workers that do not export it).
 
-    The four queries are evaluated at one instant, so a scrape between them cannot make the
+    The queries are evaluated at one instant, so a scrape between them cannot make the
     flagged count include an answer the answer count does not.
     """
     q = queries(release, window, source.label, source.extra_selector)
@@ -86,4 +88,5 @@ def fetch_counts(
         verdict = sample.get("metric", {}).get("verdict")
         if verdict in verdicts:
             verdicts[verdict] = _count(sample)
-    return ReleaseCounts(claims=Counts(**verdicts), **scalars)
+    judges = sorted({str(s.get("metric", {}).get("judge")) for s in read("judges") if s.get("metric", {}).get("judge")})
+    return ReleaseCounts(claims=Counts(**verdicts), judges=tuple(judges), **scalars)

@@ -34,6 +34,7 @@ ANSWERS = "claimwatch_answers_total"
 FLAGGED = "claimwatch_answers_with_unsupported_total"
 CONTRADICTED = "claimwatch_answers_with_contradicted_total"
 CLAIMS = "claimwatch_claims_total"
+JUDGE_INFO = "claimwatch_judge_info"
 LN2 = math.log(2)
 SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -82,6 +83,17 @@ def count_query(
         series = series[:-1] + ', outcome="evaluated"}'
     grouping = f" by ({by})" if by else ""
     return f"sum{grouping} ({exact_increase(series, window)})"
+
+
+def judge_query(release: str, window: str = "1h", label: str = "release", extra: str = "") -> str:
+    """The judges behind a release's counts: ``claimwatch_judge_info`` of the workers (``instance``, ``job``)
+    that exported the release's evaluated-answer series in ``window``, one sample per ``judge``."""
+    check_window(window)
+    answers = selector(ANSWERS, release, label, extra)[:-1] + ', outcome="evaluated"}'
+    return (
+        f"group by (judge) (last_over_time({JUDGE_INFO}[{window}]) "
+        f"and on (instance, job) last_over_time({answers}[{window}]))"
+    )
 
 
 # -- the answer-share test in PromQL (used by the Argo analysis) --------------------------------

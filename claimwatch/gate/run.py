@@ -6,6 +6,10 @@ every answer of the previous ones plus the new ones: the data the sequential tes
 for (its false-rollback rate holds over all looks). It stops at the first rollback (exit 1),
 or after ``duration`` with the last look's decision. If Prometheus cannot be read the gate
 holds (exit 2): no promotion without evidence.
+
+Without a judge ``profile``, every look also reads which judges made the counts
+(``claimwatch_judge_info``) and says when one is not fit for a rollback decision; a ROLLBACK on such a
+judge's counts is held (exit 2) unless ``trust_judge`` (:mod:`claimwatch.gate.judge_fitness`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Callable
 from claimwatch.gate.correction import correct
 from claimwatch.gate.counts import ReleaseCounts
 from claimwatch.gate.decision import EXIT_CODES, HOLD, ROLLBACK, GateConfig, GateDecision, decide
+from claimwatch.gate.judge_fitness import check_decision
 from claimwatch.gate.prometheus import Source, fetch_counts
 from claimwatch.gate.promql import GateError, duration_seconds
 from claimwatch.stats.answer_share import SEQUENTIAL
@@ -100,19 +105,20 @@ def run_gate(
     advice: Advice | None = None,
     fetch: Fetch = fetch_counts,
     profile: str | None = None,
+    trust_judge: bool = False,
 ) -> tuple[int, str]:
     """One look: ``(exit code, report)``; 0 promote, 1 rollback, 2 hold. With a judge ``profile``, the corrected
     shares are printed and a rollback the judge's measured error rates cannot support is held
-    (:mod:`claimwatch.gate.correction`)."""
+    (:mod:`claimwatch.gate.correction`). Without one, a judge behind the counts that is not fit for a rollback
+    decision is named, and its rollback held unless ``trust_judge`` (:mod:`claimwatch.gate.judge_fitness`)."""
     try:
         d = look(source, baseline, candidate, window, config or GateConfig(), fetch)
-        correction = correct(d, profile) if profile else None
+        correction = correct(d, profile) if profile else check_decision(d, trust_judge=trust_judge)
     except GateError as exc:
         return EXIT_CODES[HOLD], f"claimwatch gate: HOLD (exit 2)\n  - could not read counts: {exc}"
-    if correction is not None:
-        d = correction.apply(d)
+    d = correction.apply(d)
     text = _report(d, source, window, advice or Advice())
-    if correction is not None:
+    if correction.lines:
         text += "\n  " + "\n  ".join(correction.lines)
     return d.exit_code, text
 
@@ -139,6 +145,7 @@ def follow(
     sleep: Callable[[float], None] = time.sleep,
     emit: Callable[[str], None] = print,
     profile: str | None = None,
+    trust_judge: bool = False,
 ) -> int:
     """Repeated looks on growing data; the exit code of the first rollback or of the last look."""
     cfg = config or GateConfig()
@@ -154,7 +161,15 @@ def follow(
         elapsed = clock() - start
         grown = f"{int(round(base_s + elapsed))}s"
         code, text = run_gate(
-            source, baseline, candidate, window=grown, config=cfg, advice=advice, fetch=fetch, profile=profile
+            source,
+            baseline,
+            candidate,
+            window=grown,
+            config=cfg,
+            advice=advice,
+            fetch=fetch,
+            profile=profile,
+            trust_judge=trust_judge,
         )
         emit(f"look {n} at +{elapsed:.0f}s\n{text}")
         if code == EXIT_CODES[ROLLBACK] or elapsed + plan.every_s > plan.duration_s:

@@ -23,8 +23,12 @@ from claimwatch.labeling.session import run_session, skipped_path
 from contract.errors import ClaimwatchError, ConfigError
 
 #: median 95% interval half-width of the corrected flagged rate (judge Se = Sp = 0.8, true rate 10%, 5,000 judged
-#: claims measured), from ``python -m claimwatch.judge_profile simulate`` (docs/labeling.md)
-PRECISION_HINT = "about +-5.6 points with 100 labels, +-4.2 with 200, +-3.1 with 500, +-2.7 with 1,000"
+#: claims measured): the 0.80 / 0.80 row of docs/labeling.md's precision table, from
+#: ``python -m claimwatch.judge_profile simulate --rate 0.1 --reps 1000 --seed 11`` (tests/unit/test_labeling.py)
+PRECISION_HINT = (
+    "about +-5.6 points with 100 labels, +-4.2 with 200, +-3.1 with 500, +-2.7 with 1,000 for a judge with "
+    "Se = Sp = 0.8, true rate 0.1 (docs/labeling.md)"
+)
 
 
 def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:

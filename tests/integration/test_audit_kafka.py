@@ -88,7 +88,10 @@ def test_audit_reads_a_topic_window_and_publishes_results_the_report_reads(
             "fixed",
             "--out",
             str(page),
+            "--trust-judge",
         ]
     )
-    assert code == 1 and "ROLLBACK" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert code == 1 and "ROLLBACK" in out
+    assert "judge anthropic-batch: not fit for a rollback decision (trusted: --trust-judge)" in out
     assert 'class="decision rollback"' in page.read_text()

@@ -41,6 +41,10 @@ def test_demo_rolls_back_the_faulty_candidate_and_reports_accuracy(tmp_path):
     assert acc["recall"] >= 0.8
     assert acc["false_positive_rate"] <= 0.1
     assert "Release gate" in proc.stdout and "ROLLBACK" in proc.stdout
+    # the judge behind the counts, read from claimwatch_judge_info: named as not fit on real traffic, trusted here
+    assert gate["judges"] == ["heuristic"]
+    assert "judge heuristic: not fit for a rollback decision on real traffic" in proc.stdout
+    assert "the demo decides on these counts anyway (claimwatch gate --trust-judge)" in proc.stdout
 
 
 def _query_exemplars(prom_url: str, query: str) -> list[dict]:
@@ -107,3 +111,4 @@ def test_demo_exemplars_match_the_claims_command_and_the_report_renders(tmp_path
     assert checked["exemplars"] >= 1 and checked["injected"] >= 10
     page = report.read_text()
     assert 'class="decision rollback"' in page and page.count("<svg") == 3
+    assert 'id="judge"' in page and "judge heuristic: not fit for a rollback decision (trusted" in page

@@ -60,6 +60,7 @@ def scraped():
     if not EmbeddedPrometheus.available():
         pytest.fail("prometheus is not installed (scripts/setup.sh installs it)")
     metrics = WorkerMetrics()
+    metrics.set_judge("test")  # what the worker does when it starts: claimwatch_judge_info{judge="test"} 1
     port = free_port()
     server, thread = start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
     prom = EmbeddedPrometheus([f"127.0.0.1:{port}"]).start()
@@ -99,6 +100,8 @@ def test_gate_counts_equal_the_worker_counts_for_long_lived_and_new_releases(scr
     for release in ("v-old", "v-new"):
         got = fetch_counts(Source(prom.url), release, window)
         assert got == worker[release], (release, window, got, worker[release])
+        # the judge behind the counts: judge_info joined to the release's series, and the records' judge field
+        assert got.judges == worker[release].judges == ("test",), (got.judges, worker[release].judges)
 
     # increase() extrapolates to the window's edges: the count the gate used to start from is not the worker's
     inc = _query(prom.url, f'sum(increase(claimwatch_answers_total{{release="v-old", outcome="evaluated"}}[{window}]))')
@@ -131,6 +134,9 @@ def test_gate_counts_equal_the_worker_counts_for_long_lived_and_new_releases(scr
     # `claimwatch report` (results topic) decides on the same counts, so it makes the same decision
     from claimwatch.report import build_report
 
-    page = build_report(records, "v-old", "v-new")
+    page = build_report(records, "v-old", "v-new", trust_judge=True)
     assert (page.decision.baseline, page.decision.candidate) == (worker["v-old"], worker["v-new"])
     assert page.decision.action == d.action and isinstance(page.decision.candidate, ReleaseCounts)
+    # without --trust-judge, a judge not in the fitness table ("test") holds the rollback, and the page says so
+    held = build_report(records, "v-old", "v-new")
+    assert held.decision.action == "hold" and held.judge_lines[0].startswith("judge test: not fit")

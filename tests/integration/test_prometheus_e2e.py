@@ -420,10 +420,19 @@ def test_gate_decisions_through_the_api_and_the_cli(stack):
     cases = [(CANDIDATE, 1, "ROLLBACK"), (EQUAL, 0, "PROMOTE"), (THIN, 2, "HOLD")]
     for candidate, code, word in cases:
         got, report = run_gate(
-            Source(url), BASELINE, candidate, window="10m", config=GateConfig(min_answers=MIN_ANSWERS)
+            Source(url),
+            BASELINE,
+            candidate,
+            window="10m",
+            config=GateConfig(min_answers=MIN_ANSWERS),
+            trust_judge=True,
         )
         assert got == code, report
         assert word in report.splitlines()[0]
+    # the worker exported claimwatch_judge_info{judge="cascade"}: without --trust-judge its rollback is held
+    got, report = run_gate(Source(url), BASELINE, CANDIDATE, window="10m", config=GateConfig(min_answers=MIN_ANSWERS))
+    assert got == 2 and "HOLD" in report.splitlines()[0], report
+    assert "judge cascade: not fit for a rollback decision" in report
     for candidate, code, word in cases:
         out = subprocess.run(
             [
@@ -441,6 +450,7 @@ def test_gate_decisions_through_the_api_and_the_cli(stack):
                 "10m",
                 "--min-answers",
                 str(MIN_ANSWERS),
+                "--trust-judge",
             ],
             cwd=ROOT,
             capture_output=True,

@@ -179,7 +179,9 @@ def test_dockerfile_copies_existing_paths_and_runs_the_worker_as_non_root():
         if ln.startswith("COPY "):
             for src in ln.split()[1:-1]:
                 assert (ROOT / src).exists(), f"COPY source {src} missing from the build context"
-    assert any(ln.startswith("RUN pip install '.[anthropic]'") for ln in lines), "the worker image needs the Claude client"
+    assert any(ln.startswith("RUN pip install '.[anthropic]'") for ln in lines), (
+        "the worker image needs the Claude client"
+    )
     assert "ENV CLAIMWATCH_VERIFIER_MODEL=/opt/claimwatch/verifier" in lines  # weights are not in the wheel
     user = next(ln.split()[1] for ln in lines if ln.startswith("USER "))
     assert user.split(":")[0] not in ("root", "0")

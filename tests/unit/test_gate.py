@@ -296,8 +296,10 @@ def _serve(
     contradicted: int = 0,
     claims: dict[str, int] | None = None,
     extra: str = "",
+    judges: tuple[str, ...] = (),
 ) -> None:
     q = queries(release, window, extra=extra)
+    handler.answers[q["judges"]] = [{"metric": {"judge": j}, "value": [1700000000.0, "1"]} for j in judges]
     handler.answers[q["answers"]] = _vector(str(answers))
     handler.answers[q["flagged"]] = _vector(str(flagged))
     handler.answers[q["contradicted"]] = _vector(str(contradicted))
@@ -307,11 +309,21 @@ def _serve(
 
 
 def test_fetch_counts_sends_the_documented_queries_and_maps_them(fake_prometheus):
-    """fetch_counts sends the four exact-count queries and builds ReleaseCounts (unknown verdicts ignored)."""
+    """fetch_counts sends the four exact-count queries and the judge query, and builds ReleaseCounts (unknown verdicts ignored)."""
     url, handler = fake_prometheus
-    _serve(handler, "v2", "1h", 120, 30, 5, {"supported": 400, "contradicted": 9, "error": 3, "bogus": 7})
+    _serve(
+        handler,
+        "v2",
+        "1h",
+        120,
+        30,
+        5,
+        {"supported": 400, "contradicted": 9, "error": 3, "bogus": 7},
+        judges=("hybrid",),
+    )
     got = fetch_counts(Source(url), "v2", "1h")
     assert got == ReleaseCounts(120, 30, 5, Counts(supported=400, contradicted=9, error=3))
+    assert got.judges == ("hybrid",)
     assert sorted(handler.seen) == sorted(queries("v2", "1h").values())
 
 
@@ -324,12 +336,16 @@ def test_fetch_counts_raises_gate_error_on_api_error(fake_prometheus):
 
 
 def test_run_gate_end_to_end_against_fake_prometheus(fake_prometheus):
-    """run_gate reads both releases and exits 1 with a readable report on a clear regression."""
+    """run_gate reads both releases and their judge: a clear regression on heuristic counts is HOLD (exit 2) naming
+    the judge, and ROLLBACK (exit 1) with trust_judge."""
     url, handler = fake_prometheus
     sel = 'environment="prod"'
-    _serve(handler, "v1", "2h", 1000, 100, extra=sel)
-    _serve(handler, "v2", "2h", 300, 120, extra=sel)
+    _serve(handler, "v1", "2h", 1000, 100, extra=sel, judges=("heuristic",))
+    _serve(handler, "v2", "2h", 300, 120, extra=sel, judges=("heuristic",))
     code, text = run_gate(Source(url, extra_selector=sel), "v1", "v2", window="2h")
+    assert code == 2 and text.startswith("claimwatch gate: HOLD (exit 2)")
+    assert "judge heuristic: not fit for a rollback decision" in text
+    code, text = run_gate(Source(url, extra_selector=sel), "v1", "v2", window="2h", trust_judge=True)
     assert code == 1
     assert text.startswith("claimwatch gate: ROLLBACK (exit 1)")
     assert "release 'v1' (baseline) vs 'v2' (candidate)" in text
@@ -394,6 +410,7 @@ def test_follow_grows_the_window_from_a_fixed_start_and_stops_at_a_rollback():
         clock=lambda: now[0],
         sleep=lambda s: now.__setitem__(0, now[0] + s),
         emit=out.append,
+        trust_judge=True,  # the fake counts name no judge (test_gate_judge.py covers holding on it)
     )
     assert code == 1
     assert seen == ["3600s", "3600s", "3900s", "3900s", "4200s", "4200s"]
@@ -407,14 +424,14 @@ def test_follow_refuses_the_fixed_test():
 
 
 def test_cli_gate_takes_the_test_and_answer_flags_and_refuses_follow_with_fixed(fake_prometheus, capsys):
-    """`claimwatch gate --test fixed --min-answers 50` exits 1 on a regression and prints its power; --follow --test fixed is a usage error."""
+    """`claimwatch gate --test fixed --min-answers 50 --trust-judge` exits 1 on a regression and prints its power; --follow --test fixed is a usage error."""
     from claimwatch.cli import main
 
     url, handler = fake_prometheus
     _serve(handler, "v1", "1h", 1000, 100)
     _serve(handler, "v2", "1h", 300, 120)
     base = ["gate", "--prometheus", url, "--baseline", "v1", "--candidate", "v2", "--window", "1h"]
-    assert main([*base, "--test", "fixed", "--min-answers", "50"]) == 1
+    assert main([*base, "--test", "fixed", "--min-answers", "50", "--trust-judge"]) == 1
     out = capsys.readouterr().out
     assert "ROLLBACK" in out and "power: a rise of" in out and "one look (fixed horizon)" in out
     assert main([*base, "--follow", "--test", "fixed"]) == 2

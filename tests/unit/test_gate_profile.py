@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from claimwatch.gate import ROLLBACK, GateConfig, ReleaseCounts, Source, run_gate
+from claimwatch.gate import ROLLBACK, GateConfig, ReleaseCounts, Source, counts_from_results, run_gate
 from claimwatch.gate.counts import Counts
 
 pytest.importorskip("numpy")
@@ -78,6 +78,22 @@ def test_a_well_measured_judge_keeps_the_rollback_and_prints_corrected_shares(tm
     assert corrected[0] < 10.0 < corrected[1] and corrected[1] - corrected[0] > 30.0
 
 
+def test_a_profile_takes_precedence_over_the_judge_fitness_table(tmp_path):
+    """Heuristic counts (unfit without a profile) with a well-measured answer profile: ROLLBACK, no judge-fitness line."""
+    from dataclasses import replace
+
+    plain = _fetch(CLEAR_REGRESSION)
+
+    def fetch(source: Source, release: str, window: str) -> ReleaseCounts:
+        return replace(plain(source, release, window), judges=("heuristic",))
+
+    code, text = run_gate(Source("http://unused"), "v1", "v2", fetch=fetch, profile=_profile(tmp_path, 0.9, 0.9, 200))
+    assert code == 1 and "ROLLBACK" in text.splitlines()[0]
+    assert "judge heuristic" not in text and "-> corrected" in text
+    held, _ = run_gate(Source("http://unused"), "v1", "v2", fetch=fetch)
+    assert held == 2  # the same counts without the profile
+
+
 def test_a_judge_whose_error_rates_are_too_uncertain_holds_the_rollback(tmp_path):
     """A near-chance judge measured on 40 answers: the same regression is HOLD (exit 2), with the reason said."""
     code, text = run_gate(
@@ -93,7 +109,7 @@ def test_a_judge_whose_error_rates_are_too_uncertain_holds_the_rollback(tmp_path
 
 
 def test_a_claim_profile_is_shown_for_reference_and_never_vetoes(tmp_path):
-    """A claim-level profile corrects claim rates for the report but cannot hold the answer-level decision."""
+    """A claim profile's corrected rates are for reference: never a veto, but a too-uncertain one says why."""
     code, text = run_gate(
         Source("http://unused"),
         "v1",
@@ -103,6 +119,8 @@ def test_a_claim_profile_is_shown_for_reference_and_never_vetoes(tmp_path):
         profile=_profile(tmp_path, 0.6, 0.6, 20, unit="claim"),
     )
     assert code == 1 and "(claims, " in text and "for reference" in text
+    # a near-chance judge measured on 40 claims: the reason is printed even though nothing is held
+    assert re.search(r"too uncertain for a decision: the judge's Se \+ Sp - 1 may be as low as -?[\d.]+", text), text
 
 
 def test_an_unreadable_profile_holds_with_the_reason(tmp_path):
@@ -137,3 +155,37 @@ def test_the_release_report_shows_corrected_shares_and_applies_the_same_veto(tmp
     assert 'id="corrected"' in page and "raw 10.00% -&gt; corrected" in page
     weak = build_report(results, "v1", "v2", profile=_profile(tmp_path, 0.6, 0.6, 20))
     assert weak.decision.action == "hold" and any("too uncertain" in r for r in weak.decision.reasons)
+
+
+CORRECTED = re.compile(r"raw ([\d.]+)% -> corrected ([\d.]+)% \[([\d.]+)%, ([\d.]+)%\]")
+
+
+def test_the_gate_command_reads_a_results_file_and_prints_corrected_shares(tmp_path, capsys):
+    """`gate --results FILE --profile P` decides on a file's counts, printing raw and corrected with intervals."""
+    from claimwatch.cli import main as cli_main
+
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in _results("v1", 200, 20) + _results("v2", 200, 80)))
+    args = ["gate", "--results", str(results), "--baseline", "v1", "--candidate", "v2"]
+    assert cli_main([*args, "--profile", _profile(tmp_path, 0.9, 0.9, 200)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("claimwatch gate: ROLLBACK (exit 1)") and f"results file {results}" in out
+    shares = [tuple(map(float, m.groups())) for m in CORRECTED.finditer(out)]
+    assert [s[0] for s in shares] == [10.0, 40.0] and all(lo <= c <= hi for _, c, lo, hi in shares)
+    assert cli_main([*args, "--profile", _profile(tmp_path, 0.6, 0.6, 20)]) == 2  # the same veto as from Prometheus
+    assert "too uncertain for a rollback decision" in capsys.readouterr().out
+    assert cli_main([*args, "--follow"]) == 2  # --follow needs Prometheus
+    assert "--follow" in capsys.readouterr().err
+    # without a profile: the decision run_gate makes on the same counts
+    counts = counts_from_results(_results("v1", 200, 20) + _results("v2", 200, 80), ["v1", "v2"])
+    for extra in ([], ["--trust-judge"]):
+        expected, text = run_gate(
+            Source("http://unused"),
+            "v1",
+            "v2",
+            fetch=lambda source, release, window: counts[release],
+            trust_judge=bool(extra),
+        )
+        assert cli_main([*args, *extra]) == expected
+        out = capsys.readouterr().out.splitlines()
+        assert out[0] == text.splitlines()[0] and out[2:] == text.splitlines()[2:]  # line 1: the file, not a window

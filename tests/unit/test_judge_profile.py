@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 
 import pytest
 from scipy.stats import binomtest
 
 from claimwatch.judge_profile import (
+    FLAGGED_VERDICTS,
     Stratum,
     corrected_difference,
     corrected_rate,
     error_rates,
     fit_profile,
+    label_next,
     simulate_coverage,
     strata_from_labels,
 )
+from claimwatch.labeling.sample import draw_plan, label_record, population
 
 LABELS_GRID = (100, 300, 1000)
 RATES_GRID = (0.6, 0.8, 0.95)
@@ -119,6 +123,52 @@ def test_profile_has_per_verdict_rates_and_slices_only_with_enough_labels():
     assert set(prof["slices"]) == {"route=billing"}
 
 
+def _label_lines(strata: list[Stratum]) -> list[dict]:
+    return [
+        {"stratum": s.key, "judge_verdict": s.judge_verdict, "stratum_population": s.population, "label": lab}
+        for s in strata
+        for lab, k in s.labels.items()
+        for _ in range(k)
+    ]
+
+
+def test_the_advice_names_the_stratum_whose_labels_pin_the_less_certain_error_rate():
+    """A judge that misses: label its passed claims next (sensitivity); one that over-flags: its flagged ones."""
+    misses = fit_profile(_label_lines(_strata(0.6, 0.95, 0.1, 50, 50)))
+    line = label_next(misses) or ""
+    assert line.startswith("label next: stratum SUPPORTED (judge passed, 50 of ") and "pins the sensitivity" in line
+    assert "--flagged-share 0.25" in line and "\n" not in line
+    se, sp = misses["flagged"]["sensitivity"], misses["flagged"]["specificity"]
+    assert se["high"] - se["low"] > sp["high"] - sp["low"]  # the one it pins is the wider interval
+    over = label_next(fit_profile(_label_lines(_strata(0.95, 0.6, 0.1, 50, 50)))) or ""
+    assert over.startswith("label next: stratum UNSUPPORTED (judge flagged, ") and "pins the specificity" in over
+    assert "--flagged-share 0.75" in over
+
+
+def test_a_stratum_nobody_labelled_is_advised_first():
+    """A stratum of the plan with no label yet is known only by its prior: the advice names it."""
+    recs = _label_lines(_strata(0.8, 0.9, 0.2, 40, 40))
+    plan = {
+        "SUPPORTED": {"judge_verdict": "SUPPORTED", "population": 72_000, "slice": None},
+        "UNSUPPORTED": {"judge_verdict": "UNSUPPORTED", "population": 24_000, "slice": None},
+        "CONTRADICTED|conf<0.80": {"judge_verdict": "CONTRADICTED", "population": 300, "slice": None},
+    }
+    line = label_next(fit_profile(recs, plan_strata=plan)) or ""
+    assert "stratum CONTRADICTED|conf<0.80 (judge flagged, 0 of 300 labelled): nobody labelled it yet" in line
+
+
+def test_calibrate_prints_the_advice_after_the_profile(tmp_path, capsys):
+    """`claimwatch calibrate LABELS --profile-out` ends its profile text with the one-line advice."""
+    from claimwatch.cli import main as cli_main
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in _label_lines(_strata(0.6, 0.95, 0.1, 50, 50))))
+    assert cli_main(["calibrate", str(labels), "--profile-out", str(tmp_path / "p.json")]) == 0
+    out = capsys.readouterr().out.rstrip().splitlines()
+    assert out[-1].startswith("label next: stratum SUPPORTED (judge passed, ")
+    assert [line for line in out if line.startswith("label next:")] == out[-1:]
+
+
 def test_corrected_intervals_cover_the_true_rate():
     """Seeded simulation: over 100-1,000 labels, judge Se and Sp 0.6-0.95 and true rates 5% and 30%, no cell's
     coverage of the nominal 95% interval is significantly below 93% (one-sided binomial p < 0.001), and the
@@ -140,6 +190,57 @@ def test_a_shifted_deployment_is_covered_too():
     """The error rates measured at one true rate correct a deployment whose true rate differs (transport)."""
     r = simulate_coverage(labels=300, se=0.8, sp=0.9, true_rate=0.05, target_rate=0.25, reps=400, seed=7)
     assert r.coverage >= 0.93
+
+
+def _simulated_claims(rng: random.Random, n: int, rate: float, se: float, sp: float) -> list[tuple[bool, str, float]]:
+    """``n`` claims of a deployment: (truly flagged, the judge's verdict with sensitivity se / specificity sp,
+    its confidence)."""
+    out = []
+    for _ in range(n):
+        bad = rng.random() < rate
+        flagged = rng.random() < (se if bad else 1 - sp)
+        out.append((bad, rng.choice(FLAGGED_VERDICTS) if flagged else "SUPPORTED", round(rng.random(), 3)))
+    return out
+
+
+def _real_path_covers(seed: int, labels: int, se: float, sp: float, rate: float) -> bool:
+    """One run of what a user does: result records of a deployment -> the real plan -> labels -> the real strata ->
+    the real corrected rate of a second deployment judged by the same judge; does its interval cover ``rate``?"""
+    rng = random.Random(seed)
+    claims = _simulated_claims(rng, 1000, rate, se, sp)
+    results = [
+        {
+            "trace_id": f"t{i}",
+            "judge": "sim",
+            "outcome": "evaluated",
+            "slices": {"release": "v1"},
+            "claims": [{"id": "c0", "text": f"claim {i}", "verdict": verdict, "confidence": conf}],
+        }
+        for i, (_, verdict, conf) in enumerate(claims)
+    ]
+    plan = draw_plan(population(results), labels, seed=seed)  # stratified by verdict and confidence band
+    truly = {f"t{i}/c0": bad for i, (bad, _, _) in enumerate(claims)}
+    recs = [
+        label_record(it, "UNSUPPORTED" if truly[it["id"]] else "SUPPORTED", labeller=None, at=0.0)
+        for it in plan["items"]
+    ]
+    strata = strata_from_labels(recs, plan_strata=plan["strata"])
+    measured = _simulated_claims(rng, 2000, rate, se, sp)
+    r = corrected_rate(strata, sum(v != "SUPPORTED" for _, v, _ in measured), len(measured), seed=seed)
+    return r.corrected.low <= rate <= r.corrected.high
+
+
+def test_the_real_labelling_path_covers_the_true_rate():
+    """Seeded: plan, labels, strata and corrected_rate themselves (not simulate_coverage's copy) cover >= 93%."""
+    reps, covered = 150, 0
+    for cell, (labels, se, sp, rate) in enumerate(
+        ((100, 0.6, 0.95, 0.1), (200, 0.95, 0.6, 0.3), (300, 0.8, 0.8, 0.05))
+    ):
+        k = sum(_real_path_covers(10_000 * cell + i, labels, se, sp, rate) for i in range(reps))
+        # a cell fails only when it is significantly below 93% (one-sided binomial p < 0.01)
+        assert binomtest(k, reps, 0.93, alternative="less").pvalue >= 0.01, (labels, se, sp, rate, k / reps)
+        covered += k
+    assert covered / (3 * reps) >= 0.93
 
 
 def test_correct_command_counts_claims_per_release(tmp_path, capsys):

@@ -202,3 +202,15 @@ def test_answer_unit_labels_whole_answers_for_the_gate(tmp_path):
     true_share = sum(any(ctruth[f"v2-{a:06d}/c{c}"] for c in range(2)) for a in range(4000)) / 4000
     r = corrected_rate(strata, flagged, judged, positive=positive_for(data))
     assert r.corrected.low <= true_share <= r.corrected.high
+
+
+def test_the_precision_hint_is_the_docs_table_row():
+    """The command's precision hint gives the same half-widths as docs/labeling.md's Se = Sp = 0.8 row."""
+    import re
+
+    from claimwatch.labeling.cli import PRECISION_HINT
+
+    docs = (ROOT / "docs" / "labeling.md").read_text(encoding="utf-8")
+    (row,) = [line for line in docs.splitlines() if line.startswith("| 0.80 / 0.80 |")]
+    assert re.findall(r"±([\d.]+)", row) == re.findall(r"\+-([\d.]+)", PRECISION_HINT)
+    assert "Se = Sp = 0.8" in PRECISION_HINT

@@ -33,6 +33,7 @@ def _result(i: int, release: str, route: str, verdicts: list[str], at: float) ->
         )
     return {
         "trace_id": f"{i:032x}",
+        "judge": "heuristic",
         "slices": {"release": release, "route": route},
         "claims": claims,
         "evaluated_at": at,
@@ -58,9 +59,10 @@ def _demo_like_results(seed: int = 7) -> list[dict]:
 
 
 def test_report_counts_releases_and_rolls_back_a_worse_candidate():
-    """Answer and claim counts per release come from the records; a clearly worse candidate is a ROLLBACK."""
-    r = build_report(_demo_like_results(), BASE, CAND)
+    """Answer and claim counts per release come from the records; a clearly worse candidate is a ROLLBACK (judge trusted)."""
+    r = build_report(_demo_like_results(), BASE, CAND, trust_judge=True)
     assert r.decision.action == "rollback"
+    assert r.decision.candidate.judges == ("heuristic",)
     assert r.answers == {BASE: 240, CAND: 240}
     assert r.decision.baseline.answers == r.decision.candidate.answers == 240  # the gate decides on answers
     assert r.decision.candidate.flagged > 60 and r.decision.baseline.flagged < 15
@@ -85,7 +87,8 @@ def test_page_is_self_contained_escaped_and_highlights_the_evidence():
     """No script, stylesheet link or remote resource; hostile claim text is escaped; evidence is marked in its chunk."""
     results = _demo_like_results()
     results[300]["claims"][0].update(verdict="CONTRADICTED", confidence=1.0, text='<script>alert("x")</script> fee')
-    page = render_html(build_report(results, BASE, CAND), trace_url_template="http://jaeger:16686/trace/{trace_id}")
+    report = build_report(results, BASE, CAND, trust_judge=True)
+    page = render_html(report, trace_url_template="http://jaeger:16686/trace/{trace_id}")
     lowered = page.lower()
     assert "<script" not in lowered and "<link" not in lowered and 'src="http' not in lowered
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
@@ -93,6 +96,7 @@ def test_page_is_self_contained_escaped_and_highlights_the_evidence():
     assert "Intro text. <mark>The fee is 10 dollars.</mark> More text." in page
     assert f'href="http://jaeger:16686/trace/{300:032x}"' in page
     assert 'class="decision rollback"' in page and "ROLLBACK" in page
+    assert 'id="judge"' in page and "judge heuristic: not fit for a rollback decision (trusted" in page
     assert len(page.encode()) < 400_000
 
 
@@ -102,7 +106,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path):
     if browser is None:
         pytest.fail("chromium is not installed: apt-get install chromium (scripts/setup.sh does it)")
     page = tmp_path / "report.html"
-    page.write_text(render_html(build_report(_demo_like_results(), BASE, CAND)), encoding="utf-8")
+    page.write_text(render_html(build_report(_demo_like_results(), BASE, CAND, trust_judge=True)), encoding="utf-8")
     common = [
         browser,
         "--headless",
