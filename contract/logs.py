@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 from typing import Any
 
 import structlog
@@ -65,6 +66,31 @@ def redact_secrets(_logger: Any, _method: str, event: EventDict) -> EventDict:
     return event
 
 
+class _StderrLogger:
+    """Prints each line to the ``sys.stderr`` of the moment it is written, not the one seen at configure time.
+
+    A process that swaps and closes ``sys.stderr`` (``contextlib.redirect_stderr``, a notebook cell,
+    a test's capture) after ``configure_logging`` would otherwise make every later log call raise
+    ``ValueError: I/O operation on closed file`` -- in a worker, inside its rebalance listener.
+    """
+
+    _lock = threading.Lock()
+
+    def msg(self, message: str) -> None:
+        with self._lock:
+            print(message, file=sys.stderr, flush=True)
+
+    log = debug = info = warn = warning = msg
+    fatal = failure = err = error = critical = exception = msg
+
+
+_STDERR_LOGGER = _StderrLogger()
+
+
+def _stderr_logger_factory(*_args: Any) -> _StderrLogger:
+    return _STDERR_LOGGER
+
+
 def configure_logging(level: str = "INFO", json_logs: bool | None = None) -> None:
     """Configure structlog once per process (idempotent)."""
     if json_logs is None:
@@ -81,7 +107,7 @@ def configure_logging(level: str = "INFO", json_logs: bool | None = None) -> Non
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger_factory,  # sys.stderr resolved per line, not pinned here
         cache_logger_on_first_use=False,
     )
 

@@ -36,8 +36,13 @@ def topic_name() -> str:
 
 @pytest.fixture(autouse=True)
 def _fresh_structlog():
-    """Each test starts with structlog's defaults (a CLI or benchmark run may have set a level filter)."""
+    """Each test starts and ends with structlog's defaults (a CLI or benchmark run may have set a level filter).
+
+    Resetting after the test too matters: a module-scoped fixture of the next file is set up before this
+    function-scoped one, so it would otherwise run under whatever the previous test configured.
+    """
     import structlog
 
     structlog.reset_defaults()
     yield
+    structlog.reset_defaults()

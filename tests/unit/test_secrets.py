@@ -72,6 +72,21 @@ def test_configure_logging_chain_masks_secrets(capsys):
     assert "judge_config" in err and API_KEY not in err
 
 
+def test_configure_logging_writes_to_the_current_stderr_not_a_closed_one(monkeypatch):
+    """After configure_logging, logs go to the sys.stderr of the moment: a stream swapped in then closed breaks nothing."""
+    saved = structlog.get_config()
+    then, now = io.StringIO(), io.StringIO()
+    try:
+        monkeypatch.setattr("sys.stderr", then)  # e.g. a CLI run inside redirect_stderr, or a test's capsys
+        configure_logging("INFO", json_logs=True)
+        monkeypatch.setattr("sys.stderr", now)
+        then.close()
+        structlog.get_logger("t").info("worker_partitions_revoked", partitions=[0])  # raised ValueError before
+    finally:
+        structlog.configure(**saved)
+    assert "worker_partitions_revoked" in now.getvalue()
+
+
 def test_worker_settings_never_print_secrets(monkeypatch):
     """repr/str/model_dump_json of WorkerSettings hide the API key and SASL password (SecretStr)."""
     monkeypatch.setenv("CLAIMWATCH_ANTHROPIC__API_KEY", API_KEY)
