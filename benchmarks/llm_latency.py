@@ -25,6 +25,7 @@ import json
 import multiprocessing as mp
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -79,6 +80,7 @@ def worker_process(
     worker = Worker(s, Evaluator(judge, metrics, retry=RetryPolicy(), consistency=None), seed_dedupe=lambda parts: [])
     done: list[float] = []
     fired = [False]
+    timeline: list[tuple[float, int, int]] = []  # (seconds since the burst, concurrency limit, answers done)
 
     def on_result(_r: Any) -> None:
         done.append(time.monotonic())
@@ -88,6 +90,13 @@ def worker_process(
                 burst_url, data=json.dumps({"fail": 429, "times": 40, "retry_after": "1"}).encode(), method="POST"
             )
             urllib.request.urlopen(req, timeout=5).read()
+            threading.Thread(target=watch_limit, args=(time.monotonic(),), daemon=True).start()
+
+    def watch_limit(since: float) -> None:
+        limiter = worker.evaluator.caller.limiter
+        while limiter is not None and len(done) < expect and time.monotonic() - since < 120:
+            timeline.append((round(time.monotonic() - since, 1), limiter.limit, len(done)))
+            time.sleep(0.5)
 
     worker.on_result = on_result
     started = time.monotonic()
@@ -113,6 +122,7 @@ def worker_process(
             "hwm_mb": _hwm_mb(),
             "failed": failed,
             "throttled": throttled,
+            "timeline": timeline,
         }
     )
 
@@ -161,6 +171,7 @@ def run_one(bootstrap: str, base_url: str, in_flight: int, n: int, records: list
         "max_concurrent": after["max_concurrent"],
         "failed": r["failed"],
         "throttled": r["throttled"],
+        "timeline": r["timeline"],
     }
 
 
@@ -196,6 +207,12 @@ def main(argv: list[str] | None = None) -> dict:
                     f"{burst['rate']:.2f} answers/s, p95 {burst['p95_s']:.1f} s, failed answers {burst['failed']:.0f}, "
                     f"throttled calls {burst['throttled']:.0f}, {burst['requests_per_answer']:.2f} requests/answer"
                 )
+                steps = [
+                    (t, lim)
+                    for i, (t, lim, _) in enumerate(burst["timeline"])
+                    if i == 0 or lim != burst["timeline"][i - 1][1]
+                ]
+                print("  concurrency limit after the burst (s: limit): " + ", ".join(f"{t}: {lim}" for t, lim in steps))
     finally:
         fake.kill()
     print(f"machine: {machine()}; median {args.median} s per call; {time.monotonic() - t0:.0f} s")

@@ -19,12 +19,19 @@ Policy per error (see :mod:`evaluator_worker.errors`):
 congestion: each success adds ``1/limit`` (about +1 per round of calls), each throttled
 reply halves the limit (at most once per ``decrease_cooldown_s``, so one burst of 429s
 from 64 concurrent calls is one halving, not 64) and closes a gate until its
-``retry-after`` has passed. A throttling *episode* remembers the limit it started from:
-once the retry-after window and one cooldown have passed with no new 429, each success
-adds 1 (the limit doubles per round of calls, TCP's slow start) until that level is back,
-so a burst that clears costs seconds of reduced concurrency, not minutes of +1 per round.
-A 429 that arrives while regrowing means the level itself is too high: the episode ends
-there (halved once more) and growth is additive again. Optional ceilings (``requests_per_minute``,
+``retry-after`` has passed. As in TCP, a throttled call that started before the last
+decrease says nothing about the lowered limit and does not lower it again; nor does a 429
+before any call started under the lowered limit has succeeded: the provider is still in
+the same throttled spell, which the retry-after gate paces (halving again would only
+slow the recovery). Partial capacity (some calls pass, others get 429) keeps halving.
+
+A throttling *episode* remembers the limit it started from. Once the retry-after window
+has passed and ``recovery_quiet_s`` more went by without a 429, the burst is over: the
+limit returns at once to half that level (the first decrease) and then each success adds
+1 (it doubles per round of calls, TCP's slow start) until the level is back, so a burst
+that clears costs seconds of reduced concurrency, not minutes of +1 per round. A 429
+that arrives while regrowing means the level itself is too high: the episode ends there
+(halved once more) and growth is additive again. Optional ceilings (``requests_per_minute``,
 ``input_tokens_per_minute``) keep the worker under an Anthropic organisation's limits
 before the API has to say so; token estimates are corrected with the tokens each call
 actually used.
@@ -112,6 +119,7 @@ class AdaptiveLimiter:
         min_limit: int = 1,
         decrease_factor: float = 0.5,
         decrease_cooldown_s: float = 2.0,
+        recovery_quiet_s: float = 1.0,
         requests_per_minute: float | None = None,
         input_tokens_per_minute: float | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -122,6 +130,7 @@ class AdaptiveLimiter:
         self._limit = max(self._limit, float(self.min_limit))
         self.decrease_factor = decrease_factor
         self.decrease_cooldown_s = decrease_cooldown_s
+        self.recovery_quiet_s = recovery_quiet_s
         self._clock = clock
         now = clock()
         self._requests = _Bucket(requests_per_minute, now) if requests_per_minute else None
@@ -134,6 +143,8 @@ class AdaptiveLimiter:
         self._regrow_to: float | None = None
         #: the limit has grown fast since the last decrease (a 429 now means the old level is too high)
         self._regrowing = False
+        #: a call started after the last decrease has succeeded (the lowered limit was tried)
+        self._tried_since_decrease = True
         self._cond = threading.Condition()
         #: times a call waited for the retry-after gate or a rate ceiling (not for a free slot)
         self.throttle_waits = 0
@@ -190,11 +201,15 @@ class AdaptiveLimiter:
             now = self._clock()
             if self._tokens is not None and used_tokens is not None:
                 self._tokens.level -= used_tokens - permit.tokens
+            if not throttled and permit.at >= self._last_decrease:
+                self._tried_since_decrease = True
             if throttled:
-                self._throttled(now, retry_after)
+                self._throttled(now, permit, retry_after)
             elif self._regrow_to is not None and now >= self._quiet_at():
+                if not self._regrowing:  # the burst is over: half the old level at once, then slow start
+                    self._limit = max(self._limit, self._regrow_to * self.decrease_factor)
+                    self._regrowing = True
                 self._limit = min(self._regrow_to, self._limit + 1.0)
-                self._regrowing = True
                 if self._limit >= self._regrow_to:
                     self._regrow_to = None
                     log.info("judge_limit_recovered", limit=int(self._limit))
@@ -203,16 +218,18 @@ class AdaptiveLimiter:
             self._cond.notify_all()
 
     def _quiet_at(self) -> float:
-        """When the current episode counts as over: its retry-after passed and a cooldown without a 429."""
-        return max(self._not_before, self._last_throttle + self.decrease_cooldown_s)
+        """When the current episode counts as over: its retry-after passed and a quiet spell without a 429."""
+        return max(self._not_before, self._last_throttle + self.recovery_quiet_s)
 
-    def _throttled(self, now: float, retry_after: float | None) -> None:
+    def _throttled(self, now: float, permit: Permit, retry_after: float | None) -> None:
         self._last_throttle = now
-        if now - self._last_decrease >= self.decrease_cooldown_s:
+        stale = permit.at < self._last_decrease  # started under the old limit: no news about the new one
+        if not stale and self._tried_since_decrease and now - self._last_decrease >= self.decrease_cooldown_s:
             if self._regrow_to is None:
                 self._regrow_to = self._limit
             self._limit = max(float(self.min_limit), self._limit * self.decrease_factor)
             self._last_decrease = now
+            self._tried_since_decrease = False
             if self._regrowing:  # the level we were climbing back to is too high now: additive from here
                 self._regrow_to = None
             self._regrowing = False

@@ -42,49 +42,86 @@ def _sample(m: WorkerMetrics, name: str, **labels) -> float:
 
 
 def test_limiter_halves_on_throttle_once_per_cooldown_and_grows_back_additively():
-    """A burst of 429s from many calls is one halving; each success adds 1/limit."""
+    """A burst of 429s from many calls is one halving; 429s past the cooldown halve again; each success adds 1/limit."""
     clock = FakeClock()
     lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
     permits = [lim.acquire() for _ in range(64)]
     for p in permits[:40]:
         lim.release(p, throttled=True)
     assert lim.limit == 32
+    clock.now = 1.0
+    lim.release(lim.acquire())  # the lowered limit was tried: a call started after the decrease went through
     clock.now = 3.0
-    lim.release(permits[40], throttled=True)
+    lim.release(lim.acquire(), throttled=True)
     assert lim.limit == 16
-    for p in permits[41:]:
+    for p in permits[40:]:
         lim.release(p)
-    assert 16 < lim.limit <= 18  # 23 successes at ~1/16 each
+    assert 16 < lim.limit <= 18  # 24 successes at ~1/16 each
     for _ in range(2000):
         lim.release(lim.acquire())
     assert lim.limit == 64  # never above the maximum
 
 
 def test_limiter_regrows_to_its_pre_throttle_level_once_the_burst_has_passed():
-    """After a 429 burst clears (retry-after and one cooldown quiet), the limit doubles per round back to 64."""
+    """A 429 spell halves once; once it has cleared (retry-after passed, 2 s quiet) +1 per success brings 64 back in a round."""
     clock = FakeClock()
     lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
     permits = [lim.acquire() for _ in range(64)]
     for p in permits[:20]:
         lim.release(p, throttled=True, retry_after=1.0)
-    clock.now = 2.5  # late 429s of the same burst: one more halving, the episode goes on
+    clock.now = 2.5  # late 429s of the same spell (no call has passed under the new limit): no second halving
     for p in permits[20:40]:
         lim.release(p, throttled=True, retry_after=1.0)
-    assert lim.limit == 16
-    clock.now = 3.0  # still inside the cooldown after the last 429: additive only
+    assert lim.limit == 32
+    clock.now = 3.0  # still inside the quiet spell after the last 429: additive only
     for p in permits[40:]:
         lim.release(p)
-    assert lim.limit == 17
-    clock.now = 5.0  # quiet: each success adds 1, so two rounds of calls bring the old level back
-    for _ in range(16):
-        lim.release(lim.acquire())
+    assert lim.limit == 32
+    clock.now = 5.0  # quiet: +1 per success (doubling per round of calls)
+    lim.release(lim.acquire())
     assert lim.limit == 33
-    for _ in range(31):
+    for _ in range(30):
         lim.release(lim.acquire())
+    assert lim.limit == 63
+    lim.release(lim.acquire())
     assert lim.limit == 64
     for _ in range(10):
         lim.release(lim.acquire())
     assert lim.limit == 64  # never above the level the episode started from, nor the maximum
+
+
+def test_limiter_recovery_starts_at_half_the_level_the_episode_started_from():
+    """After two halvings (64 -> 16), the first success past the quiet spell puts the limit at 32 + 1, not 17."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
+    lim.release(lim.acquire(), throttled=True)
+    clock.now = 0.5  # a call under the new limit passes (partial capacity), before the spell is quiet
+    lim.release(lim.acquire())
+    clock.now = 2.5
+    lim.release(lim.acquire(), throttled=True, retry_after=1.0)
+    assert lim.limit == 16
+    clock.now = 6.0
+    lim.release(lim.acquire())
+    assert lim.limit == 33
+
+
+def test_limiter_ignores_429s_of_calls_started_before_the_last_decrease():
+    """Like TCP: a throttled call that started under the old limit does not lower the new one again."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
+    old = [lim.acquire() for _ in range(10)]
+    clock.now = 1.0
+    lim.release(old[0], throttled=True)
+    assert lim.limit == 32
+    clock.now = 4.0  # past the cooldown, but these calls started before the decrease
+    for p in old[1:]:
+        lim.release(p, throttled=True)
+    assert lim.limit == 32
+    lim.release(lim.acquire(), throttled=True)  # started under the new limit, but nothing has passed under it yet
+    assert lim.limit == 32
+    lim.release(lim.acquire())
+    lim.release(lim.acquire(), throttled=True)  # partial capacity under the new limit: halve again
+    assert lim.limit == 16
 
 
 def test_limiter_429_while_regrowing_ends_the_fast_regrowth():
