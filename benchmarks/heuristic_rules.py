@@ -20,7 +20,7 @@ from claimwatch.calibration import data_path
 from claimwatch.training.data import generate, load_documents
 from evaluator_worker.judges.base import Claim
 from evaluator_worker.judges.heuristic import HeuristicJudge
-from evaluator_worker.judges.heuristic_rules import RULES, Rule
+from evaluator_worker.judges.heuristic.rules import RULES, Rule
 
 Row = tuple[str, list[str], str]
 

@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from claimwatch.halueval import SPLITS, halueval_path, length_matched
 from evaluator_worker.judges.claims import sentence_spans
-from evaluator_worker.judges.lexicon import ANTONYM_PAIRS, STOPWORDS, SYNONYM_GROUPS
+from evaluator_worker.judges.heuristic.lexicon import ANTONYM_PAIRS, STOPWORDS, SYNONYM_GROUPS
 
 __all__ = [
     "LABELS",

@@ -38,10 +38,11 @@ from collections import OrderedDict
 from typing import Any, Callable, Protocol, Sequence
 
 from evaluator_worker.errors import ConfigError
-from evaluator_worker.judges import textmatch as tm
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Verdict, Verification
 from evaluator_worker.judges.claims import sentence_spans
 from evaluator_worker.judges.heuristic import HeuristicJudge
+from evaluator_worker.judges.heuristic import cues as cu
+from evaluator_worker.judges.heuristic import quantities as qt
 
 __all__ = [
     "HybridJudge",
@@ -227,7 +228,7 @@ def evidence_units(contexts: Sequence[str], adjacent_pairs: bool = True) -> list
 
 def _neg(text: str) -> bool:
     """Text negates a predicate ('not', 'never', "n't", 'no'), ignoring 'without' and 'at no cost'."""
-    return any(c not in _POLARITY_IGNORE for c in tm.negation_cues(_NO_COST.sub("free", text)))
+    return any(c not in _POLARITY_IGNORE for c in cu.negation_cues(_NO_COST.sub("free", text)))
 
 
 def _words(text: str) -> set[str]:
@@ -247,7 +248,7 @@ def _duration_in(seconds: float, unit: str, evidence: str, context_text: str) ->
     evidence itself uses the same single-unit phrase."""
     if re.search(rf"\b(?:a|an|one|per|each|every)\s+{unit}\b", evidence, re.I):
         return True
-    for q in tm.quantities(context_text):
+    for q in qt.quantities(context_text):
         if q.dim == "time" and abs(q.lo - seconds) <= 1e-3 * seconds and abs(q.hi - seconds) <= 1e-3 * seconds:
             return True
     return False
@@ -260,8 +261,8 @@ def guard_reason(claim: str, evidence: str, context_text: str) -> str | None:
     """
     if _neg(claim) != _neg(evidence):
         return "negation differs from the evidence"
-    if tm.hedge_cues(claim) and not tm.hedge_cues(evidence):
-        return f"claim hedges ('{tm.hedge_cues(claim)[0]}'), evidence asserts"
+    if cu.hedge_cues(claim) and not cu.hedge_cues(evidence):
+        return f"claim hedges ('{cu.hedge_cues(claim)[0]}'), evidence asserts"
     ev_words = _words(evidence)
     for m in _QUALIFIERS.finditer(claim):
         if m.group(0).lower() not in ev_words:

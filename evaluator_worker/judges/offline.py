@@ -1,6 +1,6 @@
 """The ``offline`` judge: the heuristic's number/date verdicts stand, the trained ``verifier`` decides the rest.
 
-Per claim, the heuristic's rules run in their declared order (``heuristic_rules.RULES``); when
+Per claim, the heuristic's rules run in their declared order (``heuristic.rules.RULES``); when
 the first rule that fires has failure type ``NUMBER`` or ``DATE`` (a number or date that differs
 from, approximates, or is absent from the context: what string matching does reliably), its
 verdict stands. Every other claim (paraphrase, negation, roles, speakers, knowledge insertion,
@@ -17,8 +17,8 @@ from typing import Sequence
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.claims import extract_claims
 from evaluator_worker.judges.heuristic import HeuristicJudge
-from evaluator_worker.judges.heuristic_analysis import ClaimCase, analyse, context_vocab, index_contexts
-from evaluator_worker.judges.heuristic_rules import FailureType, RuleHit
+from evaluator_worker.judges.heuristic.analysis import ClaimCase, analyse, context_vocab, index_contexts
+from evaluator_worker.judges.heuristic.rules import FailureType, RuleHit
 from evaluator_worker.judges.verifier import VerifierJudge
 
 __all__ = ["OfflineJudge", "STANDING_TYPES"]

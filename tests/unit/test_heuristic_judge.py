@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Judge, Verdict
 from evaluator_worker.judges.heuristic import HeuristicJudge
-from evaluator_worker.judges.textmatch import compare_quantity, quantities
+from evaluator_worker.judges.heuristic.quantities import compare_quantity, quantities
 
 JUDGE = HeuristicJudge()
 

@@ -6,11 +6,11 @@ from itertools import combinations
 
 import pytest
 
-from evaluator_worker.judges import lexicon as lex
-from evaluator_worker.judges import textmatch as tm
+from evaluator_worker.judges.heuristic import lexicon as lex
+from evaluator_worker.judges.heuristic import text as tx
 
 #: words the judge removes before comparing content: an antonym or synonym using one can never fire
-FUNCTION_WORDS = lex.STOPWORDS | lex.NEGATION_WORDS | lex.HEDGE_WORDS | frozenset(tm.NUM_WORDS)
+FUNCTION_WORDS = lex.STOPWORDS | lex.NEGATION_WORDS | lex.HEDGE_WORDS | frozenset(lex.NUM_WORDS)
 SYNONYM_WORDS = [w for group in lex.SYNONYM_GROUPS for w in group]
 ANTONYM_WORDS = sorted({w for pair in lex.ANTONYM_PAIRS for w in pair})
 
@@ -33,10 +33,10 @@ def test_every_synonym_word_gets_its_own_groups_key():
     """Each group word's comparison key is its group's key (no stem or irregular form collides with another group)."""
     wrong = {}
     for group in lex.SYNONYM_GROUPS:
-        head = tm.key(group[0])
+        head = tx.key(group[0])
         for w in group:
-            if tm.key(w) != head:
-                wrong[w] = (tm.key(w), head)
+            if tx.key(w) != head:
+                wrong[w] = (tx.key(w), head)
     assert wrong == {}
 
 
@@ -57,7 +57,7 @@ def test_antonym_pairs_are_unique_in_either_order():
     dupes = []
     for a, b in lex.ANTONYM_PAIRS:
         raw = frozenset((a, b))
-        keys = frozenset((tm.key(a), tm.key(b)))
+        keys = frozenset((tx.key(a), tx.key(b)))
         for k in (raw, keys):
             if k in seen and seen[k] != (a, b):
                 dupes.append(((a, b), seen[k]))
@@ -74,20 +74,20 @@ def test_antonym_words_can_fire():
 
 def test_synonyms_are_never_antonyms_of_each_other():
     """Two words of one synonym group (or one word's two senses) cannot be declared opposites."""
-    same = [(a, b) for a, b in lex.ANTONYM_PAIRS if tm.key(a) == tm.key(b)]
+    same = [(a, b) for a, b in lex.ANTONYM_PAIRS if tx.key(a) == tx.key(b)]
     assert same == []
     for group in lex.SYNONYM_GROUPS:
         for a, b in combinations(group, 2):
-            assert tm.key(b) not in tm.antonyms(tm.key(a)), (a, b)
+            assert tx.key(b) not in tx.antonyms(tx.key(a)), (a, b)
 
 
 @pytest.mark.parametrize("word", ANTONYM_WORDS + sorted(w for cls in lex.CLOSED_CLASSES for w in cls))
 def test_opposable_words_keep_their_meaning(word):
     """An antonym or closed-class word reaches a synonym group only if it (or its inflection) is listed there ('left' must not become 'depart')."""
-    k = tm.key(word)
-    listed = {tm.key(g[0]) for g in lex.SYNONYM_GROUPS if any(tm.stem(w) == tm.stem(word) for w in g)}
-    assert k == tm.stem(word) or k in listed, f"{word!r} compares as {k!r}"
-    assert word not in lex.IRREGULAR or tm.stem(lex.IRREGULAR[word]) == k
+    k = tx.key(word)
+    listed = {tx.key(g[0]) for g in lex.SYNONYM_GROUPS if any(tx.stem(w) == tx.stem(word) for w in g)}
+    assert k == tx.stem(word) or k in listed, f"{word!r} compares as {k!r}"
+    assert word not in lex.IRREGULAR or tx.stem(lex.IRREGULAR[word]) == k
 
 
 def test_closed_class_words_are_not_inflections():
@@ -97,5 +97,5 @@ def test_closed_class_words_are_not_inflections():
 
 def test_ambiguous_words_map_to_one_sense():
     """'close' means shut (not near) and 'left' keeps its own key, so neither matches the other sense."""
-    assert tm.key("closed") == tm.key("shut") and tm.key("near") != tm.key("close")
-    assert tm.key("left") != tm.key("depart") and tm.key("right") in tm.antonyms(tm.key("left"))
+    assert tx.key("closed") == tx.key("shut") and tx.key("near") != tx.key("close")
+    assert tx.key("left") != tx.key("depart") and tx.key("right") in tx.antonyms(tx.key("left"))

@@ -1,7 +1,7 @@
 """What the heuristic judge's rules read: analysed text, aligned sentences, number findings, coverage.
 
 A claim and its contexts are analysed once into a ``ClaimCase``; each rule in
-``heuristic_rules.RULES`` reads it. Expensive parts (number matching, the multi-sentence
+``rules.RULES`` reads it. Expensive parts (number matching, the multi-sentence
 cover) are computed on first use and shared between rules.
 
 - ``Analysed``: a text's content terms (stemmed + synonym keys, names weighted up), surface
@@ -11,150 +11,37 @@ cover) are computed on first use and shared between rules.
 - ``NumberFinding``: how one claim number relates to the context (match, within a range, an
   approximation, a conflict, derived by arithmetic, or absent).
 - ``Coverage``: a greedy cover of the claim's terms by up to ``cover_sentences`` sentences.
-- ``Thresholds``: every threshold, weight and confidence the judge uses, in one place.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Mapping, Sequence
 
-from evaluator_worker.judges import textmatch as tm
 from evaluator_worker.judges.claims import sentence_spans
-
-# --------------------------------------------------------------------------- thresholds
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Every number the heuristic judge uses, with the failure it guards against.
-
-    Confidences are how explicit the evidence is (raw scores: the registry maps them to P(right)
-    with the map shipped in ``judges/calibration/heuristic.json``); a cascade escalates the least
-    confident, so weak signals (an entity swap, low coverage, a claim stitched from several
-    chunks) are meant to sit below the explicit ones.
-    """
-
-    # -- alignment and coverage (paraphrase vs unsupported content)
-    #: weighted share of claim terms the evidence must cover for SUPPORTED
-    support: float = 0.75
-    #: overlap a sentence needs before its numbers can contradict the claim (a number clash in an
-    #: unrelated sentence is not a contradiction)
-    align: float = 0.5
-    #: a synthesised claim needs one sentence covering at least this share (otherwise the cover
-    #: stitches unrelated words together)
-    anchor: float = 0.4
-    #: sentences a multi-source cover may combine
-    cover_sentences: int = 3
-    #: best-aligned sentences considered for the cover
-    cover_pool: int = 50
-    #: weight of a claim number in coverage (numbers are checked separately, so a matched one counts)
-    number_weight: float = 1.5
-    #: names weigh more than common words: a missing name is missing content
-    name_weight: float = 2.0
-    #: light verbs ("located", "stands") weigh less
-    light_weight: float = 0.5
-    #: shared prefix length that counts as the same word (morphology the stemmer misses)
-    prefix: int = 5
-    #: alignment bonus for a sentence holding one of the claim's numbers
-    number_align_bonus: float = 0.3
-    #: neighbour words around a number that pair it with the right context number
-    neighbours: int = 3
-
-    # -- negation and antonyms
-    #: clause overlap before a polarity difference counts as a flip
-    polarity_overlap: float = 0.6
-    #: overlap of the rest of the claim before an opposite word counts as antonym substitution
-    antonym_rest: float = 0.6
-    #: same, when the opposite word sits in another clause of the best sentence
-    antonym_sentence_rest: float = 0.75
-    #: overlap of the non-name part of the claim before a different name counts as an entity swap
-    entity_rest: float = 0.75
-    #: overlap that counts as the whole claim being in one sentence (a short frame that matches exactly)
-    exact_frame: float = 0.99
-    #: overlap of the claim with a sentence before a closed-class value in it counts as a swap
-    closed_class_rest: float = 0.75
-    #: contrastive exclusion: overlap of the rest of the claim with the sentence / with all context
-    contrast_here: float = 0.2
-    contrast_all: float = 0.6
-    #: overlap of the permitted action with a prohibited one
-    prohibition_overlap: float = 0.6
-    #: overlap of the claim (without the missing thing) with a sentence that requires it
-    without_overlap: float = 0.5
-    #: speaker checks: share of quoted words that must match / content overlap of the statement
-    quote_overlap: float = 0.6
-    statement_overlap: float = 0.6
-    #: roles: the claim's non-name words must match the sentence about the name this much
-    role_overlap: float = 0.5
-    #: clause entity: predicate overlap with the sentence, with the best clause, and its margin
-    clause_sentence: float = 0.75
-    clause_best: float = 0.5
-    clause_margin: float = 0.15
-
-    # -- confidences
-    no_context: float = 0.9
-    nothing_checkable: float = 0.3
-    quote_speaker: float = 0.9
-    statement_speaker: float = 0.8
-    #: number/date conflict: base + slope * alignment of the conflicting sentence
-    number_conflict_base: float = 0.6
-    number_conflict_slope: float = 0.35
-    #: negation flip: base + slope * clause overlap
-    negation_base: float = 0.55
-    negation_slope: float = 0.35
-    #: antonym in the aligned clause: base + slope * overlap of the rest
-    antonym_base: float = 0.6
-    antonym_slope: float = 0.2
-    antonym_sentence: float = 0.65
-    entity_swap: float = 0.6
-    role_swap: float = 0.75
-    scoped_negation: float = 0.7
-    closed_class: float = 0.7
-    number_approx: float = 0.7
-    number_absent: float = 0.8
-    #: names missing from the context: base + step per missing name (up to two)
-    missing_name_base: float = 0.7
-    missing_name_step: float = 0.1
-    hedge_claim: float = 0.75
-    hedge_context: float = 0.7
-    hedge_future: float = 0.7
-    intensifier: float = 0.65
-    #: low coverage: base + slope * (1 - coverage)
-    low_coverage_base: float = 0.5
-    low_coverage_slope: float = 0.35
-    #: SUPPORTED: base + slope * coverage (* synthesis factor when several sentences were combined)
-    #: + bonus when one sentence holds the whole claim
-    supported_base: float = 0.55
-    supported_slope: float = 0.35
-    supported_synthesis: float = 0.85
-    supported_exact_bonus: float = 0.05
-    #: a number derived by arithmetic is plausible but worth a second opinion
-    supported_derived_cap: float = 0.65
-
-
-THRESHOLDS = Thresholds()
+from evaluator_worker.judges.heuristic import lexicon as lex
+from evaluator_worker.judges.heuristic import quantities as qt
+from evaluator_worker.judges.heuristic import text as tx
+from evaluator_worker.judges.heuristic.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 # --------------------------------------------------------------------------- analysed text
 
-_LIGHT_KEYS = frozenset(tm.key(w) for w in tm.LIGHT_WORDS)
-#: a sentence-initial capitalised word with one of these endings is a common word, not a name
-_COMMON_SUFFIX = re.compile(
-    r"(?:ment|tion|sion|ness|ity|ance|ence|ing|ly|ive|ous|ful|less|able|ible|ism|ist|ship|ure)$"
-)
+_LIGHT_KEYS = frozenset(tx.key(w) for w in lex.LIGHT_WORDS)
+_COMMON_SUFFIX = re.compile(lex.alternation(lex.COMMON_SUFFIXES) + "$")
 _OPENERS = ('"', "“", "(", "'", "‘")
-_CLAUSE_SPLIT = re.compile(r"[;:]\s*|,\s*|\s+(?=(?:but|whereas|although|though|unless)\b)", re.I)
+_CLAUSE_SPLIT = re.compile(r"[;:]\s*|,\s*|\s+(?=" + lex.alternation(lex.CLAUSE_CONJUNCTIONS) + r"\b)", re.I)
 
 
 def _placeholder(k: str) -> bool:
-    """A redaction placeholder's key (``person_2``: the only keys with an underscore, see ``textmatch._PLACEHOLDER``):
+    """A redaction placeholder's key (``person_2``: the only keys with an underscore, see ``text._PLACEHOLDER``):
     matched exactly, never by prefix, so ``[PERSON_1]`` and ``[PERSON_2]`` stay two names."""
     return "_" in k
 
 
-def fuzzy_keys(keys: Iterable[str], prefix: int = THRESHOLDS.prefix) -> frozenset[str]:
+def fuzzy_keys(keys: Iterable[str], prefix: int = DEFAULT_THRESHOLDS.alignment.prefix) -> frozenset[str]:
     """Prefix forms of keys, for morphological variants the stemmer misses (visitor/visit, repaint/paint)."""
     out = set()
     for k in keys:
@@ -171,7 +58,7 @@ def has_key(
     k: str,
     keys: Mapping[str, float] | frozenset[str] | set[str],
     fuzzy: frozenset[str],
-    prefix: int = THRESHOLDS.prefix,
+    prefix: int = DEFAULT_THRESHOLDS.alignment.prefix,
 ) -> bool:
     """Claim key ``k`` present among ``keys`` (exactly, or by a shared prefix / a 're-' prefix)."""
     if k in keys:
@@ -194,15 +81,17 @@ class Analysed:
     surface: dict[str, str]
     #: keys of words that are names
     entities: frozenset[str]
-    quants: tuple[tm.Quantity, ...]
+    quants: tuple[qt.Quantity, ...]
     fuzzy: frozenset[str] = frozenset()
 
 
-def analyse(text: str, context_vocab: frozenset[str] | set[str] | None = None, t: Thresholds = THRESHOLDS) -> Analysed:
+def analyse(
+    text: str, context_vocab: frozenset[str] | set[str] | None = None, t: Thresholds = DEFAULT_THRESHOLDS
+) -> Analysed:
     """Content terms of ``text``. A capitalised word is a name unless it only opens the sentence
     (or, given ``context_vocab``, the context uses it in lower case or it has a common-word ending)."""
-    toks = tm.tokenize(text)
-    quants = tuple(tm.quantities(text))
+    toks = tx.tokenize(text)
+    quants = tuple(qt.quantities(text))
     in_quant: set[int] = set()
     for q in quants:
         in_quant.update(range(*q.token_span))
@@ -221,19 +110,19 @@ def analyse(text: str, context_vocab: frozenset[str] | set[str] | None = None, t
         parts = (
             [tok]
             if "-" not in tok.low
-            else [tm.Tok(p, p.lower(), tok.start, tok.end) for p in tok.text.split("-") if p]
+            else [tx.Tok(p, p.lower(), tok.start, tok.end) for p in tok.text.split("-") if p]
         )
         for p in parts:
             low = p.low
             if (
-                low in tm.STOPWORDS
-                or low in tm.HEDGE_WORDS
-                or low in tm.NEGATION_WORDS
-                or low in tm.NUM_WORDS
+                low in lex.STOPWORDS
+                or low in lex.HEDGE_WORDS
+                or low in lex.NEGATION_WORDS
+                or low in lex.NUM_WORDS
                 or (len(low) < 2 and not p.text.isupper())
             ):
                 continue
-            k = tm.key(low)
+            k = tx.key(low)
             if not k:
                 continue
             is_name = p.text[:1].isupper() and (
@@ -244,16 +133,16 @@ def analyse(text: str, context_vocab: frozenset[str] | set[str] | None = None, t
             if p.text.isupper() and len(p.text) >= 2:
                 is_name = True
             if is_name:
-                w = t.name_weight
+                w = t.alignment.name_weight
                 entities.add(k)
-            elif low in tm.LIGHT_WORDS or k in _LIGHT_KEYS:
-                w = t.light_weight
+            elif low in lex.LIGHT_WORDS or k in _LIGHT_KEYS:
+                w = t.alignment.light_weight
             else:
                 w = 1.0
             terms[k] = max(terms.get(k, 0.0), w)
             surface.setdefault(k, p.text)
         first_word = False
-    return Analysed(text, terms, surface, frozenset(entities), quants, fuzzy_keys(terms, t.prefix))
+    return Analysed(text, terms, surface, frozenset(entities), quants, fuzzy_keys(terms, t.alignment.prefix))
 
 
 def term_keys(text: str) -> frozenset[str]:
@@ -321,7 +210,7 @@ def _chunk_sentences(chunk: str) -> tuple[tuple[Analysed, tuple[Clause, ...]], .
 
 @functools.lru_cache(maxsize=4096)
 def _chunk_vocab(chunk: str) -> frozenset[str]:
-    return frozenset(tok.low for tok in tm.tokenize(chunk) if tok.text[:1].islower())
+    return frozenset(tok.low for tok in tx.tokenize(chunk) if tok.text[:1].islower())
 
 
 def index_contexts(contexts: Sequence[str]) -> list[Sentence]:
@@ -351,48 +240,13 @@ def short(s: str, n: int = 60) -> str:
 
 #: words that make a claim number a relation between context numbers (a margin, a duration, a total)
 _RELATIONAL = re.compile(
-    r"\b(?:extra|additional|after|later|before|earlier|total|altogether|combined|in all|margin|"
-    r"difference|lasted|longer|shorter|apart|since|ago|gap|remaining|rest|did\s+not|didn't|between|from|"
-    r"(?:won|wins|win|lead|leads|led|ahead|beat|beating|rose|fell|increased|decreased|grew|dropped)\s+by)\b",
-    re.I,
+    r"\b(?:" + "|".join(lex.RELATIONAL_WORDS) + "|" + lex.alternation(lex.CHANGE_BY_VERBS) + r"\s+by)\b", re.I
 )
-_NEIGHBOUR_SKIP = frozenset(
-    {
-        "the",
-        "a",
-        "an",
-        "of",
-        "and",
-        "or",
-        "than",
-        "more",
-        "less",
-        "about",
-        "around",
-        "roughly",
-        "approximately",
-        "some",
-        "over",
-        "under",
-        "up",
-        "to",
-        "at",
-        "least",
-        "most",
-        "nearly",
-    }
-)
-#: how well a context number's status anchors it to a claim number (pairs the claim number with the right one)
-_STATUS_BONUS = {"match": 0.5, "within": 0.45, "approx": 0.2, "conflict": 0.0}
-#: a clashing number is set aside when another sentence agrees and aligns within this margin (and at least this well)
-_AGREE_MARGIN = 0.25
-_AGREE_MIN = 0.3
-_NEIGHBOUR_BONUS = 0.25
 
 
-def neighbours(text: str, q: tm.Quantity, n: int = THRESHOLDS.neighbours) -> set[str]:
+def neighbours(text: str, q: qt.Quantity, n: int = DEFAULT_THRESHOLDS.numbers.neighbours) -> set[str]:
     """Keys of up to ``n`` words either side of quantity ``q`` in ``text`` (in the number's own clause)."""
-    toks = tm.tokenize(text)
+    toks = tx.tokenize(text)
     a, b = q.token_span
     out: set[str] = set()
     for rng in (range(a - 1, max(a - 1 - 2 * n, -1), -1), range(b, min(b + 2 * n, len(toks)))):
@@ -401,16 +255,16 @@ def neighbours(text: str, q: tm.Quantity, n: int = THRESHOLDS.neighbours) -> set
             w = toks[i].low
             if w in (",", ";", ":", "(", ")") or w[:1].isdigit():
                 break
-            if not w[:1].isalpha() or w in _NEIGHBOUR_SKIP or w in tm.UNITS:
+            if not w[:1].isalpha() or w in lex.NEIGHBOUR_SKIP or w in qt.UNITS:
                 continue
-            out.add(tm.key(w))
+            out.add(tx.key(w))
             got += 1
             if got >= n:
                 break
     return out
 
 
-def _bound_ok(q: tm.Quantity, value: float, tol: float) -> bool:
+def _bound_ok(q: qt.Quantity, value: float, tol: float) -> bool:
     """Derived ``value`` satisfies claim quantity ``q`` (its bound, or its value within ``tol``)."""
     if q.bound == "lower":
         return value >= q.lo - tol * 0.01
@@ -430,15 +284,15 @@ class NumberFinding:
     sentence), ``derived`` (simple arithmetic over context numbers gives it), ``absent``.
     """
 
-    q: tm.Quantity
+    q: qt.Quantity
     status: str
-    evidence: tm.Quantity | None = None
+    evidence: qt.Quantity | None = None
     sentence: Sentence | None = None
     align: float = 0.0
     derivation: str = ""
 
 
-def _derive(q: tm.Quantity, ca: Analysed, sents: Sequence[Sentence]) -> tuple[str, Sentence, float] | None:
+def _derive(q: qt.Quantity, ca: Analysed, sents: Sequence[Sentence]) -> tuple[str, Sentence, float] | None:
     """A claim number computed from context numbers, as an annotator would: the time between two
     dates/years anywhere in the context, or the sum/difference of two same-unit numbers in one
     sentence. -> (derivation, evidence sentence, alignment) or None."""
@@ -448,7 +302,7 @@ def _derive(q: tm.Quantity, ca: Analysed, sents: Sequence[Sentence]) -> tuple[st
         dated = [(e, s) for s in sents for e in s.a.quants if e.dim in ("date", "year") and not e.is_range]
         for i, (a, sa) in enumerate(dated):
             for b, sb in dated[i + 1 :]:
-                days = tm.days_between(a, b)
+                days = qt.days_between(a, b)
                 if not days:
                     continue
                 secs = abs(days) * 86400.0
@@ -476,37 +330,41 @@ def _derive(q: tm.Quantity, ca: Analysed, sents: Sequence[Sentence]) -> tuple[st
                     if (
                         val > 0
                         and _bound_ok(q, val, 1e-6 * max(val, 1.0))
-                        and not tm.close(val, a.lo)
-                        and not tm.close(val, b.lo)
+                        and not qt.close(val, a.lo)
+                        and not qt.close(val, b.lo)
                     ):
                         return f"{q.text} = {a.text} {op} {b.text}", s, sentence_overlap(ca.terms, s)
     return None
 
 
-def _compare_counted(q: tm.Quantity, e: tm.Quantity, s: Sentence, ca: Analysed) -> str:
+def _compare_counted(q: qt.Quantity, e: qt.Quantity, s: Sentence, ca: Analysed) -> str:
     """Compare two numbers; counts of different nouns compare when each noun is in the other text
     ("three visitor levels" vs "three levels for visitors")."""
-    st = tm.compare_quantity(q, e)
+    st = qt.compare_quantity(q, e)
     if st == "other" and q.dim.startswith("count:") and e.dim.startswith("count:"):
         if q.dim[6:] in s.a.terms and e.dim[6:] in ca.terms:
-            st = tm.compare_quantity(q, tm.Quantity(e.lo, e.hi, q.dim, e.text, e.approx))
+            st = qt.compare_quantity(q, qt.Quantity(e.lo, e.hi, q.dim, e.text, e.approx))
     return st
 
 
 def find_number(
-    q: tm.Quantity, claim_text: str, ca: Analysed, sents: Sequence[Sentence], t: Thresholds
+    q: qt.Quantity, claim_text: str, ca: Analysed, sents: Sequence[Sentence], t: Thresholds
 ) -> NumberFinding:
     """The context number that best pairs with claim number ``q`` (alignment of its sentence, its
     status and shared neighbouring words), or a derivation, or absent."""
-    cands: list[tuple[float, str, tm.Quantity, Sentence, float]] = []
-    qn = neighbours(claim_text, q, t.neighbours)
+    cands: list[tuple[float, str, qt.Quantity, Sentence, float]] = []
+    qn = neighbours(claim_text, q, t.numbers.neighbours)
     for s in sents:
         align = sentence_overlap(ca.terms, s) if ca.terms else 1.0
         for e in s.a.quants:
             st = _compare_counted(q, e, s, ca)
             if st == "other":
                 continue
-            sc = align + _STATUS_BONUS[st] + _NEIGHBOUR_BONUS * min(len(qn & neighbours(s.a.text, e, t.neighbours)), 3)
+            sc = (
+                align
+                + t.numbers.status_bonus(st)
+                + t.numbers.neighbour_bonus * min(len(qn & neighbours(s.a.text, e, t.numbers.neighbours)), 3)
+            )
             cands.append((sc, st, e, s, align))
     best = None
     for c in cands:
@@ -517,26 +375,29 @@ def find_number(
         agree = [
             c
             for c in cands
-            if c[1] != "conflict" and c[3] is not best[3] and c[4] >= best[4] - _AGREE_MARGIN and c[4] >= _AGREE_MIN
+            if c[1] != "conflict"
+            and c[3] is not best[3]
+            and c[4] >= best[4] - t.numbers.agree_margin
+            and c[4] >= t.numbers.agree_min
         ]
         if agree:
             best = max(agree, key=lambda c: c[0])
     if best is None or best[1] == "conflict":
         derived = _derive(q, ca, sents)
-        if derived and (best is None or best[4] < t.align or _RELATIONAL.search(claim_text)):
+        if derived and (best is None or best[4] < t.alignment.align or _RELATIONAL.search(claim_text)):
             return NumberFinding(q, "derived", None, derived[1], derived[2], derived[0])
     if best is None:
         if (q.dim == "num" or q.dim.startswith("count:")) and not q.is_range:
             # a bare count or a label number (a model or mission number): the same value anywhere will do
             for s in sents:
                 for e in s.a.quants:
-                    if e.dim != "date" and not e.is_range and tm.close(e.lo, q.lo):
+                    if e.dim != "date" and not e.is_range and qt.close(e.lo, q.lo):
                         return NumberFinding(q, "match", e, s, sentence_overlap(ca.terms, s))
         return NumberFinding(q, "absent")
     _, st, e, s, align = best
     if st in ("match", "within"):
         return NumberFinding(q, st, e, s, align)
-    strong = align >= t.align and sum(w for k, w in ca.terms.items() if has_key(k, s.a.terms, s.a.fuzzy)) >= 1
+    strong = align >= t.alignment.align and sum(w for k, w in ca.terms.items() if has_key(k, s.a.terms, s.a.fuzzy)) >= 1
     if not strong:
         return NumberFinding(q, "absent", e, None, align)
     return NumberFinding(q, st, e, s, align)
@@ -547,7 +408,7 @@ def _number_bonus(ca: Analysed, s: Sentence, bonus: float) -> float:
     if ca.quants and s.a.quants:
         for q in ca.quants:
             for e in s.a.quants:
-                if tm.compare_quantity(q, e) in ("match", "within"):
+                if qt.compare_quantity(q, e) in ("match", "within"):
                     return bonus
     return 0.0
 
@@ -584,11 +445,16 @@ class ClaimCase:
     sents: list[Sentence]
     #: content keys of the question (an answer may leave out the subject the question names)
     qterms: frozenset[str]
-    t: Thresholds = THRESHOLDS
+    t: Thresholds = DEFAULT_THRESHOLDS
 
     @classmethod
     def build(
-        cls, text: str, sents: list[Sentence], vocab: frozenset[str], qterms: frozenset[str], t: Thresholds = THRESHOLDS
+        cls,
+        text: str,
+        sents: list[Sentence],
+        vocab: frozenset[str],
+        qterms: frozenset[str],
+        t: Thresholds = DEFAULT_THRESHOLDS,
     ) -> ClaimCase:
         return cls(text, analyse(text, vocab, t), sents, qterms, t)
 
@@ -598,7 +464,7 @@ class ClaimCase:
         scored = [
             (
                 overlap(self.ca.terms, s.a.terms, fuzzy=s.a.fuzzy)
-                + _number_bonus(self.ca, s, self.t.number_align_bonus),
+                + _number_bonus(self.ca, s, self.t.numbers.number_align_bonus),
                 -i,
                 s,
             )
@@ -640,8 +506,8 @@ class ClaimCase:
         covered_by: list[Sentence] = []
         covered = {k for k in ca.terms if k in self.qterms}
         remaining = {k for k in ca.terms if k not in covered}
-        pool = self.ranked[: t.cover_pool] + self.number_support
-        for _ in range(t.cover_sentences):
+        pool = self.ranked[: t.alignment.cover_pool] + self.number_support
+        for _ in range(t.alignment.cover_sentences):
             if not remaining:
                 break
             gain_s, gain = None, 0.0
@@ -655,7 +521,7 @@ class ClaimCase:
             newly = {k for k in remaining if has_key(k, gain_s.a.terms, gain_s.a.fuzzy)}
             covered |= newly
             remaining -= newly
-        qweight = t.number_weight * len(ca.quants)
+        qweight = t.alignment.number_weight * len(ca.quants)
         total = sum(ca.terms.values()) + qweight
         share = (sum(w for k, w in ca.terms.items() if k in covered) + qweight) / total if total else 1.0
         ev = covered_by[0] if covered_by else (self.number_support[0] if self.number_support else self.best)
@@ -667,8 +533,3 @@ class ClaimCase:
             evidence=ev,
             anchor=sentence_overlap(ca.terms, ev) if ca.terms else 1.0,
         )
-
-
-def with_thresholds(support: float, align: float) -> Thresholds:
-    """The default thresholds with the judge's support and alignment thresholds."""
-    return replace(THRESHOLDS, support=support, align=align)

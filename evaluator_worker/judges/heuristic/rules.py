@@ -4,7 +4,7 @@ Each ``Rule`` names the failure type it targets and has one check, ``ClaimCase -
 ``RULES`` is the ordered declaration the judge walks; a claim no rule fires on is SUPPORTED
 (``supported``). Contradictions come before "not supported" verdicts, and the explicit checks
 (speakers, numbers, polarity, names) before the soft ones (hedges, coverage), so that the most
-specific evidence decides. Every threshold and confidence is a field of ``Thresholds``.
+specific evidence decides. Every threshold and confidence is a field of ``Thresholds`` (``case.t``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
-from evaluator_worker.judges import lexicon as lex
-from evaluator_worker.judges import textmatch as tm
 from evaluator_worker.judges.base import Verdict
-from evaluator_worker.judges.heuristic_analysis import (
+from evaluator_worker.judges.heuristic import cues as cu
+from evaluator_worker.judges.heuristic import lexicon as lex
+from evaluator_worker.judges.heuristic import quantities as qt
+from evaluator_worker.judges.heuristic import text as tx
+from evaluator_worker.judges.heuristic.analysis import (
     Analysed,
     ClaimCase,
     Sentence,
@@ -102,14 +104,14 @@ def _non_names(ca: Analysed) -> dict[str, float]:
 
 def no_context(case: ClaimCase) -> RuleHit | None:
     """Nothing retrieved: nothing can support the claim."""
-    return None if case.sents else _unsupported(case.t.no_context, "no context retrieved")
+    return None if case.sents else _unsupported(case.t.confidence.no_context, "no context retrieved")
 
 
 def nothing_checkable(case: ClaimCase) -> RuleHit | None:
     """The claim has no content words and no numbers to compare."""
     if case.ca.terms or case.ca.quants:
         return None
-    return _unsupported(case.t.nothing_checkable, "nothing checkable in the claim")
+    return _unsupported(case.t.confidence.nothing_checkable, "nothing checkable in the claim")
 
 
 # --------------------------------------------------------------------------- attribution
@@ -117,22 +119,22 @@ def nothing_checkable(case: ClaimCase) -> RuleHit | None:
 
 def quote_speaker(case: ClaimCase) -> RuleHit | None:
     """A quote the claim gives to one speaker, where the context gives the same quote to another."""
-    for cq in tm.quotes(case.text):
+    for cq in cu.quotes(case.text):
         if not cq.speaker:
             continue
         qkeys = term_keys(cq.text)
         if not qkeys:
             continue
         for s in case.sents:
-            for eq in tm.quotes(s.text):
-                if len(qkeys & term_keys(eq.text)) / len(qkeys) < case.t.quote_overlap:
+            for eq in cu.quotes(s.text):
+                if len(qkeys & term_keys(eq.text)) / len(qkeys) < case.t.rules.quote_overlap:
                     continue
                 speaker, speaker_text = eq.speaker, eq.speaker_text
                 if not speaker:
-                    speaker, speaker_text = tm.speakers(s.text.replace(eq.text, " "))
+                    speaker, speaker_text = cu.speakers(s.text.replace(eq.text, " "))
                 if speaker and not (speaker & cq.speaker):
                     return _contradicted(
-                        case.t.quote_speaker,
+                        case.t.confidence.quote_speaker,
                         f"quote attributed to {cq.speaker_text}; context attributes it to {speaker_text}",
                         s,
                     )
@@ -140,25 +142,27 @@ def quote_speaker(case: ClaimCase) -> RuleHit | None:
 
 
 #: reporting verbs are not part of the statement's content
-_SPEECH_KEYS = frozenset({"say", tm.key("announce")})
+_SPEECH_KEYS = frozenset(tx.key(w) for w in lex.REPORTING_VERBS)
 
 
 def statement_speaker(case: ClaimCase) -> RuleHit | None:
     """'X said ...' where the sentence carrying the statement attributes it to someone else."""
-    spk, spk_text = tm.speakers(case.text)
+    spk, spk_text = cu.speakers(case.text)
     if not spk:
         return None
     ca = case.ca
-    excl = spk | tm.TITLES | _SPEECH_KEYS | {tm.key(w) for w in spk}
+    excl = spk | lex.TITLES | _SPEECH_KEYS | {tx.key(w) for w in spk}
     # the sentence that carries the statement's content (not necessarily the one naming the speaker)
     cs = max(case.sents, key=lambda s2: sentence_overlap(ca.terms, s2, exclude=excl))
     for s2 in [case.best, cs] if cs is not case.best else [case.best]:
-        ekeys, etext = tm.speakers(s2.text)
+        ekeys, etext = cu.speakers(s2.text)
         content = sentence_overlap(ca.terms, s2, exclude=excl)
         names_here = {w.lower() for w in re.findall(r"[\w'’]+", s2.text)}
-        if ekeys and not (ekeys & spk) and content >= case.t.statement_overlap and not (spk & names_here):
+        if ekeys and not (ekeys & spk) and content >= case.t.rules.statement_overlap and not (spk & names_here):
             return _contradicted(
-                case.t.statement_speaker, f"statement attributed to {spk_text}; context attributes it to {etext}", s2
+                case.t.confidence.statement_speaker,
+                f"statement attributed to {spk_text}; context attributes it to {etext}",
+                s2,
             )
     return None
 
@@ -166,7 +170,7 @@ def statement_speaker(case: ClaimCase) -> RuleHit | None:
 # --------------------------------------------------------------------------- numbers and dates
 
 
-def _is_date(q: tm.Quantity) -> bool:
+def _is_date(q: qt.Quantity) -> bool:
     return q.dim in ("date", "year")
 
 
@@ -175,7 +179,7 @@ def _conflict(case: ClaimCase, dates: bool) -> RuleHit | None:
         if f.status == "conflict" and _is_date(f.q) == dates and f.evidence is not None:
             kind = "date" if dates else "number"
             return _contradicted(
-                case.t.number_conflict_base + case.t.number_conflict_slope * f.align,
+                case.t.confidence.number_conflict_base + case.t.confidence.number_conflict_slope * f.align,
                 f"{kind} {f.q.text} vs {f.evidence.text} in context",
                 f.sentence,
             )
@@ -197,7 +201,7 @@ def number_less_specific(case: ClaimCase) -> RuleHit | None:
     for f in case.numbers:
         if f.status == "approx" and f.evidence is not None:
             return _unsupported(
-                case.t.number_approx,
+                case.t.confidence.number_approx,
                 f"{f.q.text} approximates {f.evidence.text} in context (less specific)",
                 f.sentence,
             )
@@ -208,21 +212,19 @@ def number_absent(case: ClaimCase) -> RuleHit | None:
     """A number the context neither states nor gives by simple arithmetic."""
     for f in case.numbers:
         if f.status == "absent":
-            return _unsupported(case.t.number_absent, f"number {f.q.text} not in context")
+            return _unsupported(case.t.confidence.number_absent, f"number {f.q.text} not in context")
     return None
 
 
 # --------------------------------------------------------------------------- negation
 
-_CONDITIONAL = re.compile(r"^\s*(?:if|unless|when|whether|even\s+if)\b", re.I)
-#: 'without' / 'lack' negate a noun, not the predicate: left to term overlap
-_POLARITY_IGNORE = frozenset({"without", "lack", "lacks", "lacked"})
+_CONDITIONAL = re.compile(r"^\s*" + lex.alternation(lex.CONDITIONAL_OPENERS) + r"\b", re.I)
 _UNTIL_WORD = re.compile(r"\buntil\b", re.I)
 
 
 def _neg_cues(text: str) -> list[str]:
     """Predicate negations ('not', 'never', "n't", 'no')."""
-    return [c for c in tm.negation_cues(text) if c not in _POLARITY_IGNORE]
+    return [c for c in cu.negation_cues(text) if c not in lex.POLARITY_IGNORE]
 
 
 def _shares_condition(claim_cond: str, context_cond: str) -> bool:
@@ -234,7 +236,7 @@ def _shares_condition(claim_cond: str, context_cond: str) -> bool:
 def negation_flip(case: ClaimCase) -> RuleHit | None:
     """The best-aligned clause says the opposite polarity (not/never/no/n't); conditional clauses are skipped."""
     t, text, ca = case.t, case.text, case.ca
-    if case.frame < t.polarity_overlap or _CONDITIONAL.match(text):
+    if case.frame < t.rules.polarity_overlap or _CONDITIONAL.match(text):
         return None
     claim_neg = bool(_neg_cues(text))
     predicate = _non_names(ca)
@@ -248,11 +250,11 @@ def negation_flip(case: ClaimCase) -> RuleHit | None:
         return None
     scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
     ov, same, _, ctext = scored[0]
-    if same or ov < t.polarity_overlap:
+    if same or ov < t.rules.polarity_overlap:
         return None
-    if predicate and overlap(predicate, term_keys(ctext)) < t.polarity_overlap:
+    if predicate and overlap(predicate, term_keys(ctext)) < t.rules.polarity_overlap:
         return None  # the clause shares the subject's names, not what the claim says about them
-    conf = t.negation_base + t.negation_slope * ov
+    conf = t.confidence.negation_base + t.confidence.negation_slope * ov
     if claim_neg:
         if any(n and o > 0 for o, _, n, _ in scored):
             return None  # the context negates something the claim mentions: leave it to coverage
@@ -265,51 +267,45 @@ def negation_flip(case: ClaimCase) -> RuleHit | None:
     return _contradicted(conf, f"negation: context says '{_neg_cues(ctext)[0]}': '{short(ctext)}'", case.best)
 
 
-_SEGMENT_END = re.compile(r"[,;:.()]|\b(?:unless|except|if|when|while|because|which|who)\b", re.I)
-_CLAIM_NEG_AFTER = re.compile(
-    r"\b(?:not|never|no|without|cannot|n['’]t|except|excluding|rather\s+than|instead\s+of)\s+", re.I
-)
+_SEGMENT_END = re.compile(r"[,;:.()]|\b" + lex.alternation(lex.SCOPE_END_WORDS) + r"\b", re.I)
+_CLAIM_NEG_AFTER = re.compile(r"\b" + lex.alternation(lex.CLAIM_NEGATORS) + r"\s+", re.I)
 _WITHOUT = re.compile(r"\bwithout\s+", re.I)
 #: "rather than X" / "but not X" exclude a noun phrase: its scope ends at the next preposition too
-_NP_END = re.compile(
-    _SEGMENT_END.pattern + r"|\b(?:for|in|on|at|by|from|to|with|during|after|before|since|until)\b", re.I
-)
-_PROHIBITION_END = re.compile(r"\b(?:until|unless|before|if)\b", re.I)
-#: words a cue puts out of the statement: up to the segment end, at most this many
-_SCOPE_WORDS = 5
-#: characters before a requirement word searched for a negation ("does not need")
-_REQUIRE_LOOKBACK = 25
+_NP_END = re.compile(_SEGMENT_END.pattern + r"|\b" + lex.alternation(lex.NP_END_WORDS) + r"\b", re.I)
+_PROHIBITION_END = re.compile(r"\b" + lex.alternation(lex.PROHIBITION_END_WORDS) + r"\b", re.I)
 
 
-def _negated_keys(text: str, cue: re.Pattern[str], end_at: re.Pattern[str] = _SEGMENT_END) -> set[str]:
+def _negated_keys(
+    text: str, cue: re.Pattern[str], scope_words: int, end_at: re.Pattern[str] = _SEGMENT_END
+) -> set[str]:
     """Keys of the words each ``cue`` match puts out of the statement (up to ``end_at``)."""
     out: set[str] = set()
     for m in cue.finditer(text):
         rest = text[m.end() :]
         end = end_at.search(rest)
-        out |= term_keys(" ".join(rest[: end.start() if end else len(rest)].split()[:_SCOPE_WORDS]))
+        out |= term_keys(" ".join(rest[: end.start() if end else len(rest)].split()[:scope_words]))
     return out
 
 
 def contrast_exclusion(case: ClaimCase) -> RuleHit | None:
     """The context excludes X ('A rather than X', 'covers A but not X'); the claim asserts X."""
     t, ca = case.t, case.ca
-    claim_neg = _negated_keys(case.text, _CLAIM_NEG_AFTER)
+    claim_neg = _negated_keys(case.text, _CLAIM_NEG_AFTER, t.rules.scope_words)
     anywhere: set[str] = set().union(*(s2.a.terms for s2 in case.sents))
     for s in case.sents:
         for m in lex.CONTRAST_NEG.finditer(s.text):
             seg_start = max(s.text.rfind(c, 0, m.start()) for c in ",;:") + 1
             positive = term_keys(s.text[seg_start : m.start()])
-            neg = _negated_keys(s.text[m.start() :], lex.CONTRAST_NEG, _NP_END) - positive
+            neg = _negated_keys(s.text[m.start() :], lex.CONTRAST_NEG, t.rules.scope_words, _NP_END) - positive
             for k in ca.terms:
                 if k not in neg or k in claim_neg:
                     continue
                 if (
-                    sentence_overlap(ca.terms, s, exclude={k}) >= t.contrast_here
-                    and overlap(ca.terms, anywhere, exclude={k}) >= t.contrast_all
+                    sentence_overlap(ca.terms, s, exclude={k}) >= t.rules.contrast_here
+                    and overlap(ca.terms, anywhere, exclude={k}) >= t.rules.contrast_all
                 ):
                     return _contradicted(
-                        t.scoped_negation,
+                        t.confidence.scoped_negation,
                         f"negation: context says '{m.group(0).strip()} {ca.surface[k]}': '{short(s.text)}'",
                         s,
                     )
@@ -318,21 +314,21 @@ def contrast_exclusion(case: ClaimCase) -> RuleHit | None:
 
 def without_vs_required(case: ClaimCase) -> RuleHit | None:
     """The claim says 'without X'; an aligned sentence says X is needed."""
-    lacking = _negated_keys(case.text, _WITHOUT)
+    lacking = _negated_keys(case.text, _WITHOUT, case.t.rules.scope_words)
     if not lacking:
         return None
     ca = case.ca
     for s in case.sents:
-        if sentence_overlap(ca.terms, s, exclude=lacking) < case.t.without_overlap:
+        if sentence_overlap(ca.terms, s, exclude=lacking) < case.t.rules.without_overlap:
             continue
         for m in lex.REQUIRE.finditer(s.text):
-            if tm.negation_cues(s.text[max(0, m.start() - _REQUIRE_LOOKBACK) : m.start()]):
+            if cu.negation_cues(s.text[max(0, m.start() - case.t.rules.require_lookback) : m.start()]):
                 continue
             hit = lacking & term_keys(" ".join(s.text[m.end() :].split()[:4]))
             if hit:
                 k = sorted(hit)[0]
                 return _contradicted(
-                    case.t.scoped_negation,
+                    case.t.confidence.scoped_negation,
                     f"negation: claim says 'without {ca.surface.get(k, k)}'; context says '{m.group(0)}' it: '{short(s.text)}'",
                     s,
                 )
@@ -343,7 +339,7 @@ def prohibited_action(case: ClaimCase) -> RuleHit | None:
     """The claim permits an action ('you can X') a context clause forbids ('do not X'), unless the
     claim permits it under the context's own condition ('do not X until Y' vs 'can X once Y')."""
     text = case.text
-    if not lex.PERMISSION.search(text) or tm.negation_cues(text):
+    if not lex.PERMISSION.search(text) or cu.negation_cues(text):
         return None
     cm = lex.CONDITION.search(text)
     main = analyse(text[: cm.start()] if cm else text).terms
@@ -354,11 +350,13 @@ def prohibited_action(case: ClaimCase) -> RuleHit | None:
             if not lex.PROHIBITION.match(cl.text):
                 continue
             um = _PROHIBITION_END.search(cl.text)
-            if overlap(main, term_keys(cl.text[: um.start()] if um else cl.text)) < case.t.prohibition_overlap:
+            if overlap(main, term_keys(cl.text[: um.start()] if um else cl.text)) < case.t.rules.prohibition_overlap:
                 continue
             if um and cm and _shares_condition(text[cm.start() :], cl.text[um.start() :]):
                 continue
-            return _contradicted(case.t.scoped_negation, f"negation: context forbids it: '{short(cl.text)}'", s)
+            return _contradicted(
+                case.t.confidence.scoped_negation, f"negation: context forbids it: '{short(cl.text)}'", s
+            )
     return None
 
 
@@ -372,15 +370,15 @@ def antonym_in_clause(case: ClaimCase) -> RuleHit | None:
         for k in ca.terms:
             if k in cl.keys:
                 continue
-            opp = tm.antonyms(k) & cl.keys
+            opp = tx.antonyms(k) & cl.keys
             if not opp:
                 continue
             rest = overlap(ca.terms, cl.keys, exclude={k})
-            if rest >= case.t.antonym_rest:
+            if rest >= case.t.rules.antonym_rest:
                 o = sorted(opp)[0]
                 o_word = analyse(cl.text).surface.get(o, o)
                 return _contradicted(
-                    case.t.antonym_base + case.t.antonym_slope * rest,
+                    case.t.confidence.antonym_base + case.t.confidence.antonym_slope * rest,
                     f"opposite: claim '{ca.surface[k]}' vs context '{o_word}' in '{short(cl.text)}'",
                     case.best,
                 )
@@ -394,11 +392,11 @@ def antonym_in_sentence(case: ClaimCase) -> RuleHit | None:
     for k in ca.terms:
         if k in best.a.terms:
             continue
-        opp = tm.antonyms(k) & set(best.a.terms)
-        if opp and sentence_overlap(ca.terms, best, exclude={k}) >= case.t.antonym_sentence_rest:
+        opp = tx.antonyms(k) & set(best.a.terms)
+        if opp and sentence_overlap(ca.terms, best, exclude={k}) >= case.t.rules.antonym_sentence_rest:
             o = sorted(opp)[0]
             return _contradicted(
-                case.t.antonym_sentence,
+                case.t.confidence.antonym_sentence,
                 f"opposite: claim '{ca.surface[k]}' vs context '{best.a.surface.get(o, o)}' in '{short(best.text)}'",
                 best,
             )
@@ -417,7 +415,7 @@ def _entity_swap_reason(case: ClaimCase, s: Sentence, other_sentences: list[Sent
     others = [
         k
         for k in _names(s.a)
-        if k not in ca.terms and s.a.surface[k][:1].isupper() and s.a.surface[k].lower() not in tm.TITLES
+        if k not in ca.terms and s.a.surface[k][:1].isupper() and s.a.surface[k].lower() not in lex.TITLES
     ]
     if not others:
         return None
@@ -429,7 +427,7 @@ def _entity_swap_reason(case: ClaimCase, s: Sentence, other_sentences: list[Sent
             return None  # the name comes with another part of the claim from another sentence: synthesis
     shared = [k for k in _names(ca) if k not in missing and _has(k, s)]
     # a short frame counts only when the rest of it, another name included, matches exactly
-    if rest < t.entity_rest or (len(non_ent) < 2 and not (non_ent and rest >= t.exact_frame and shared)):
+    if rest < t.rules.entity_rest or (len(non_ent) < 2 and not (non_ent and rest >= t.rules.exact_frame and shared)):
         return None
     return (
         f"entity: claim says {', '.join(ca.surface[k] for k in missing[:2])}; "
@@ -440,7 +438,7 @@ def _entity_swap_reason(case: ClaimCase, s: Sentence, other_sentences: list[Sent
 def entity_swap(case: ClaimCase) -> RuleHit | None:
     """The best-aligned sentence says the same thing about a different name."""
     reason = _entity_swap_reason(case, case.best, case.sents)
-    return _contradicted(case.t.entity_swap, reason, case.best) if reason else None
+    return _contradicted(case.t.confidence.entity_swap, reason, case.best) if reason else None
 
 
 def stitched_entity_swap(case: ClaimCase) -> RuleHit | None:
@@ -452,7 +450,7 @@ def stitched_entity_swap(case: ClaimCase) -> RuleHit | None:
         return None
     frame_s = max(cov.covered_by, key=lambda s2: sentence_overlap(predicate, s2))
     reason = _entity_swap_reason(case, frame_s, [])
-    return _contradicted(case.t.entity_swap, reason, frame_s) if reason else None
+    return _contradicted(case.t.confidence.entity_swap, reason, frame_s) if reason else None
 
 
 def clause_entity(case: ClaimCase) -> RuleHit | None:
@@ -460,29 +458,29 @@ def clause_entity(case: ClaimCase) -> RuleHit | None:
     ('A did X, while B did Y' vs 'A did Y')."""
     ca, best, t = case.ca, case.best, case.t
     non_ent = _non_names(ca)
-    if len(non_ent) < 3 or len(best.clauses) < 2 or sentence_overlap(non_ent, best) < t.clause_sentence:
+    if len(non_ent) < 3 or len(best.clauses) < 2 or sentence_overlap(non_ent, best) < t.rules.clause_sentence:
         return None
     ranked = sorted(((overlap(non_ent, cl.keys), cl.text) for cl in best.clauses), reverse=True)
     ov, ctext = ranked[0]
-    if ov < t.clause_best or ov - ranked[1][0] < t.clause_margin:
+    if ov < t.rules.clause_best or ov - ranked[1][0] < t.rules.clause_margin:
         return None
     clause = analyse(ctext)
     moved = [k for k in _names(ca) if k not in case.qterms and k in best.a.terms and k not in clause.terms]
-    toks = [tok.low for tok in tm.tokenize(ctext)]
+    toks = [tok.low for tok in tx.tokenize(ctext)]
     claim_low = {ca.surface[k].lower() for k in ca.entities}
     beside = {toks[i + d] for i, w in enumerate(toks) if w in claim_low for d in (-1, 1) if 0 <= i + d < len(toks)}
     others = [
         k
         for k in _names(clause)
         if k not in ca.terms
-        and clause.surface[k].lower() not in tm.TITLES
+        and clause.surface[k].lower() not in lex.TITLES
         and clause.surface[k].lower() not in beside
         and clause.surface[k].lower() not in _CALENDAR
     ]
     if not moved or not others:
         return None
     return _contradicted(
-        t.entity_swap,
+        t.confidence.entity_swap,
         f"entity: claim says {', '.join(ca.surface[k] for k in moved[:2])}; "
         f"the matching clause names {', '.join(clause.surface[k] for k in others[:2])}: '{short(ctext)}'",
         best,
@@ -503,9 +501,9 @@ def closed_class_swap(case: ClaimCase) -> RuleHit | None:
             if k in s.a.terms:
                 continue
             rivals = ({w.lower() for w in re.findall(r"[A-Za-z]+", s.text)} & cls) - {surf.lower()}
-            if rivals and sentence_overlap(ca.terms, s, exclude={k}) >= case.t.closed_class_rest:
+            if rivals and sentence_overlap(ca.terms, s, exclude={k}) >= case.t.rules.closed_class_rest:
                 return _contradicted(
-                    case.t.closed_class,
+                    case.t.confidence.closed_class,
                     f"entity: claim says '{surf}'; context says '{sorted(rivals)[0]}': '{short(s.text)}'",
                     s,
                 )
@@ -522,7 +520,7 @@ _RANK_ONLY = re.compile(
 
 def _name_key(name: str) -> str:
     """Key of a name's last word ('Senator Alma Ruiz' -> 'ruiz')."""
-    return tm.key(name.split()[-1].strip("'’").lower().removesuffix("'s").removesuffix("’s"))
+    return tx.key(name.split()[-1].strip("'’").lower().removesuffix("'s").removesuffix("’s"))
 
 
 def _roles(text: str) -> set[tuple[str, str]]:
@@ -555,11 +553,11 @@ def role_swap(case: ClaimCase) -> RuleHit | None:
         other = "lose" if role == "win" else "win"
         if (name, other) not in sroles or (name, role) in sroles:
             continue
-        if non_ent and sentence_overlap(non_ent, s) < case.t.role_overlap:
+        if non_ent and sentence_overlap(non_ent, s) < case.t.rules.role_overlap:
             continue
         word = "won" if role == "win" else "lost"
         return _contradicted(
-            case.t.role_swap,
+            case.t.confidence.role_swap,
             f"role: claim says {ca.surface.get(name, name)} {word}; context says otherwise: '{short(s.text)}'",
             s,
         )
@@ -575,26 +573,18 @@ def name_not_in_context(case: ClaimCase) -> RuleHit | None:
     if not names:
         return None
     return _unsupported(
-        case.t.missing_name_base + case.t.missing_name_step * min(len(names), 2),
+        case.t.confidence.missing_name_base + case.t.confidence.missing_name_step * min(len(names), 2),
         f"not in context: {', '.join(names[:3])}",
     )
 
 
 # --------------------------------------------------------------------------- hedges and overclaiming
 
-_MODAL_CAN = re.compile(
-    r"\b(?:can|cannot|can't|must|allowed|permitted|entitled|able|optional|have\s+to|has\s+to|need\s+to)\b", re.I
-)
+_MODAL_CAN = re.compile(r"\b" + lex.alternation(lex.MODAL_CAN) + r"\b", re.I)
 #: a claim about the future stated as fact
-_FUTURE = re.compile(r"\b(?:will|won't|shall|is\s+going\s+to|are\s+going\s+to)\b", re.I)
+_FUTURE = re.compile(r"\b" + lex.alternation(lex.FUTURE_CUES) + r"\b", re.I)
 #: context words that make a future event an intention, promise or forecast, not a fact
-_INTENT = re.compile(
-    r"\b(?:plans?|planned|planning|promised?|promises|pledged?|pledges|vowed?|vows|aims?|aimed|intends?|intended|"
-    r"hopes?|hoped|expects?|expected|forecasts?|forecasted|projects|projected|predicts?|predicted|proposes?|proposed|"
-    r"targets?|guidance|outlook|anticipates?|anticipated|seeks?|wants?|would)\b",
-    re.I,
-)
-_POSSIBILITY = frozenset({"may", "might", "could"})
+_INTENT = re.compile(r"\b" + lex.alternation(lex.INTENT_CUES) + r"\b", re.I)
 
 
 def _hedge_texts(case: ClaimCase) -> tuple[Sentence, str, list[str], list[str]] | None:
@@ -605,10 +595,10 @@ def _hedge_texts(case: ClaimCase) -> tuple[Sentence, str, list[str], list[str]] 
     if len(ev.clauses) > 1:
         # the hedge must sit in the clause that carries the claim, not elsewhere in the sentence
         ev_text = sorted(ev.clauses, key=lambda cl: overlap(case.ca.terms, cl.keys), reverse=True)[0].text
-    ch = tm.hedge_cues(case.text)
-    if ch and tm.hedge_cues(ev.text):
+    ch = cu.hedge_cues(case.text)
+    if ch and cu.hedge_cues(ev.text):
         return None
-    return ev, ev_text, ch, tm.hedge_cues(ev_text)
+    return ev, ev_text, ch, cu.hedge_cues(ev_text)
 
 
 def future_as_fact(case: ClaimCase) -> RuleHit | None:
@@ -621,7 +611,7 @@ def future_as_fact(case: ClaimCase) -> RuleHit | None:
     if not m:
         return None
     return _unsupported(
-        case.t.hedge_future, f"hedge: claim says 'will' but context only says '{m.group(0).lower()}'", ev
+        case.t.confidence.hedge_future, f"hedge: claim says 'will' but context only says '{m.group(0).lower()}'", ev
     )
 
 
@@ -632,24 +622,26 @@ def hedge_mismatch(case: ClaimCase) -> RuleHit | None:
     if h is None:
         return None
     ev, _, ch, eh = h
-    if eh and not ch and _MODAL_CAN.search(case.text) and all(x in _POSSIBILITY for x in eh):
+    if eh and not ch and _MODAL_CAN.search(case.text) and all(x in lex.POSSIBILITY for x in eh):
         return None
     if ch and not eh:
-        return _unsupported(case.t.hedge_claim, f"hedge: claim says '{ch[0]}' but context asserts it", ev)
+        return _unsupported(case.t.confidence.hedge_claim, f"hedge: claim says '{ch[0]}' but context asserts it", ev)
     if eh and not ch:
-        return _unsupported(case.t.hedge_context, f"hedge: context says '{eh[0]}' but claim asserts it", ev)
+        return _unsupported(case.t.confidence.hedge_context, f"hedge: context says '{eh[0]}' but claim asserts it", ev)
     return None
 
 
 def overclaiming(case: ClaimCase) -> RuleHit | None:
     """The claim adds a universal or exactness word ('exactly', 'always', 'no exceptions') its evidence lacks."""
     cov = case.coverage
-    have = {x for s in (cov.covered_by or (cov.evidence,)) for x in tm.intensifier_cues(s.text)}
-    added = [w for w in tm.intensifier_cues(case.text) if w not in have]
+    have = {x for s in (cov.covered_by or (cov.evidence,)) for x in cu.intensifier_cues(s.text)}
+    added = [w for w in cu.intensifier_cues(case.text) if w not in have]
     if not added:
         return None
     return _unsupported(
-        case.t.intensifier, f"claim says '{added[0]}'; the context does not say it that absolutely", cov.evidence
+        case.t.confidence.intensifier,
+        f"claim says '{added[0]}'; the context does not say it that absolutely",
+        cov.evidence,
     )
 
 
@@ -659,13 +651,15 @@ def overclaiming(case: ClaimCase) -> RuleHit | None:
 def low_coverage(case: ClaimCase) -> RuleHit | None:
     """Too little of the claim is in the context, or no single sentence anchors a synthesised claim."""
     cov, t, ca = case.coverage, case.t, case.ca
-    unanchored = bool(ca.terms) and cov.anchor < t.anchor and not (case.number_support or case.qterms & set(ca.terms))
-    if cov.share >= t.support and not unanchored:
+    unanchored = (
+        bool(ca.terms) and cov.anchor < t.alignment.anchor and not (case.number_support or case.qterms & set(ca.terms))
+    )
+    if cov.share >= t.alignment.support and not unanchored:
         return None
     return _unsupported(
-        t.low_coverage_base + t.low_coverage_slope * (1 - cov.share),
+        t.confidence.low_coverage_base + t.confidence.low_coverage_slope * (1 - cov.share),
         f"only {cov.share:.0%} of the claim's terms in context; missing: {', '.join(cov.missing[:4])}",
-        cov.evidence if cov.anchor >= t.align else None,
+        cov.evidence if cov.anchor >= t.alignment.align else None,
     )
 
 
@@ -674,9 +668,9 @@ def supported(case: ClaimCase) -> RuleHit:
     cov, t = case.coverage, case.t
     synthesis = len(cov.covered_by) > 1
     conf = (
-        t.supported_base
-        + t.supported_slope * cov.share * (t.supported_synthesis if synthesis else 1.0)
-        + t.supported_exact_bonus * (case.frame >= t.exact_frame)
+        t.confidence.supported_base
+        + t.confidence.supported_slope * cov.share * (t.confidence.supported_synthesis if synthesis else 1.0)
+        + t.confidence.supported_exact_bonus * (case.frame >= t.rules.exact_frame)
     )
     reason = f"{cov.share:.0%} of terms"
     if case.ca.quants:
@@ -688,7 +682,7 @@ def supported(case: ClaimCase) -> RuleHit:
     if cov.missing:
         reason += f"; not found: {', '.join(cov.missing[:3])}"
     if case.derived:
-        conf = min(conf, t.supported_derived_cap)
+        conf = min(conf, t.confidence.supported_derived_cap)
         reason += f"; derived: {case.derived[0].derivation}"
     return RuleHit(Verdict.SUPPORTED, conf, reason, cov.evidence)
 

@@ -1,361 +1,46 @@
-"""Text helpers for the heuristic judge: tokens, light stemming, synonym keys, numbers, dates, quotes, cues.
+"""Quantities for the heuristic judge: numbers, units, ranges, bounds, years, dates and clock times.
 
-Everything here is pure and deterministic; the word lists live in ``lexicon``.
-
-- ``tokenize(text)`` -> ``Tok`` s; ``key(word)`` -> comparison key (stem, then synonym group);
-  ``antonyms(key)`` -> opposite keys
 - ``quantities(text)`` -> ``Quantity`` s: numbers with units (converted to a base unit per
   dimension), spelled-out numbers ("two hours forty minutes"), ranges ("8 to 10 minutes",
   "between 2010 and 2015"), approximations ("about three hours"), bounds ("more than 20"), years and dates
 - ``compare_quantity(claim_q, evidence_q)`` -> match | within | approx | conflict | other
-- ``negation_cues`` / ``hedge_cues`` / ``intensifier_cues`` / ``speakers`` / ``quotes`` cue detectors
+- ``close``, ``days_between``: numeric helpers
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from evaluator_worker.judges.lexicon import (
-    ANTONYM_PAIRS,
-    HEDGE_WORDS,
-    INTENSIFIER,
-    IRREGULAR,
-    LIGHT_WORDS,
-    NEGATION_WORDS,
+from evaluator_worker.judges.heuristic.lexicon import (
+    AGE_BEFORE,
+    ANNIVERSARY,
+    APPROX_BEFORE,
+    APPROX_BEFORE_2,
+    BOUND_SKIP,
+    CURRENCY_PREFIX,
+    DURATION_INTRO,
+    FRACTIONS,
+    LOWER_AFTER,
+    LOWER_BEFORE,
+    LOWER_BEFORE_2,
+    MONTH_ALONE,
+    MONTHS,
+    MULTIPLIERS,
+    NUM_WORDS,
+    ROUGH,
     STOPWORDS,
-    SYNONYM_GROUPS,
+    UNITS,
+    UPPER_AFTER,
+    UPPER_BEFORE,
+    UPPER_BEFORE_2,
 )
+from evaluator_worker.judges.heuristic.text import DIGITS, DIGITS_OR_EMPTY, Tok, isnum, key, tokenize
 
-__all__ = [
-    "HEDGE_WORDS",
-    "LIGHT_WORDS",
-    "NEGATION_WORDS",
-    "STOPWORDS",
-    "NUM_WORDS",
-    "UNITS",
-    "TITLES",
-    "Tok",
-    "Quantity",
-    "Quote",
-    "tokenize",
-    "stem",
-    "key",
-    "antonyms",
-    "quantities",
-    "compare_quantity",
-    "close",
-    "days_between",
-    "negation_cues",
-    "hedge_cues",
-    "intensifier_cues",
-    "quotes",
-    "speakers",
-    "name_keys",
-]
-
-# --------------------------------------------------------------------------- tokens
-
-#: a redaction placeholder (``[PERSON_2]``, ``[PHONE_1]``: collector.redaction numbers them per record) is one
-#: name token, ``PERSON_2``: two different placeholders are two different names, and the index is not a number
-#: (failure type: after masking, a swapped name read as the number 2 that the context also has)
-_PLACEHOLDER = r"(?<=\[)[A-Z]+(?:_[A-Z]+)*_[0-9]+(?=\])"
-_TOKEN = re.compile(
-    _PLACEHOLDER + r"|[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?|[^\W\d_]+(?:['’\-][^\W\d_]+)*|[$€£¥%°º~]|[^\w\s]", re.UNICODE
-)
-
-
-_DIGITS = frozenset("0123456789")
-_DIGITS_OR_EMPTY = _DIGITS  # '' in a frozenset is False, matching str.isdigit('') semantics
-
-
-def _isnum(s: str) -> bool:
-    """ASCII digits only (str.isdigit accepts '²' and other characters int() rejects)."""
-    return bool(s) and all(ch in _DIGITS for ch in s)
-
-
-@dataclass(frozen=True)
-class Tok:
-    text: str
-    low: str
-    start: int
-    end: int
-
-
-def tokenize(text: str) -> list[Tok]:
-    """Word, number and symbol tokens with their character offsets."""
-    return [
-        Tok(m.group(0), m.group(0).lower().replace("’", "'"), m.start(), m.end()) for m in _TOKEN.finditer(text or "")
-    ]
-
-
-def _strip_suffix(w: str) -> str:
-    if len(w) <= 3:
-        return w
-    for suf, rep in (
-        ("ies", "y"),
-        ("ied", "y"),
-        ("sses", "ss"),
-        ("ness", ""),
-        ("ment", ""),
-        ("ings", ""),
-        ("ing", ""),
-        ("edly", ""),
-        ("ly", ""),
-        ("ed", ""),
-        ("es", "e"),
-        ("s", ""),
-    ):
-        if w.endswith(suf) and len(w) - len(suf) >= 3:
-            if suf == "s" and (w.endswith("ss") or w.endswith("us") or w.endswith("is")):
-                return w
-            if suf == "ly" and not (len(w) > 5):
-                return w
-            w = w[: -len(suf)] + rep
-            break
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
-        w = w[:-1]  # stopp -> stop, runn -> run
-    if len(w) > 3 and w.endswith("e"):
-        w = w[:-1]  # bake/baked/baking -> bak
-    return w
-
-
-def stem(word: str) -> str:
-    """Light stemmer: irregular forms, then suffix stripping (consistent, not linguistic)."""
-    w = word.lower().replace("’", "'")
-    if w.endswith("'s"):
-        w = w[:-2]
-    w = IRREGULAR.get(w, w)
-    return _strip_suffix(w)
-
-
-def _synonym_keys() -> dict[str, str]:
-    """Stem -> key of its synonym group (the group's first word); one group per stem (tested)."""
-    out: dict[str, str] = {}
-    for group in SYNONYM_GROUPS:
-        head = _strip_suffix(group[0])
-        for w in group:
-            out.setdefault(stem(w), head)
-    return out
-
-
-_SYN = _synonym_keys()
-
-
-def _antonym_keys() -> dict[str, frozenset[str]]:
-    """Key -> keys of its opposites (pairs resolved through the synonym groups, both directions)."""
-    out: dict[str, set[str]] = {}
-    for a, b in ANTONYM_PAIRS:
-        ka, kb = key(a), key(b)
-        out.setdefault(ka, set()).add(kb)
-        out.setdefault(kb, set()).add(ka)
-    return {k: frozenset(v) for k, v in out.items()}
-
-
-def key(word: str) -> str:
-    """Comparison key: stem mapped to its synonym group's head."""
-    s = stem(word)
-    return _SYN.get(s, s)
-
-
-_ANT = _antonym_keys()
-
-
-def antonyms(k: str) -> frozenset[str]:
-    """Keys that mean the opposite of key ``k``."""
-    return _ANT.get(k, frozenset())
-
+__all__ = ["NUM_WORDS", "UNITS", "Quantity", "quantities", "compare_quantity", "close", "days_between"]
 
 # --------------------------------------------------------------------------- numbers
-
-NUM_WORDS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fourty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-    "dozen": 12,
-}
-MULTIPLIERS = {"hundred": 100, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "mn": 1e6}
-
-#: unit token -> (dimension, factor to base, display)
-UNITS: dict[str, tuple[str, float, str]] = {}
-
-
-def _u(dim: str, factor: float, *names: str) -> None:
-    for n in names:
-        UNITS[n] = (dim, factor, names[0])
-
-
-_u("time", 1, "seconds", "second", "secs", "sec", "s")
-_u("time", 60, "minutes", "minute", "mins", "min")
-_u("time", 3600, "hours", "hour", "hrs", "hr", "h")
-_u("time", 86400, "days", "day")
-_u("time", 604800, "weeks", "week", "wks")
-_u("time", 2629800, "months", "month")
-_u("time", 31557600, "years", "year", "yrs", "yr")
-_u("time", 315576000, "decades", "decade")
-_u("time", 3155760000, "centuries", "century")
-_u("temp_f", 1, "F", "f", "fahrenheit")
-_u("temp_c", 1, "C", "c", "celsius", "centigrade")
-_u("length", 0.001, "mm", "millimeters", "millimetres", "millimeter", "millimetre")
-_u("length", 0.01, "cm", "centimeters", "centimetres", "centimeter", "centimetre")
-_u("length", 1, "m", "meters", "metres", "meter", "metre")
-_u("length", 1000, "km", "kilometers", "kilometres", "kilometer", "kilometre", "kms")
-_u("length", 0.0254, "inches", "inch")
-_u("length", 0.3048, "feet", "foot", "ft")
-_u("length", 0.9144, "yards", "yard", "yd")
-_u("length", 1609.344, "miles", "mile", "mi")
-_u("mass", 0.001, "mg", "milligrams", "milligram")
-_u("mass", 1, "g", "grams", "gram", "gr")
-_u("mass", 1000, "kg", "kilograms", "kilogram", "kilos", "kilo")
-_u("mass", 453.592, "lb", "lbs", "pounds", "pound")
-_u("mass", 28.3495, "oz", "ounces", "ounce")
-_u("mass", 1e6, "tons", "ton", "tonnes", "tonne")
-_u("volume", 1, "ml", "milliliters", "millilitres", "milliliter", "millilitre")
-_u("volume", 1000, "l", "liters", "litres", "liter", "litre")
-_u("volume", 236.6, "cups", "cup")
-_u("volume", 14.79, "tbsp", "tablespoons", "tablespoon")
-_u("volume", 4.93, "tsp", "teaspoons", "teaspoon")
-_u("volume", 3785.4, "gallons", "gallon")
-_u("percent", 1, "%", "percent", "pct")
-_u("money_usd", 1, "dollars", "dollar", "usd")
-_u("money_usd", 0.01, "cents", "cent")
-_u("money_eur", 1, "euros", "euro", "eur")
-_u("speed", 1, "mph")
-_u("speed_k", 1, "kph", "km/h")
-_u("energy", 1, "calories", "calorie", "kcal", "cal")
-_u("data", 1, "mb", "megabytes")
-_u("data", 1000, "gb", "gigabytes")
-_u("data", 1e6, "tb", "terabytes")
-_u("degrees", 1, "degrees", "degree")
-_u("power", 1, "W", "watts", "watt")
-_u("power", 1000, "kw", "kilowatts", "kilowatt")
-_u("charge", 1, "mah")
-_u("frequency", 1e9, "ghz")
-_u("frequency", 1e6, "mhz")
-_u("iu", 1, "iu")
-
-CURRENCY_PREFIX = {"$": "money_usd", "€": "money_eur", "£": "money_gbp", "¥": "money_jpy"}
-_APPROX_1 = {
-    "about",
-    "around",
-    "approximately",
-    "roughly",
-    "nearly",
-    "almost",
-    "some",
-    "circa",
-    "ca",
-    "~",
-    "over",
-    "under",
-    "approx",
-    "estimated",
-    "upwards",
-}
-_APPROX_2 = {
-    ("more", "than"),
-    ("less", "than"),
-    ("fewer", "than"),
-    ("up", "to"),
-    ("at", "least"),
-    ("at", "most"),
-    ("close", "to"),
-    ("just", "over"),
-    ("just", "under"),
-    ("well", "over"),
-    ("or", "so"),
-    ("as", "many"),
-    ("as", "much"),
-}
-_DURATION_INTRO = {
-    "for",
-    "in",
-    "after",
-    "within",
-    "about",
-    "around",
-    "than",
-    "over",
-    "takes",
-    "took",
-    "take",
-    "lasts",
-    "lasted",
-    "last",
-    "nearly",
-    "almost",
-    "roughly",
-    "under",
-}
-MONTHS = {
-    "january": 1,
-    "february": 2,
-    "march": 3,
-    "april": 4,
-    "may": 5,
-    "june": 6,
-    "july": 7,
-    "august": 8,
-    "september": 9,
-    "october": 10,
-    "november": 11,
-    "december": 12,
-    "jan": 1,
-    "feb": 2,
-    "mar": 3,
-    "apr": 4,
-    "jun": 6,
-    "jul": 7,
-    "aug": 8,
-    "sep": 9,
-    "sept": 9,
-    "oct": 10,
-    "nov": 11,
-    "dec": 12,
-}
-
-
-#: words that are durations in years ('the centennial of' = 100 years)
-_ANNIVERSARY = {
-    w: n * 31557600
-    for w, n in (
-        ("centennial", 100),
-        ("centenary", 100),
-        ("bicentennial", 200),
-        ("bicentenary", 200),
-        ("tercentenary", 300),
-        ("sesquicentennial", 150),
-        ("millennium", 1000),
-        ("quincentenary", 500),
-    )
-}
 
 
 @dataclass
@@ -381,15 +66,12 @@ class Quantity:
         return self.hi != self.lo
 
 
-_FRACTIONS = {"½": 0.5, "¼": 0.25, "¾": 0.75, "⅓": 1 / 3, "⅔": 2 / 3}
-
-
 def _num_at(toks: list[Tok], i: int) -> tuple[float, int] | None:
     """Parse a number starting at token i: digits (with multiplier) or spelled words. -> (value, next index)."""
     if i >= len(toks):
         return None
     t = toks[i]
-    if t.low[0] in _DIGITS:
+    if t.low[0] in DIGITS:
         try:
             v = float(t.low.replace(",", ""))
         except ValueError:
@@ -398,8 +80,8 @@ def _num_at(toks: list[Tok], i: int) -> tuple[float, int] | None:
         if j < len(toks) and toks[j].low in MULTIPLIERS:
             v *= MULTIPLIERS[toks[j].low]
             j += 1
-        elif j < len(toks) and toks[j].low in _FRACTIONS and toks[j].start == toks[j - 1].end:
-            v += _FRACTIONS[toks[j].low]  # '59½'
+        elif j < len(toks) and toks[j].low in FRACTIONS and toks[j].start == toks[j - 1].end:
+            v += FRACTIONS[toks[j].low]  # '59½'
             j += 1
         elif (
             j + 2 < len(toks) and toks[j].low == "and" and toks[j + 1].low in ("a", "one") and toks[j + 2].low == "half"
@@ -469,63 +151,11 @@ def _approx_before(toks: list[Tok], i: int) -> bool:
         k -= 1
     if k >= 1 and toks[k].low in ("age", "aged"):
         k -= 1
-    if k >= 0 and toks[k].low in _APPROX_1:
+    if k >= 0 and toks[k].low in APPROX_BEFORE:
         return True
-    if k >= 1 and (toks[k - 1].low, toks[k].low) in _APPROX_2:
+    if k >= 1 and (toks[k - 1].low, toks[k].low) in APPROX_BEFORE_2:
         return True
     return False
-
-
-_ROUGH = {"about", "around", "approximately", "roughly", "nearly", "almost", "some", "circa", "ca", "~", "approx"}
-_LOWER_1 = {"over", "above", "exceeding", "upwards", "beyond"}
-_UPPER_1 = {"under", "below", "within", "max", "maximum"}
-_LOWER_2 = {
-    ("more", "than"),
-    ("at", "least"),
-    ("greater", "than"),
-    ("higher", "than"),
-    ("longer", "than"),
-    ("larger", "than"),
-    ("older", "than"),
-}
-_UPPER_2 = {
-    ("less", "than"),
-    ("fewer", "than"),
-    ("up", "to"),
-    ("at", "most"),
-    ("lower", "than"),
-    ("shorter", "than"),
-    ("smaller", "than"),
-    ("younger", "than"),
-    ("no", "later"),
-    ("as", "late"),
-}
-_LOWER_AFTER = {
-    ("or", "more"),
-    ("and", "older"),
-    ("or", "older"),
-    ("and", "over"),
-    ("or", "over"),
-    ("and", "above"),
-    ("or", "above"),
-    ("and", "up"),
-    ("or", "later"),
-    ("and", "later"),
-    ("or", "higher"),
-    ("+",),
-}
-_UPPER_AFTER = {
-    ("or", "less"),
-    ("or", "fewer"),
-    ("and", "under"),
-    ("or", "under"),
-    ("or", "younger"),
-    ("and", "younger"),
-    ("or", "below"),
-    ("and", "below"),
-    ("or", "earlier"),
-    ("or", "lower"),
-}
 
 
 def _bound_at(toks: list[Tok], i: int, j: int) -> str | None:
@@ -537,24 +167,24 @@ def _bound_at(toks: list[Tok], i: int, j: int) -> str | None:
     k = i - 1
     if k >= 0 and toks[k].low in CURRENCY_PREFIX:
         k -= 1
-    while k >= 1 and toks[k].low in ("about", "around", "roughly", "approximately", "some", "age", "aged", "ages"):
+    while k >= 1 and toks[k].low in BOUND_SKIP:
         k -= 1
     # "a little over", "just under", "well over": the modifier does not change the direction
     w1 = toks[k].low if k >= 0 else ""
     w2 = (toks[k - 1].low, w1) if k >= 1 else ("", w1)
     w3 = toks[k - 2].low if k >= 2 else ""
-    if w2 in _LOWER_2:
+    if w2 in LOWER_BEFORE_2:
         return "upper" if w3 in ("no", "not") and w2 == ("more", "than") else "lower"
-    if w2 in _UPPER_2:
+    if w2 in UPPER_BEFORE_2:
         return "lower" if w3 in ("no", "not") and w2 in {("less", "than"), ("fewer", "than")} else "upper"
-    if w1 in _LOWER_1:
+    if w1 in LOWER_BEFORE:
         return "lower"
-    if w1 in _UPPER_1:
+    if w1 in UPPER_BEFORE:
         return "upper"
     a = tuple(t.low for t in toks[j : j + 2])
-    if a[:1] == ("+",) or a in _LOWER_AFTER:
+    if a[:1] == ("+",) or a in LOWER_AFTER:
         return "lower"
-    if a in _UPPER_AFTER:
+    if a in UPPER_AFTER:
         return "upper"
     return None
 
@@ -573,7 +203,7 @@ def _generic_unit(toks: list[Tok], j: int) -> str | None:
 
 
 def _day_at(toks: list[Tok], i: int) -> tuple[int, int] | None:
-    if i < len(toks) and _isnum(toks[i].low) and 1 <= int(toks[i].low) <= 31:
+    if i < len(toks) and isnum(toks[i].low) and 1 <= int(toks[i].low) <= 31:
         j = i + 1
         if j < len(toks) and toks[j].low in ("st", "nd", "rd", "th") and toks[j].start == toks[i].end:
             j += 1
@@ -585,7 +215,7 @@ def _year_at(toks: list[Tok], i: int) -> tuple[int, int] | None:
     j = i
     if j < len(toks) and toks[j].low == ",":
         j += 1
-    if j < len(toks) and _isnum(toks[j].low) and len(toks[j].low) == 4 and 1000 <= int(toks[j].low) <= 2100:
+    if j < len(toks) and isnum(toks[j].low) and len(toks[j].low) == 4 and 1000 <= int(toks[j].low) <= 2100:
         return int(toks[j].low), j + 1
     return None
 
@@ -594,7 +224,7 @@ def _date_at(toks: list[Tok], i: int) -> tuple[tuple[int | None, int | None, int
     """Month-name dates: 'March 5, 2020', '5 March 2020', 'March 2020', 'the 5th of March'."""
     t = toks[i]
     if t.low in MONTHS and (t.text[0].isupper() or t.low != "may"):
-        if t.low == "may" and not (i + 1 < len(toks) and toks[i + 1].low[:1] in _DIGITS_OR_EMPTY):
+        if t.low == "may" and not (i + 1 < len(toks) and toks[i + 1].low[:1] in DIGITS_OR_EMPTY):
             return None
         m = MONTHS[t.low]
         j = i + 1
@@ -607,23 +237,7 @@ def _date_at(toks: list[Tok], i: int) -> tuple[tuple[int | None, int | None, int
         y = _year_at(toks, j)
         if y:
             return (y[0], m, None), y[1]
-        if (
-            t.low
-            in (
-                "march",
-                "june",
-                "july",
-                "august",
-                "september",
-                "october",
-                "november",
-                "december",
-                "january",
-                "february",
-                "april",
-            )
-            and t.text[0].isupper()
-        ):
+        if t.low in MONTH_ALONE and t.text[0].isupper():
             return (None, m, None), j
         return None
     d = _day_at(toks, i)
@@ -685,7 +299,7 @@ def quantities(text: str) -> list[Quantity]:
             continue
         currency = None
         start_i = i
-        if t.low in CURRENCY_PREFIX and i + 1 < len(toks) and toks[i + 1].low[:1] in _DIGITS_OR_EMPTY:
+        if t.low in CURRENCY_PREFIX and i + 1 < len(toks) and toks[i + 1].low[:1] in DIGITS_OR_EMPTY:
             currency = CURRENCY_PREFIX[t.low]
             i += 1
             t = toks[i]
@@ -693,7 +307,7 @@ def quantities(text: str) -> list[Quantity]:
         if (
             t.low in ("a", "an")
             and i >= 1
-            and toks[i - 1].low in _DURATION_INTRO
+            and toks[i - 1].low in DURATION_INTRO
             and i + 1 < len(toks)
             and UNITS.get(toks[i + 1].low, ("",))[0] == "time"
             and toks[i + 1].low not in ("s", "h", "m", "min")
@@ -731,11 +345,11 @@ def quantities(text: str) -> list[Quantity]:
             )
             i += 1
             continue
-        if t.low in _ANNIVERSARY:
+        if t.low in ANNIVERSARY:
             out.append(
                 Quantity(
-                    _ANNIVERSARY[t.low],
-                    _ANNIVERSARY[t.low],
+                    ANNIVERSARY[t.low],
+                    ANNIVERSARY[t.low],
                     "time",
                     t.text,
                     token_span=(i, i + 1),
@@ -785,7 +399,7 @@ def quantities(text: str) -> list[Quantity]:
         if not q.is_range:
             q.bound = _bound_at(toks, start_i, j)
             k = start_i - 1 - (1 if start_i >= 1 and toks[start_i - 1].low in CURRENCY_PREFIX else 0)
-            q.rough = k >= 0 and toks[k].low in _ROUGH
+            q.rough = k >= 0 and toks[k].low in ROUGH
         out.append(q)
         i = max(j, i + 1)
     return out
@@ -795,9 +409,9 @@ def _clock_at(toks: list[Tok], i: int, text: str) -> Quantity | None:
     """Times of day: '9:45', '9:30 a.m.', '21:00' -> minutes after midnight (dim 'clock')."""
     if not (
         i + 2 < len(toks)
-        and _isnum(toks[i].low)
+        and isnum(toks[i].low)
         and toks[i + 1].low == ":"
-        and _isnum(toks[i + 2].low)
+        and isnum(toks[i + 2].low)
         and toks[i + 1].start == toks[i].end
         and len(toks[i + 2].low) == 2
     ):
@@ -851,7 +465,7 @@ def _make_quantity(
         return Quantity(value, value, currency, text[span_start : toks[mult_j - 1].end], token_span=(start_i, mult_j))
     raw = toks[i].low
     # decades: 1990s
-    if adjacent and toks[j].low == "s" and _isnum(raw) and len(raw) == 4:
+    if adjacent and toks[j].low == "s" and isnum(raw) and len(raw) == 4:
         v = int(raw)
         return Quantity(v, v + 9, "year", text[span_start : toks[j].end], token_span=(start_i, j + 1))
     # ages: '16-year-old', '52 years old', 'aged 50'
@@ -874,7 +488,7 @@ def _make_quantity(
                 value * 9 / 5 + 32, value * 9 / 5 + 32, "temp_f", span, token_span=(start_i, k), unit=factor
             )
         return Quantity(value * factor, value * factor, dim, span, token_span=(start_i, k), unit=factor)
-    if _isnum(raw) and len(raw) == 4 and 1000 <= value <= 2100 and j - i == 1:
+    if isnum(raw) and len(raw) == 4 and 1000 <= value <= 2100 and j - i == 1:
         return Quantity(value, value, "year", text[span_start : toks[j - 1].end], token_span=(start_i, j))
     g = _generic_unit(toks, j)
     if g:
@@ -889,7 +503,7 @@ def _make_quantity(
 
 def _age_after(toks: list[Tok], i: int) -> bool:
     """The number at token i is an age ('aged 50', 'age 65', 'ages 6 to 11')."""
-    return i >= 1 and toks[i - 1].low in ("aged", "age", "ages")
+    return i >= 1 and toks[i - 1].low in AGE_BEFORE
 
 
 def close(a: float, b: float, rel: float = 1e-3) -> bool:
@@ -1020,110 +634,3 @@ def days_between(a: Quantity, b: Quantity) -> float | None:
 
 def _unit_of(q: Quantity) -> float:
     return q.unit or 1.0
-
-
-# --------------------------------------------------------------------------- cues
-
-_NEG_IGNORE = re.compile(
-    r"\bnot\s+only\b|\bno\s+doubt\b|\bnot\s+just\b|\bno\.\s*\d|\bnothing\s+but\b|\bno\s+sooner\b", re.I
-)
-_NEG = re.compile(
-    r"\b(?:not|never|no|none|nobody|nothing|neither|nor|without|cannot|no\s+longer|fail(?:s|ed)?\s+to|lack(?:s|ed)?)\b|n['’]t\b",
-    re.I,
-)
-_HEDGE = re.compile(
-    r"\b(?:may|might|could|possibly|perhaps|probably|likely|unlikely|potentially|reportedly|allegedly|presumably|"
-    r"apparently|maybe|arguably|suggests?|suggested|seems?\s+to|seemed\s+to|appears?\s+to|appeared\s+to|"
-    r"(?:is|are|was|were)\s+(?:thought|believed|considered|said|reported|suspected|expected)\s+to|tends?\s+to|"
-    r"it\s+is\s+possible|in\s+some\s+cases|can\s+sometimes)\b",
-    re.I,
-)
-
-
-def negation_cues(text: str) -> list[str]:
-    """Negation cue strings in ``text`` ("not", "never", "n't", ...), ignoring "not only", "no doubt"."""
-    t = _NEG_IGNORE.sub(" ", text)
-    return [m.group(0).lower() for m in _NEG.finditer(t)]
-
-
-def intensifier_cues(text: str) -> list[str]:
-    """Universal/exactness markers in ``text`` ('exactly', 'always', 'no exceptions'), lower-cased."""
-    return [m.group(0).lower() for m in INTENSIFIER.finditer(text or "")]
-
-
-def hedge_cues(text: str) -> list[str]:
-    """Hedge cue strings: "may", "might", "is thought to", ...; the month 'May' is ignored."""
-    out = []
-    for m in _HEDGE.finditer(text):
-        if m.group(0) == "May":
-            continue
-        out.append(m.group(0).lower())
-    return out
-
-
-# --------------------------------------------------------------------------- speakers and quotes
-
-TITLES = frozenset(
-    """chair chairman chairwoman chairperson president vice secretary treasury minister prime sen senator rep
-    representative gov governor mayor judge justice dr mr mrs ms mx prof professor sir dame lord lady ceo cfo cto
-    coo founder director general gen col captain capt chief officer commissioner ambassador spokesperson
-    spokesman spokeswoman federal reserve fed state the king queen prince princess pope bishop rev saint st
-    economist analyst coach manager""".split()
-)
-_NAME = r"((?:[A-Z][\w.'’\-]*\s+){0,4}[A-Z][\w.'’\-]*)"
-_SAY = r"(?:said|says|say|cautioned|acknowledged|acknowledges|stated|states|added|adds|told|tells|wrote|writes|explained|explains|announced|announces|declared|declares|noted|notes|claimed|claims|argued|argues|warned|warns|insisted|insists|remarked|replied|called|calls|described|describes|promised|promises|pledged|acknowledged|admitted|cautioned)"
-_QUOTE = re.compile(r"[\"“]([^\"”]{3,})[\"”]|(?<![\w'’])['‘]([^'‘’]{3,}?)['’](?![\w'’])")
-_AFTER_SPEAKER = [
-    re.compile(r"^[\s,.]*" + _SAY + r"\s+" + _NAME),
-    re.compile(r"^[\s,.]*" + _NAME + r"\s+" + _SAY + r"\b"),
-]
-#: between a name and its verb: a role noun ('<Org> officials said') or an apposition ('<Name>, <age>, said')
-_GAP = r"(?:\s+(?:leaders?|officials?|spokes(?:person|man|woman)|representatives?|executives?|researchers?|officers?))?(?:,\s*[^,\"“”]{1,60},)?"
-_BEFORE_SPEAKER = re.compile(_NAME + _GAP + r"\s+" + _SAY + r"(?:\s+[\w'’]+){0,4}\s*[:,]?\s*(?:that\s+)?$")
-_ATTRIB = [
-    re.compile(_NAME + _GAP + r"\s+" + _SAY + r"\b"),
-    re.compile(r"\b" + _SAY + r"\s+" + _NAME),
-    re.compile(r"\b[Aa]ccording\s+to\s+" + _NAME),
-]
-
-
-def name_keys(name: str) -> set[str]:
-    """Lower-case name tokens without titles: 'Treasury Secretary Yellen' -> {'yellen'}."""
-    toks = [w.strip(".,'’").lower() for w in name.split()]
-    return {w for w in toks if w and w not in TITLES and w not in STOPWORDS}
-
-
-@dataclass
-class Quote:
-    text: str
-    speaker: set[str] = field(default_factory=set)
-    speaker_text: str = ""
-
-
-def quotes(text: str) -> list[Quote]:
-    """Quoted passages with the speaker named right before or after them (if any)."""
-    out = []
-    for m in _QUOTE.finditer(text):
-        spk, spk_text = set(), ""
-        after = text[m.end() : m.end() + 80]
-        for pat in _AFTER_SPEAKER:
-            a = pat.match(after)
-            if a and name_keys(a.group(1)):
-                spk, spk_text = name_keys(a.group(1)), a.group(1)
-                break
-        if not spk:
-            b = _BEFORE_SPEAKER.search(text[max(0, m.start() - 80) : m.start()])
-            if b and name_keys(b.group(1)):
-                spk, spk_text = name_keys(b.group(1)), b.group(1)
-        out.append(Quote(m.group(1) or m.group(2), spk, spk_text.strip().rstrip(".,")))
-    return out
-
-
-def speakers(text: str) -> tuple[set[str], str]:
-    """Names a statement is attributed to ("X said", "said X", "according to X") -> (keys, display)."""
-    for pat in _ATTRIB:
-        for m in pat.finditer(text):
-            k = name_keys(m.group(1))
-            if k:
-                return k, m.group(1).strip().rstrip(".,")
-    return set(), ""

@@ -2,10 +2,10 @@
 
 Per claim:
 
-1. **Analyse** (``heuristic_analysis``): split every context chunk into sentences and clauses,
+1. **Analyse** (``analysis``): split every context chunk into sentences and clauses,
    reduce claim and sentences to weighted content terms (light stemming, synonym keys from
    ``lexicon``, names weigh more) and quantities; rank sentences by overlap with the claim.
-2. **Rules** (``heuristic_rules.RULES``): an ordered declaration of checks, each targeting one
+2. **Rules** (``rules.RULES``): an ordered declaration of checks, each targeting one
    failure type (number, date, entity, role, attribution, negation, antonym, hedge, knowledge
    insertion, coverage). The first rule that fires decides the verdict, its confidence, reason
    and evidence sentence.
@@ -22,16 +22,9 @@ from typing import Sequence
 
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.claims import claim_content, extract_claims
-from evaluator_worker.judges.heuristic_analysis import (
-    THRESHOLDS,
-    ClaimCase,
-    Sentence,
-    analyse,
-    context_vocab,
-    index_contexts,
-    with_thresholds,
-)
-from evaluator_worker.judges.heuristic_rules import RULES, Rule, RuleHit, supported
+from evaluator_worker.judges.heuristic.analysis import ClaimCase, Sentence, analyse, context_vocab, index_contexts
+from evaluator_worker.judges.heuristic.rules import RULES, Rule, RuleHit, supported
+from evaluator_worker.judges.heuristic.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 __all__ = ["HeuristicJudge"]
 
@@ -41,15 +34,11 @@ class HeuristicJudge(JudgeBase):
 
     name = "heuristic"
 
-    def __init__(
-        self,
-        support_threshold: float = THRESHOLDS.support,
-        align_threshold: float = THRESHOLDS.align,
-        rules: Sequence[Rule] = RULES,
-    ) -> None:
-        #: support_threshold: weighted share of claim terms the evidence must cover for SUPPORTED;
-        #: align_threshold: overlap a sentence needs before its numbers can contradict the claim
-        self.thresholds = with_thresholds(support_threshold, align_threshold)
+    def __init__(self, thresholds: Thresholds = DEFAULT_THRESHOLDS, rules: Sequence[Rule] = RULES) -> None:
+        #: every threshold, weight and confidence (``thresholds.alignment.support``: weighted share of claim
+        #: terms the evidence must cover for SUPPORTED; ``.align``: overlap a sentence needs before its numbers
+        #: can contradict the claim)
+        self.thresholds = thresholds
         self.rules = tuple(rules)
 
     def extract_claims(
