@@ -43,54 +43,15 @@ def _settings(args: argparse.Namespace) -> WorkerSettings:
     return s
 
 
-def _metrics(settings: WorkerSettings):
-    from evaluator_worker.metrics import SliceGuard, WorkerMetrics
-
-    guard = SliceGuard(settings.slice_labels, settings.slice_values or None, settings.max_values_per_label)
-    return WorkerMetrics(guard=guard)
-
-
-def build_evaluator(settings: WorkerSettings, metrics=None):
-    """The Evaluator every command uses: judge, parity settings, consistency tracker."""
-    from evaluator_worker.consistency import ConsistencyTracker
-    from evaluator_worker.judges.registry import get_judge
-    from evaluator_worker.pipeline import Evaluator
-
-    judge = get_judge(settings.judge, settings)
-    tracker = None
-    p = settings.parity
-    if p.consistency:
-        cjudge = judge if p.consistency_judge == settings.judge else get_judge(p.consistency_judge, settings)
-        tracker = ConsistencyTracker(
-            cjudge, threshold=p.consistency_threshold, window=p.consistency_window, sample=p.consistency_sample
-        )
-    from evaluator_worker.flow import RetryPolicy
-
-    f = settings.flow
-    retry = RetryPolicy(base_s=f.retry_base_s, max_s=f.retry_max_s, deadline_s=f.retry_deadline_s)
-    return Evaluator(
-        judge, metrics, retry=retry, include_text=settings.results_include_text, parity=p, consistency=tracker
-    )
-
-
 def cmd_worker(args: argparse.Namespace) -> int:
-    from prometheus_client import start_http_server
-
-    from evaluator_worker.consumer import Worker
+    from evaluator_worker import assembly
 
     settings = _settings(args)
-    metrics = _metrics(settings)
-    evaluator = build_evaluator(settings, metrics)
-    judge = evaluator.judge
-    server = None
-    if settings.metrics_port >= 0:
-        server, _thread = start_http_server(
-            settings.metrics_port, addr=settings.metrics_host, registry=metrics.registry
-        )
-    from evaluator_worker.trace_export import EvaluationExporter
-
-    exporter = EvaluationExporter.from_settings()
-    worker = Worker(settings, evaluator, exporter=exporter if exporter.enabled else None)
+    metrics = assembly.build_metrics(settings)
+    evaluator = assembly.build_evaluator(settings, metrics=metrics)
+    server = assembly.serve_metrics(settings, metrics)
+    exporter = assembly.build_exporter()
+    worker = assembly.build_worker(settings, evaluator=evaluator, exporter=exporter)
 
     def _stop(signum, _frame):
         log.info("worker_signal", signal=signum)
@@ -102,7 +63,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         "worker_starting",
         topic=settings.topic,
         group=settings.consumer.group_id,
-        judge=judge.name,
+        judge=evaluator.judge.name,
         bootstrap=settings.kafka.bootstrap_servers,
         metrics_port=settings.metrics_port,
         max_in_flight=settings.flow.max_in_flight,
@@ -113,16 +74,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.shutdown()
-        exporter.shutdown()
+        if exporter is not None:
+            exporter.shutdown()
     log.info("worker_stopped", processed=n)
     return 0
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     from claimwatch.batch import score_file
+    from evaluator_worker.assembly import build_evaluator, build_metrics
 
     settings = _settings(args)
-    evaluator = build_evaluator(settings, _metrics(settings))
+    evaluator = build_evaluator(settings, metrics=build_metrics(settings))
     out = sys.stdout if args.output in (None, "-") else args.output
     stats = score_file(evaluator, args.input, out)
     print(f"scored {stats.written} answers, skipped {stats.skipped} bad lines", file=sys.stderr)
@@ -479,12 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     from claimwatch.audit import add_cli as add_audit
     from claimwatch.claims_query import add_cli as add_claims
+    from claimwatch.ingest_cli import add_bridge_cli as add_bridge
+    from claimwatch.ingest_cli import add_receiver_cli as add_receiver
     from claimwatch.labeling import add_cli as add_label
     from claimwatch.report import add_cli as add_report
     from claimwatch.selfcheck import add_cli as add_selfcheck
     from claimwatch.soak import add_cli as add_soak
-    from collector.otlp_bridge import add_cli as add_bridge
-    from collector.receiver import add_cli as add_receiver
 
     add_receiver(sub)
     add_bridge(sub)

@@ -9,6 +9,13 @@ reconciles every count::
     sent traces = results + dead letters + traces the collector dropped (by reason)
 
 and, separately, produced records (broker acks) = results + dead letters.
+
+The workers measure the product: they are built by :func:`evaluator_worker.assembly.build_worker`,
+as ``claimwatch worker`` builds them, with the retry policy, parity scores, consistency tracker
+and trace exporter that the settings (``CLAIMWATCH_*``, ``CLAIMWATCH_TRACE_EXPORT_*``) describe.
+The soak changes only where the workers connect (the loopback broker, group ``claimwatch-soak``,
+short group timeouts) and the judge; nothing is turned off for speed.
+
 It stops by itself, stops everything it started (Ctrl-C included) and exits 0
 only when the books balance. The report is printed as text (stderr) and JSON
 (stdout, or ``--json FILE``).
@@ -26,9 +33,12 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from prometheus_client import CollectorRegistry
+
+if TYPE_CHECKING:
+    from evaluator_worker.config import WorkerSettings
 
 MAX_SECONDS = 3_600.0
 MAX_RATE = 500.0
@@ -100,18 +110,21 @@ def run_soak(
     judge: str = "heuristic",
     partitions: int = 2,
     drain_timeout_s: float = 60.0,
+    settings: WorkerSettings | None = None,
 ) -> SoakReport:
-    """Run the soak and return the reconciled report (never raises for pipeline faults: they show in the books)."""
+    """Run the soak and return the reconciled report (never raises for pipeline faults: they show in the books).
+
+    ``settings``: the ``WorkerSettings`` the workers run with (default: read from the environment); the soak
+    sets only the broker, the group, the group timeouts and ``judge`` on a copy.
+    """
     from claimwatch.demo.app import DemoRagApp, make_provider
     from claimwatch.embedded import EmbeddedBroker
     from collector.config import CollectorSettings
     from collector.processor import RagTraceProcessor
     from contract.kafka import KafkaConnection
+    from evaluator_worker import assembly
     from evaluator_worker.config import WorkerSettings
-    from evaluator_worker.consumer import Worker
     from evaluator_worker.judges.registry import get_judge
-    from evaluator_worker.metrics import WorkerMetrics
-    from evaluator_worker.pipeline import Evaluator
 
     seconds = max(1.0, min(float(seconds), MAX_SECONDS))
     rate = max(0.1, min(float(rate), MAX_RATE))
@@ -134,16 +147,20 @@ def run_soak(
             admin.create_topics([NewTopic("claimwatch.traces", max(partitions, workers), 1)])
         finally:
             admin.close()
-        ws = WorkerSettings()
+        ws = settings.model_copy(deep=True) if settings is not None else WorkerSettings()
         ws.kafka.bootstrap_servers = broker.bootstrap
         ws.consumer.group_id = "claimwatch-soak"
         ws.consumer.session_timeout_ms, ws.consumer.heartbeat_interval_ms = 6_000, 1_000
         ws.consumer.max_poll_interval_ms = 30_000
-        metrics = WorkerMetrics()
-        the_judge = get_judge(judge, ws)
+        ws.judge = judge
+        metrics = assembly.build_metrics(ws)
+        the_judge = get_judge(judge, ws)  # one instance shared by the workers
+        exporter = assembly.build_exporter()
+        if exporter is not None:
+            stack.callback(exporter.shutdown)
         running = []
         for _ in range(workers):
-            w = Worker(ws, Evaluator(the_judge, metrics, consistency=None))
+            w = assembly.build_worker(ws, judge=the_judge, metrics=metrics, exporter=exporter)
             w.on_result = on_result
             th = threading.Thread(target=w.run, name="claimwatch-soak-worker", daemon=True)
             th.start()
@@ -232,7 +249,11 @@ def cmd_soak(args: argparse.Namespace) -> int:
     from contract.logs import configure_logging
 
     configure_logging("WARNING")
-    report = run_soak(args.seconds, args.rate, workers=args.workers, judge=args.judge or "heuristic")
+    from evaluator_worker.config import WorkerSettings
+
+    report = run_soak(
+        args.seconds, args.rate, workers=args.workers, judge=args.judge or "heuristic", settings=WorkerSettings()
+    )
     print(report.to_text(), file=sys.stderr)
     data = json.dumps(report.to_json(), indent=2)
     if args.json:

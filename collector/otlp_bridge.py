@@ -34,9 +34,7 @@ pipeline metrics plus ``claimwatch_collector_otlp_requests_total{source="kafka",
 
 from __future__ import annotations
 
-import argparse
 import collections
-import signal
 import threading
 import time
 from typing import Any, Callable
@@ -299,66 +297,3 @@ class OtlpBridge(OtlpIngest):
                 log.warning("bridge_consumer_close_failed", error=type(exc).__name__)
             self._consumer = None
         self.sink.shutdown(self.collector_settings.flush_timeout_s)
-
-
-# -- CLI ----------------------------------------------------------------------
-
-
-def cmd_bridge(args: argparse.Namespace) -> int:
-    """Run the bridge until SIGTERM / SIGINT (or ``--idle-timeout``)."""
-    settings = BridgeSettings()
-    csettings = CollectorSettings()
-    if args.bootstrap:
-        csettings.kafka.bootstrap_servers = args.bootstrap
-    if args.source_topic:
-        settings.source_topic = args.source_topic
-    if args.topic:
-        csettings.topic = args.topic
-    if args.group:
-        settings.group_id = args.group
-    if args.encoding:
-        settings.encoding = args.encoding
-    metrics_port = args.metrics_port if args.metrics_port is not None else csettings.metrics_port
-    server = None
-    if metrics_port is not None and metrics_port >= 0:
-        from prometheus_client import start_http_server
-
-        server, _thread = start_http_server(metrics_port)
-    bridge = OtlpBridge(settings, csettings)
-
-    def _stop(signum: int, _frame: Any) -> None:
-        log.info("bridge_signal", signal=signum)
-        bridge.stop()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    log.info(
-        "bridge_starting",
-        source_topic=settings.source_topic,
-        topic=csettings.topic,
-        group=settings.group_id,
-        bootstrap=csettings.kafka.bootstrap_servers,
-    )
-    n = bridge.run(idle_timeout_s=args.idle_timeout)
-    log.info("bridge_stopped", messages=n)
-    if server is not None:
-        server.shutdown()
-    return 0
-
-
-def add_cli(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``claimwatch bridge`` on an argparse subparsers object."""
-    p = subparsers.add_parser("bridge", help="OTel Collector kafkaexporter topic (otlp_spans) -> RagTrace records")
-    p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
-    p.add_argument(
-        "--source-topic", default=None, help="Collector topic (CLAIMWATCH_BRIDGE_SOURCE_TOPIC, default otlp_spans)"
-    )
-    p.add_argument("--topic", default=None, help="RagTrace topic (CLAIMWATCH_TOPIC, default claimwatch.traces)")
-    p.add_argument("--group", default=None, help="consumer group (CLAIMWATCH_BRIDGE_GROUP_ID)")
-    p.add_argument("--encoding", choices=["otlp_proto", "otlp_json"], default=None)
-    p.add_argument(
-        "--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT; off by default)"
-    )
-    p.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
-    p.set_defaults(func=cmd_bridge)
-    return p

@@ -47,9 +47,7 @@ shared pipeline.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import signal
 import threading
 import time
 import zlib
@@ -540,64 +538,3 @@ class OtlpReceiver(OtlpIngest):
         if rej.close:
             response.force_close()
         return response
-
-
-# -- CLI ----------------------------------------------------------------------
-
-
-def cmd_receiver(args: argparse.Namespace) -> int:
-    """Run the receiver until SIGTERM / SIGINT."""
-    settings = ReceiverSettings()
-    if args.host:
-        settings.host = args.host
-    if args.port is not None:
-        settings.port = args.port
-    if args.grpc_port is not None:
-        settings.grpc_port = args.grpc_port
-    csettings = CollectorSettings()
-    if args.bootstrap:
-        csettings.kafka.bootstrap_servers = args.bootstrap
-    if args.topic:
-        csettings.topic = args.topic
-    metrics_port = args.metrics_port if args.metrics_port is not None else csettings.metrics_port
-    server = None
-    if metrics_port is not None and metrics_port >= 0:
-        from prometheus_client import start_http_server
-
-        server, _thread = start_http_server(metrics_port)
-    receiver = OtlpReceiver(settings, csettings).start()
-    stop = threading.Event()
-
-    def _stop(signum: int, _frame: Any) -> None:
-        log.info("receiver_signal", signal=signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    stop.wait()
-    receiver.shutdown()
-    if server is not None:
-        server.shutdown()
-    return 0
-
-
-def add_cli(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``claimwatch receiver`` on an argparse subparsers object."""
-    p = subparsers.add_parser(
-        "receiver", help="OTLP/HTTP (+gRPC) trace receiver: spans from any language -> RagTrace on Kafka"
-    )
-    p.add_argument(
-        "--grpc-port",
-        type=int,
-        default=None,
-        help="OTLP/gRPC port (CLAIMWATCH_RECEIVER_GRPC_PORT, e.g. 4317; off by default)",
-    )
-    p.add_argument("--host", default=None, help="bind address (CLAIMWATCH_RECEIVER_HOST, default 0.0.0.0)")
-    p.add_argument("--port", type=int, default=None, help="port (CLAIMWATCH_RECEIVER_PORT, default 4318)")
-    p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
-    p.add_argument("--topic", default=None, help="RagTrace topic (CLAIMWATCH_TOPIC, default claimwatch.traces)")
-    p.add_argument(
-        "--metrics-port", type=int, default=None, help="Prometheus port (CLAIMWATCH_METRICS_PORT; off by default)"
-    )
-    p.set_defaults(func=cmd_receiver)
-    return p

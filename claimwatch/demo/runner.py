@@ -1,7 +1,8 @@
 """``claimwatch demo``: the whole pipeline on loopback, two releases, an honest accuracy check.
 
 Starts an embedded Kafka-protocol broker, worker(s) with the chosen judge and a
-metrics endpoint, and (when the binary is installed) a real Prometheus loaded
+metrics endpoint (assembled by :mod:`evaluator_worker.assembly`, as ``claimwatch worker``
+assembles them: the same retry policy, parity, consistency and trace exporter settings), and (when the binary is installed) a real Prometheus loaded
 with the project's rules; runs the instrumented demo app as a baseline release
 and as a candidate that injects known failures; waits for every answer to be
 judged; prints the per-release/per-slice verdict table, the worst contradicted
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from claimwatch.claims_query import FlaggedClaim, flagged_claims, matches, open_results, read_results
 from claimwatch.demo.app import DemoRagApp, Sent, make_provider
@@ -35,11 +36,9 @@ from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from contract.errors import ConfigError
 from contract.logs import configure_logging
+from evaluator_worker import assembly
 from evaluator_worker.config import WorkerSettings
-from evaluator_worker.consumer import Worker
 from evaluator_worker.judges.registry import get_judge
-from evaluator_worker.metrics import WorkerMetrics
-from evaluator_worker.pipeline import Evaluator
 from evaluator_worker.scoring import AnswerResult
 
 BASELINE = "v1.4.0"
@@ -316,18 +315,22 @@ def run_demo(args: argparse.Namespace, on_finished: Callable[[DemoEnv], None] | 
         _create_topic(broker.bootstrap, topic, partitions=max(2, args.workers))
         settings = _worker_settings(broker.bootstrap)
         settings.judge = judge_name
-        metrics = WorkerMetrics()
-        port = free_port()
-        server, _ = start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
+        settings.metrics_host, settings.metrics_port = "127.0.0.1", free_port()
+        port = settings.metrics_port
+        metrics = assembly.build_metrics(settings)
+        server = assembly.serve_metrics(settings, metrics)
         stack.callback(server.shutdown)
         prom = None
         if not args.no_prometheus and EmbeddedPrometheus.available():
             rules = sorted(str(p) for p in RULES_DIR.glob("*.yml")) if RULES_DIR.is_dir() else []
             prom = stack.enter_context(EmbeddedPrometheus([f"127.0.0.1:{port}"], rule_files=rules))
-        judge = get_judge(judge_name, settings)
+        judge = get_judge(judge_name, settings)  # one instance shared by the workers
+        exporter = assembly.build_exporter()
+        if exporter is not None:
+            stack.callback(exporter.shutdown)
         workers = []
         for _ in range(max(1, args.workers)):
-            w = Worker(settings, Evaluator(judge, metrics))
+            w = assembly.build_worker(settings, judge=judge, metrics=metrics, exporter=exporter)
             w.on_result = collected.add
             th = threading.Thread(target=w.run, name="claimwatch-worker", daemon=True)
             th.start()

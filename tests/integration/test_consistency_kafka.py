@@ -2,9 +2,8 @@
 
 import pytest
 
-from claimwatch.cli import build_evaluator
 from contract.record import RagTrace
-from evaluator_worker.consumer import Worker
+from evaluator_worker.assembly import build_worker
 from evaluator_worker.metrics import WorkerMetrics
 from tests.integration.kafka_helpers import create_topic, drain, produce, worker_settings
 
@@ -42,7 +41,7 @@ def test_planted_paris_lyon_contradiction_is_found(kafka_bootstrap, topic_name):
     settings.parity.consistency_sample = 1.0  # check every answer (production default samples 20%)
     metrics = WorkerMetrics()
     results = {}
-    worker = Worker(settings, build_evaluator(settings, metrics))
+    worker = build_worker(settings, metrics=metrics, exporter=None)
     worker.on_result = lambda r: results.__setitem__(r.trace_id, r)
     worker.run(max_records=len(TRAFFIC), idle_timeout_s=20)
     lyon = results[f"{4:032x}"]

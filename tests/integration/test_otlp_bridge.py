@@ -196,14 +196,14 @@ def test_spans_past_the_per_message_cap_are_counted_not_converted():
     assert rejected == len(spans) - 4
 
 
-def test_add_cli_registers_the_bridge_subcommand():
-    """add_cli adds `bridge` with source topic, group, encoding flags and its handler."""
+def test_cli_registers_the_bridge_subcommand():
+    """claimwatch.ingest_cli registers `bridge` with source topic, group, encoding flags and its handler."""
     import argparse
 
-    from collector.otlp_bridge import add_cli, cmd_bridge
+    from claimwatch.ingest_cli import add_bridge_cli, cmd_bridge
 
     parser = argparse.ArgumentParser()
-    add_cli(parser.add_subparsers(dest="command"))
+    add_bridge_cli(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["bridge", "--source-topic", "spans", "--group", "g", "--encoding", "otlp_json"])
     assert (args.source_topic, args.group, args.encoding, args.func) == ("spans", "g", "otlp_json", cmd_bridge)
 

@@ -242,14 +242,14 @@ def test_spans_past_the_per_request_limit_are_rejected_in_partial_success():
         receiver.shutdown(0.2)
 
 
-def test_add_cli_registers_the_receiver_subcommand():
-    """add_cli adds `receiver` with host/port/bootstrap/topic flags and its handler."""
+def test_cli_registers_the_receiver_subcommand():
+    """claimwatch.ingest_cli registers `receiver` with host/port/bootstrap/topic flags and its handler."""
     import argparse
 
-    from collector.receiver import add_cli, cmd_receiver
+    from claimwatch.ingest_cli import add_receiver_cli, cmd_receiver
 
     parser = argparse.ArgumentParser()
-    add_cli(parser.add_subparsers(dest="command"))
+    add_receiver_cli(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["receiver", "--port", "4319", "--bootstrap", "k:9092", "--topic", "t"])
     assert (args.command, args.port, args.bootstrap, args.topic, args.func) == (
         "receiver",

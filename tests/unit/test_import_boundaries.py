@@ -1,5 +1,6 @@
 """The package boundaries follow the data flow: contract <- collector, contract <- evaluator_worker <- claimwatch.
 
+Flags are parsed only in the command package (``claimwatch/``): no ``argparse`` below it.
 Every import statement is read from the source (module level and inside functions), so a
 lazy import cannot slip past the rule.
 """
@@ -15,11 +16,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: package (or sub-package) -> top-level or dotted modules it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "contract": ("collector", "evaluator_worker", "claimwatch", "dashboards"),
-    "collector": ("evaluator_worker", "claimwatch", "dashboards"),
-    "evaluator_worker": ("collector", "claimwatch", "dashboards"),
+    "contract": ("collector", "evaluator_worker", "claimwatch", "dashboards", "argparse"),
+    "collector": ("evaluator_worker", "claimwatch", "dashboards", "argparse"),
+    "evaluator_worker": ("collector", "claimwatch", "dashboards", "argparse"),
     "evaluator_worker/judges": (
         "evaluator_worker.consumer",
+        "evaluator_worker.jobs",
+        "evaluator_worker.partitions",
+        "evaluator_worker.records",
+        "evaluator_worker.seams",
+        "evaluator_worker.writer",
         "evaluator_worker.pipeline",
         "evaluator_worker.metrics",
         "evaluator_worker.config",
@@ -73,8 +79,14 @@ def test_evaluator_worker_top_level_holds_only_the_product_path():
     """evaluator_worker/ holds the consume -> judge -> score -> metrics/results path and nothing around it."""
     product = {
         "__init__",
+        "assembly",
         "config",
         "consumer",
+        "jobs",
+        "records",
+        "writer",
+        "partitions",
+        "seams",
         "errors",
         "flow",
         "metrics",

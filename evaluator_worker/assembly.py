@@ -1,0 +1,128 @@
+"""The worker's one composition root: settings in, the production evaluator and worker out.
+
+``claimwatch worker`` and ``claimwatch score`` (the CLI), ``claimwatch demo`` and ``claimwatch soak``
+all build their evaluator and worker here, so every one of them runs what production runs:
+
+- the judge ``settings.judge`` names (unless a shared instance is passed in);
+- the one retry policy, from ``settings.flow`` (``retry_base_s``, ``retry_max_s``, ``retry_deadline_s``);
+- parity scores and the consistency tracker, from ``settings.parity`` (consistency with its own judge
+  when ``parity.consistency_judge`` differs from the main one);
+- result text per ``settings.results_include_text``;
+- metrics with the slice guard of ``settings.slice_labels`` / ``slice_values`` / ``max_values_per_label``;
+- the evaluations-back-into-traces exporter from ``CLAIMWATCH_TRACE_EXPORT_*`` (off without an endpoint).
+
+Settings are read at the edge (the command builds one ``WorkerSettings`` and adjusts it); nothing here
+reads flags. A caller that runs several workers builds the judge, metrics and exporter once and passes
+them to each :func:`build_worker`; a caller that passes its own exporter shuts it down.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from evaluator_worker.config import WorkerSettings
+
+if TYPE_CHECKING:
+    from evaluator_worker.consumer import Worker
+    from evaluator_worker.judges.base import Judge
+    from evaluator_worker.metrics import WorkerMetrics
+    from evaluator_worker.pipeline import Evaluator
+    from evaluator_worker.trace_export import EvaluationExporter, TraceExportSettings
+
+__all__ = ["FROM_SETTINGS", "build_evaluator", "build_exporter", "build_metrics", "build_worker", "serve_metrics"]
+
+
+class _FromSettings:
+    def __repr__(self) -> str:
+        return "FROM_SETTINGS"
+
+
+#: ``build_worker(exporter=FROM_SETTINGS)`` (the default): the exporter ``CLAIMWATCH_TRACE_EXPORT_*`` describes
+FROM_SETTINGS: Any = _FromSettings()
+
+
+def build_metrics(settings: WorkerSettings) -> WorkerMetrics:
+    """Worker metrics on a fresh registry, slice labels bounded as ``settings`` says."""
+    from evaluator_worker.metrics import SliceGuard, WorkerMetrics
+
+    guard = SliceGuard(settings.slice_labels, settings.slice_values or None, settings.max_values_per_label)
+    return WorkerMetrics(guard=guard)
+
+
+def build_evaluator(
+    settings: WorkerSettings, *, judge: Judge | None = None, metrics: WorkerMetrics | None = None
+) -> Evaluator:
+    """The production evaluator: ``judge`` (default: the one ``settings.judge`` names), the retry policy of
+    ``settings.flow``, parity and consistency of ``settings.parity``, result text per ``results_include_text``."""
+    from evaluator_worker.consistency import ConsistencyTracker
+    from evaluator_worker.flow import RetryPolicy
+    from evaluator_worker.judges.registry import get_judge
+    from evaluator_worker.pipeline import Evaluator
+
+    if judge is None:
+        judge = get_judge(settings.judge, settings)
+    p = settings.parity
+    tracker = None
+    if p.consistency:
+        cjudge = judge if p.consistency_judge == settings.judge else get_judge(p.consistency_judge, settings)
+        tracker = ConsistencyTracker(
+            cjudge, threshold=p.consistency_threshold, window=p.consistency_window, sample=p.consistency_sample
+        )
+    f = settings.flow
+    retry = RetryPolicy(base_s=f.retry_base_s, max_s=f.retry_max_s, deadline_s=f.retry_deadline_s)
+    return Evaluator(
+        judge, metrics, retry=retry, include_text=settings.results_include_text, parity=p, consistency=tracker
+    )
+
+
+def build_exporter(settings: TraceExportSettings | None = None) -> EvaluationExporter | None:
+    """The evaluations-back-into-traces exporter (``CLAIMWATCH_TRACE_EXPORT_*`` unless given); None when off."""
+    from evaluator_worker.trace_export import EvaluationExporter
+
+    exporter = EvaluationExporter.from_settings(settings)
+    return exporter if exporter.enabled else None
+
+
+def build_worker(
+    settings: WorkerSettings,
+    *,
+    judge: Judge | None = None,
+    metrics: WorkerMetrics | None = None,
+    evaluator: Evaluator | None = None,
+    consumer: Any = None,
+    producer: Any = None,
+    exporter: Any = FROM_SETTINGS,
+    clock: Callable[[], float] | None = None,
+    seed_dedupe: Callable[[list[int]], list[str]] | None = None,
+) -> Worker:
+    """One member of the evaluator consumer group, assembled as production assembles it.
+
+    ``judge`` and ``metrics`` default to what ``settings`` describes (:func:`build_evaluator`,
+    :func:`build_metrics`); ``evaluator`` replaces both (it must come from :func:`build_evaluator` to be
+    the product path). ``exporter``: :data:`FROM_SETTINGS` (default) builds it from the environment, None
+    turns it off; the caller shuts down an exporter it passed. ``consumer``, ``producer``, ``clock`` and
+    ``seed_dedupe`` are the worker's test seams (left at the worker's defaults when not given).
+    """
+    from evaluator_worker.consumer import Worker
+
+    if evaluator is None:
+        evaluator = build_evaluator(
+            settings, judge=judge, metrics=metrics if metrics is not None else build_metrics(settings)
+        )
+    if exporter is FROM_SETTINGS:
+        exporter = build_exporter()
+    seams: dict[str, Any] = {"consumer": consumer, "producer": producer, "clock": clock, "seed_dedupe": seed_dedupe}
+    return Worker(settings, evaluator, exporter=exporter, **{k: v for k, v in seams.items() if v is not None})
+
+
+def serve_metrics(settings: WorkerSettings, metrics: WorkerMetrics) -> Any:
+    """Serve ``metrics`` on ``settings.metrics_host:metrics_port`` (Prometheus text); None when the port is < 0.
+
+    Returns the server (``shutdown()`` stops it).
+    """
+    if settings.metrics_port < 0:
+        return None
+    from prometheus_client import start_http_server
+
+    server, _thread = start_http_server(settings.metrics_port, addr=settings.metrics_host, registry=metrics.registry)
+    return server
