@@ -158,7 +158,9 @@ def test_revoke_with_answers_in_flight_drains_commits_and_hands_over(kafka_boots
         b, mb = _anthropic_worker(settings, srv)
         run_a = Running(a)
         try:
-            assert wait_until(lambda: a._consumer is not None and bool(a._consumer.assignment()), 30)
+            assert wait_until(
+                lambda: a._partitions.consumer is not None and bool(a._partitions.consumer.assignment()), 30
+            )
             produce(kafka_bootstrap, topic_name, [_trace(i) for i in range(n)])
             assert wait_until(lambda: a.in_flight >= 30, 30), f"only {a.in_flight} in flight"
             run_b = Running(b)

@@ -40,10 +40,10 @@ class Msg:
 class Consumer:
     """Only what ``_ensure_clients`` may touch when a consumer is given."""
 
-    def commit(self, offsets=None):
+    def commit(self, offsets=None, timeout_ms=None):
         pass
 
-    def close(self):
+    def close(self, autocommit=True):
         pass
 
 

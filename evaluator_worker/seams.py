@@ -1,0 +1,84 @@
+"""The seams between the worker and its clients: what it calls on a consumer, a producer, a record.
+
+``kafka.KafkaConsumer`` and ``kafka.KafkaProducer`` fit these protocols, and so does any test double
+that defines the same methods with the same keywords (no ``TypeError`` fallbacks in the worker:
+a double that lacks a keyword the worker passes is a broken double).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Collection, Iterable, Mapping, Protocol
+
+from contract.record import RagTrace
+from evaluator_worker.scoring import AnswerResult
+
+
+class Record(Protocol):
+    """The fields of a kafka-python ``ConsumerRecord`` the worker reads."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+
+
+class SendFuture(Protocol):
+    """What ``Producer.send`` returns: callbacks run on the producer's IO thread (or at once when already done)."""
+
+    def add_callback(self, fn: Callable[[Any], None]) -> Any: ...
+    def add_errback(self, fn: Callable[[Any], None]) -> Any: ...
+
+
+class Producer(Protocol):
+    """Result and dead-letter writes."""
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None = None,
+        value: bytes | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> SendFuture: ...
+
+    def close(self, timeout: float | None = None) -> None: ...
+
+
+class Consumer(Protocol):
+    """The group member: polled, paused, committed and closed by the poll thread only.
+
+    ``commit_async`` is awaited from the rebalance listener (kafka-python's IO loop); ``subscribe`` is
+    called only when the worker builds its own consumer.
+    """
+
+    def subscribe(self, topics: list[str], listener: Any = None) -> None: ...
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Mapping[Any, list[Any]]: ...
+    def assignment(self) -> Collection[Any]: ...
+    def paused(self) -> Collection[Any]: ...
+    def pause(self, *partitions: Any) -> None: ...
+    def resume(self, *partitions: Any) -> None: ...
+    def commit(self, offsets: Mapping[Any, Any] | None = None, timeout_ms: int | None = None) -> None: ...
+    def commit_async(self, offsets: Mapping[Any, Any] | None = None) -> Any: ...
+    def end_offsets(self, partitions: Iterable[Any], timeout_ms: int | None = None) -> Mapping[Any, int]: ...
+    def position(self, partition: Any, timeout_ms: int | None = None) -> int: ...
+    def partitions_for_topic(self, topic: str) -> Collection[int] | None: ...
+    def close(self, autocommit: bool = True) -> None: ...
+
+
+class Exporter(Protocol):
+    """Evaluations back into the traces (``evaluator_worker.trace_export``); never raises."""
+
+    def export(self, result: AnswerResult, trace: RagTrace) -> None: ...
+
+
+class ResultHooks(Protocol):
+    """Where a durable result is reported (the ``Worker``): its count, the exporter, the caller's callback."""
+
+    processed: int
+    exporter: Exporter | None
+    on_result: Callable[[Any], None] | None
