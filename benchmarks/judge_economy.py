@@ -226,14 +226,20 @@ def run_pipeline(judge: Any, traces: list) -> dict:
     claims_n = answers = 0
     for t in traces:
         contexts = [c.content for c in t.contexts]
-        if getattr(judge, "extract_sees_contexts", False):
-            ex = judge.extract_claims(t.answer, t.question, contexts=contexts)
+        single = getattr(judge, "extract_sees_contexts", False)
+        if single and hasattr(judge, "extract_and_verify"):  # one step: claims and verdicts
+            ex, ver = judge.extract_and_verify(t.answer, t.question, contexts)
+            total = total + ex.usage + ver.usage
         else:
-            ex = judge.extract_claims(t.answer, t.question)
-        total = total + ex.usage
-        if ex.claims:
-            ver = judge.verify(ex.claims, contexts, t.question)
-            total = total + ver.usage
+            ex = (
+                judge.extract_claims(t.answer, t.question, contexts=contexts)
+                if single
+                else judge.extract_claims(t.answer, t.question)
+            )
+            total = total + ex.usage
+            if ex.claims:
+                ver = judge.verify(ex.claims, contexts, t.question)
+                total = total + ver.usage
         claims_n += len(ex.claims)
         answers += 1
     prompt = total.input_tokens + total.cache_read_tokens + total.cache_creation_tokens

@@ -2,7 +2,7 @@
 
 For release audits and backfills, where completeness matters more than freshness:
 the same prompts and parsing as the online ``anthropic`` judge
-(:meth:`AnthropicJudge.extract_request` / ``verify_request``), sent as Message Batches
+(:meth:`LLMJudge.extract_request` / ``verify_request`` as ``messages_params``), sent as Message Batches
 (50% of the online price, results within 24 h), written like ``claimwatch score``.
 
 Rounds: every round submits one batch with whatever is ready (claim extraction for
@@ -39,8 +39,9 @@ from contract.errors import ConfigError
 from contract.logs import get_logger
 from contract.record import RagTrace
 from evaluator_worker.judges import prompts
-from evaluator_worker.judges.anthropic import AnthropicJudge, tool_input
+from evaluator_worker.judges.anthropic import AnthropicJudge, messages_params, tool_input
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Usage, Verdict, complete_verdicts
+from evaluator_worker.judges.llm import LLMJudge
 from evaluator_worker.judges.pricing import cost_usd
 from evaluator_worker.scoring import AnswerResult, score
 
@@ -126,7 +127,7 @@ class Audit:
     def __init__(
         self,
         traces: list[RagTrace],
-        judge: AnthropicJudge,
+        judge: LLMJudge,
         client: Any,
         state_path: Path,
         out_path: Path,
@@ -160,23 +161,25 @@ class Audit:
             if key not in s.claims:
                 cid = f"{key}-x"
                 if cid not in busy:
-                    out[cid] = self.judge.extract_request(t.answer, t.question)
+                    out[cid] = messages_params(self.judge.extract_request(t.answer, t.question))
                 continue
             claims = _claims(s, key)
             got = s.verdicts.get(key, {})
             todo = [c for c in claims if c.id not in got]
-            size = self.judge.settings.max_claims_per_call
+            size = self.judge.options.max_claims_per_call
             for k in range(0, len(todo), size):
                 part = todo[k : k + size]
                 cid = f"{key}-v{part[0].id}"
                 if cid not in busy:
                     s.parts[cid] = [c.id for c in part]
-                    out[cid] = self.judge.verify_request(
-                        part,
-                        [c.content for c in t.contexts],
-                        t.question,
-                        {c.id: c.id for c in part},
-                        repair=cid in s.attempts,
+                    out[cid] = messages_params(
+                        self.judge.verify_request(
+                            part,
+                            [c.content for c in t.contexts],
+                            t.question,
+                            {c.id: c.id for c in part},
+                            repair=cid in s.attempts,
+                        )
                     )
         return dict(list(out.items())[:MAX_BATCH_REQUESTS])
 
@@ -277,14 +280,14 @@ class Audit:
         out = int(getattr(u, "output_tokens", 0) or 0)
         cr = int(getattr(u, "cache_read_input_tokens", 0) or 0)
         cc = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
-        model = str(getattr(message, "model", "") or self.judge.settings.model)
+        model = str(getattr(message, "model", "") or self.judge.options.model)
         cost = BATCH_PRICE_FACTOR * cost_usd(
             model,
             input_tokens=inp,
             output_tokens=out,
             cache_read_tokens=cr,
             cache_creation_tokens=cc,
-            overrides=self.judge.settings.prices,
+            overrides=self.judge.options.prices,
         )
         prev = self.state.usage.get(key) or asdict(Usage(model=model))
         prev.update(

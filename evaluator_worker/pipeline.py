@@ -31,7 +31,16 @@ from evaluator_worker.config import ParitySettings
 from evaluator_worker.consistency import ConsistencyResult, ConsistencyTracker
 from evaluator_worker.errors import JudgeError
 from evaluator_worker.flow import JudgeCaller, RetryPolicy, estimate_tokens
-from evaluator_worker.judges.base import Claim, Extraction, Judge, Usage, Verification, complete_verdicts
+from evaluator_worker.judges.base import (
+    Claim,
+    ClaimVerdict,
+    Extraction,
+    Judge,
+    SingleCallJudge,
+    Usage,
+    Verification,
+    complete_verdicts,
+)
 from evaluator_worker.metrics import NullMetrics, WorkerMetrics
 from evaluator_worker.parity import parity_scores
 from evaluator_worker.scoring import AnswerResult, score
@@ -109,6 +118,33 @@ class Evaluator:
             return self.judge.extract_claims(trace.answer, trace.question, contexts=contexts)
         return self.judge.extract_claims(trace.answer, trace.question)
 
+    def _single_call(self) -> SingleCallJudge | None:
+        """The judge, when it extracts and judges in one step (``extract_and_verify``, single-call mode)."""
+        judge = self.judge
+        return judge if judge.extract_sees_contexts and isinstance(judge, SingleCallJudge) else None
+
+    def _verify(
+        self,
+        trace: RagTrace,
+        contexts: list[str],
+        claims: list[Claim],
+        usages: list[Usage],
+        cancelled: Callable[[], bool] | None,
+        metered: bool,
+    ) -> list[ClaimVerdict]:
+        """The verify step of the two-step path (none for zero claims)."""
+        if not claims:
+            return []
+        verification = self.caller.call(
+            "verify",
+            lambda: self.judge.verify(claims, contexts, trace.question),
+            cancelled=cancelled,
+            used_tokens=_billed_input_tokens,
+            est_tokens=estimate_tokens(trace.question, *(c.text for c in claims), *contexts) if metered else 0,
+        )
+        usages.append(verification.usage)
+        return complete_verdicts(claims, verification.verdicts)
+
     def evaluate(self, trace: RagTrace, cancelled: Callable[[], bool] | None = None) -> AnswerResult:
         """Judge one answer. Judge failures become outcome ``failed``; fatal ones and abandonment raise."""
         contexts = [c.content for c in trace.contexts]
@@ -116,32 +152,36 @@ class Evaluator:
         claims: list[Claim] = []
         call = self.caller.call
         metered = self.caller.limiter is not None  # token estimates only feed a limiter's token ceiling
+        single = self._single_call()
         try:
-            extraction = call(
-                "extract",
-                lambda: self._extract(trace, contexts),
-                cancelled=cancelled,
-                used_tokens=_billed_input_tokens,
-                est_tokens=estimate_tokens(
-                    trace.answer, trace.question, *(contexts if self.judge.extract_sees_contexts else ())
+            if single is not None:  # one step: claims and verdicts (its repair call included), retried as one
+                extraction, verification = call(
+                    "extract",
+                    lambda: single.extract_and_verify(trace.answer, trace.question, contexts),
+                    cancelled=cancelled,
+                    used_tokens=lambda both: _billed_input_tokens(both[0]) + _billed_input_tokens(both[1]),
+                    est_tokens=estimate_tokens(trace.answer, trace.question, *contexts) if metered else 0,
                 )
-                if metered
-                else 0,
-            )
-            claims = list(extraction.claims)
-            usages.append(extraction.usage)
-            if claims:
-                verification = call(
-                    "verify",
-                    lambda: self.judge.verify(claims, contexts, trace.question),
+                claims = list(extraction.claims)
+                usages.append(extraction.usage)
+                verdicts = complete_verdicts(claims, verification.verdicts) if claims else []
+                if claims:
+                    usages.append(verification.usage)
+            else:
+                extraction = call(
+                    "extract",
+                    lambda: self._extract(trace, contexts),
                     cancelled=cancelled,
                     used_tokens=_billed_input_tokens,
-                    est_tokens=estimate_tokens(trace.question, *(c.text for c in claims), *contexts) if metered else 0,
+                    est_tokens=estimate_tokens(
+                        trace.answer, trace.question, *(contexts if self.judge.extract_sees_contexts else ())
+                    )
+                    if metered
+                    else 0,
                 )
-                verdicts = complete_verdicts(claims, verification.verdicts)
-                usages.append(verification.usage)
-            else:
-                verdicts = []
+                claims = list(extraction.claims)
+                usages.append(extraction.usage)
+                verdicts = self._verify(trace, contexts, claims, usages, cancelled, metered)
             error = None
         except JudgeError as exc:
             if exc.fatal:

@@ -8,8 +8,9 @@ A judge does two things:
 Capabilities declared by :class:`Judge` (defaults in :class:`JudgeBase`): ``io_bound``
 (True for judges that wait on the network, e.g. an LLM API; the worker then judges up
 to ``flow.max_in_flight`` answers at once under adaptive concurrency; CPU-bound judges
-run on ``flow.cpu_threads`` threads), ``extract_sees_contexts`` (single-call judges)
-and ``bind_metrics`` (a :class:`JudgeObserver` to report into). A judge used by the
+run on ``flow.cpu_threads`` threads), ``extract_sees_contexts`` (single-call judges: the
+pipeline calls their ``extract_and_verify``, see :class:`SingleCallJudge`, or else passes the
+contexts to ``extract_claims``) and ``bind_metrics`` (a :class:`JudgeObserver` to report into). A judge used by the
 worker must be thread-safe.
 
 Contract: ``verify`` returns exactly one ``ClaimVerdict`` per claim id, or
@@ -137,7 +138,8 @@ class Judge(Protocol):
 
     @property
     def extract_sees_contexts(self) -> bool:
-        """True when ``extract_claims`` uses ``contexts`` (one call extracts and judges)."""
+        """True when one call extracts and judges: ``extract_and_verify`` (:class:`SingleCallJudge`) if the
+        judge has it, else ``extract_claims`` uses ``contexts``."""
         ...
 
     def extract_claims(
@@ -147,6 +149,20 @@ class Judge(Protocol):
     def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification: ...
 
     def bind_metrics(self, observer: JudgeObserver) -> None: ...
+
+
+@runtime_checkable
+class SingleCallJudge(Protocol):
+    """A judge that can extract and judge an answer's claims in one step (its single-call mode).
+
+    The pipeline calls ``extract_and_verify`` instead of ``extract_claims`` + ``verify`` when the
+    judge has it and ``extract_sees_contexts`` is true. It returns the claims (with the usage of
+    the call that found them) and exactly one verdict per claim (with the usage of any repair).
+    """
+
+    def extract_and_verify(
+        self, answer: str, question: str | None, contexts: Sequence[str]
+    ) -> tuple[Extraction, Verification]: ...
 
 
 class JudgeBase:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from evaluator_worker.errors import ConfigError
-from evaluator_worker.judges.base import Claim, Extraction, Judge, JudgeObserver, Verdict, Verification
+from evaluator_worker.judges.base import Claim, Extraction, Judge, JudgeObserver, SingleCallJudge, Verdict, Verification
 
 SHIPPED_DIR = Path(__file__).with_name("calibration")
 
@@ -112,7 +112,20 @@ class CalibratedJudge:
         return self.inner.extract_claims(answer, question, contexts=contexts)
 
     def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification:
-        out = self.inner.verify(claims, contexts, question)
+        return self._mapped(self.inner.verify(claims, contexts, question))
+
+    def extract_and_verify(
+        self, answer: str, question: str | None, contexts: Sequence[str]
+    ) -> tuple[Extraction, Verification]:
+        """The inner judge's single call (or its extraction with the contexts, then verify), confidences mapped."""
+        if isinstance(self.inner, SingleCallJudge):
+            extraction, verification = self.inner.extract_and_verify(answer, question, contexts)
+        else:
+            extraction = self.inner.extract_claims(answer, question, contexts=contexts)
+            verification = self.inner.verify(extraction.claims, contexts, question)
+        return extraction, self._mapped(verification)
+
+    def _mapped(self, out: Verification) -> Verification:
         out.verdicts = [
             v if v.verdict == Verdict.ERROR else v.model_copy(update={"confidence": round(self.cmap(v.confidence), 4)})
             for v in out.verdicts

@@ -1,60 +1,43 @@
 """The ``openai`` judge: any OpenAI-compatible chat-completions endpoint (vLLM, Ollama, llama.cpp, OpenAI...).
 
-It is the Anthropic judge with another transport: the same prompts, the same
-extraction / verification / single-call flows, the same repair path (a malformed
-output is retried once, missing claim ids get one repair call, a cut output is
-split in halves), the same evidence checks. Only the wire changes:
+The same :class:`~evaluator_worker.judges.llm.LLMJudge` as the ``anthropic`` judge (the same
+prompts, extraction / verification / single-call flows, repair path, splits and evidence
+checks) over :class:`OpenAITransport`, which only changes the wire:
 
-- system blocks -> one system message; tools -> function tools; the forced tool ->
+- the system prompt -> one system message; tools -> function tools; the forced tool ->
   a forced function (``output=tools``), or ``response_format`` with the tool's JSON
   schema (``output=json_schema``, for servers without function calling);
 - ``finish_reason == "length"`` is a cut output; ``usage.prompt_tokens_details.cached_tokens``
   counts as cache reads;
-- HTTP errors map to the same ``JudgeError`` kinds (429 throttles, 5xx retries, 401/403/404
-  stop the worker naming ``CLAIMWATCH_OPENAI__*``).
+- HTTP errors map through ``http_errors`` to the same ``JudgeError`` kinds (429 throttles, 5xx
+  retries, ``x-should-retry`` obeyed, 401/403/404 stop the worker naming ``CLAIMWATCH_OPENAI__*``).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from evaluator_worker.errors import ConfigError, JudgeError, JudgeTimeout, JudgeUnavailable
-from evaluator_worker.judges.anthropic import AnthropicJudge, status_error
-from evaluator_worker.judges.base import Usage
-from evaluator_worker.judges.pricing import cost_usd
-from evaluator_worker.judges.settings import AnthropicSettings, OpenAISettings
+from evaluator_worker.errors import ConfigError, JudgeError
+from evaluator_worker.judges import http_errors
+from evaluator_worker.judges.llm import LLMJudge, LLMOptions
+from evaluator_worker.judges.settings import OpenAISettings
+from evaluator_worker.judges.transport import TRUNCATED, ChatRequest, TokenUsage, ToolCallResult, tool_arguments
 
 PREFIX = "CLAIMWATCH_OPENAI__"
 
 
-@dataclass
-class _ToolBlock:
-    """A chat completion's structured output in the shape the Anthropic judge reads (a tool_use block)."""
-
-    name: str
-    input: Any
-    type: str = "tool_use"
-
-
-@dataclass
-class _Message:
-    stop_reason: str
-    content: list[_ToolBlock] = field(default_factory=list)
-
-
 def map_openai_error(exc: Exception, *, model: str | None) -> JudgeError:
-    """An ``openai`` SDK exception as a :class:`JudgeError` (same kinds as the Anthropic judge's)."""
+    """An ``openai`` SDK exception as a :class:`JudgeError` (the same kinds as every judge's)."""
     import openai
 
     if isinstance(exc, openai.APITimeoutError):
-        return JudgeTimeout(f"judge timed out: {exc}")
+        return http_errors.timeout_error(exc)
     if isinstance(exc, openai.APIConnectionError):
-        return JudgeUnavailable(f"judge unreachable: {exc}")
+        return http_errors.connection_error(exc)
     if not isinstance(exc, openai.APIStatusError):
-        return JudgeUnavailable(f"judge call failed: {exc}")
-    return status_error(
+        return http_errors.call_error(exc)
+    return http_errors.status_error(
         exc.status_code,
         getattr(exc.response, "headers", None),
         str(exc)[:300],
@@ -65,47 +48,20 @@ def map_openai_error(exc: Exception, *, model: str | None) -> JudgeError:
     )
 
 
-class OpenAIJudge(AnthropicJudge):
-    """Claim extraction and verification through an OpenAI-compatible ``/chat/completions`` endpoint."""
+class OpenAITransport:
+    """:class:`~evaluator_worker.judges.transport.ChatTransport` over an ``openai`` SDK client (``/chat/completions``)."""
 
-    name = "openai"
+    def __init__(self, client: Any, output: Literal["tools", "json_schema"] = "tools") -> None:
+        self.client = client
+        self.output = output
 
-    def __init__(self, settings: OpenAISettings | None = None, client: Any = None) -> None:
-        s = settings or OpenAISettings()
-        if not s.model:
-            raise ConfigError(f"the openai judge needs a model: set {PREFIX}MODEL (and {PREFIX}BASE_URL)")
-        if client is None:
-            try:
-                import openai
-            except ImportError as exc:
-                raise ConfigError(
-                    "the openai judge needs the openai package: pip install 'claimwatch[openai]'"
-                ) from exc
-            key = s.api_key.get_secret_value() if s.api_key else os.environ.get("OPENAI_API_KEY", "not-needed")
-            client = openai.OpenAI(base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=s.max_retries)
-        self.openai_settings = s
-        super().__init__(
-            AnthropicSettings(
-                model=s.model,
-                extract_model=s.extract_model or s.model,
-                max_tokens=s.max_tokens,
-                timeout_s=s.timeout_s,
-                max_retries=s.max_retries,
-                single_call=s.single_call,
-                max_claims_per_call=s.max_claims_per_call,
-                prices=s.prices,
-            ),
-            client=client,
-        )
-
-    def _request(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The Anthropic-shaped request (system blocks, tools, forced tool) as chat-completions arguments."""
-        system = "\n\n".join(b.get("text", "") for b in kwargs.get("system") or [])
-        messages = [{"role": "system", "content": system}] if system else []
-        messages += [{"role": m["role"], "content": m["content"]} for m in kwargs["messages"]]
-        req: dict[str, Any] = {"model": kwargs["model"], "messages": messages, "max_tokens": self.settings.max_tokens}
-        tool = next(t for t in kwargs["tools"] if t["name"] == kwargs["tool_choice"]["name"])
-        if self.openai_settings.output == "json_schema":
+    def params(self, request: ChatRequest) -> dict[str, Any]:
+        """``request`` as chat-completions arguments."""
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages += [{"role": m["role"], "content": m["content"]} for m in request.messages]
+        req: dict[str, Any] = {"model": request.model, "messages": messages, "max_tokens": request.max_tokens}
+        tool = next(t for t in request.tools if t["name"] == request.tool_choice)
+        if self.output == "json_schema":
             req["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": tool["name"], "schema": tool["input_schema"]},
@@ -120,44 +76,64 @@ class OpenAIJudge(AnthropicJudge):
                         "parameters": t["input_schema"],
                     },
                 }
-                for t in kwargs["tools"]
+                for t in request.tools
             ]
             req["tool_choice"] = {"type": "function", "function": {"name": tool["name"]}}
         return req
 
-    def _create(self, kwargs: dict[str, Any], usage: Usage) -> Any:
-        """One chat completion, returned in the message shape ``_call_tool`` reads; maps errors, adds usage."""
+    def complete(self, request: ChatRequest) -> ToolCallResult:
+        """One chat completion as a neutral tool call; SDK errors mapped to ``JudgeError``s."""
         import openai
 
-        tool_name = kwargs["tool_choice"]["name"]
         try:
-            completion = self.client.chat.completions.create(**self._request(kwargs))
+            completion = self.client.chat.completions.create(**self.params(request))
         except openai.APIError as exc:
-            raise map_openai_error(exc, model=str(kwargs.get("model"))) from exc
+            raise map_openai_error(exc, model=request.model) from exc
         choice = completion.choices[0] if completion.choices else None
-        blocks: list[_ToolBlock] = []
+        name: str | None = None
+        raw: Any = None
         if choice is not None:
             for call in choice.message.tool_calls or []:
                 fn = getattr(call, "function", None)
-                if fn is not None:
-                    blocks.append(_ToolBlock(fn.name, fn.arguments))
-            if not blocks and choice.message.content and self.openai_settings.output == "json_schema":
-                blocks.append(_ToolBlock(tool_name, choice.message.content))
-        cut = choice is not None and choice.finish_reason == "length"
+                if fn is not None and fn.name == request.tool_choice:
+                    name, raw = fn.name, fn.arguments
+                    break
+            if name is None and choice.message.content and self.output == "json_schema":
+                name, raw = request.tool_choice, choice.message.content
         u = completion.usage
         prompt = int(getattr(u, "prompt_tokens", 0) or 0)
-        details = getattr(u, "prompt_tokens_details", None)
-        cached = int(getattr(details, "cached_tokens", 0) or 0)
-        out = int(getattr(u, "completion_tokens", 0) or 0)
-        usage.calls += 1
-        usage.input_tokens += prompt - cached
-        usage.output_tokens += out
-        usage.cache_read_tokens += cached
-        usage.cost_usd += cost_usd(
-            kwargs["model"],
-            input_tokens=prompt - cached,
-            output_tokens=out,
-            cache_read_tokens=cached,
-            overrides=self.settings.prices,
+        cached = int(getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0)
+        cut = choice is not None and choice.finish_reason == "length"
+        return ToolCallResult(
+            tool_name=name,
+            input=tool_arguments(name, raw, request.tool_choice),
+            stop_reason=TRUNCATED if cut else "tool_use",
+            usage=TokenUsage(
+                input_tokens=prompt - cached,
+                output_tokens=int(getattr(u, "completion_tokens", 0) or 0),
+                cache_read_tokens=cached,
+            ),
         )
-        return _Message("max_tokens" if cut else "tool_use", blocks)
+
+
+def OpenAIJudge(settings: OpenAISettings | None = None, client: Any = None) -> LLMJudge:
+    """The ``openai`` judge: claim extraction and verification through an OpenAI-compatible endpoint."""
+    s = settings or OpenAISettings()
+    if not s.model:
+        raise ConfigError(f"the openai judge needs a model: set {PREFIX}MODEL (and {PREFIX}BASE_URL)")
+    if client is None:
+        try:
+            import openai
+        except ImportError as exc:
+            raise ConfigError("the openai judge needs the openai package: pip install 'claimwatch[openai]'") from exc
+        key = s.api_key.get_secret_value() if s.api_key else os.environ.get("OPENAI_API_KEY", "not-needed")
+        client = openai.OpenAI(base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=s.max_retries)
+    options = LLMOptions(
+        model=s.model,
+        extract_model=s.extract_model or s.model,
+        max_tokens=s.max_tokens,
+        max_claims_per_call=s.max_claims_per_call,
+        single_call=s.single_call,
+        prices=s.prices,
+    )
+    return LLMJudge(OpenAITransport(client, s.output), options, name="openai", settings=s)

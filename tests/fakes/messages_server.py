@@ -266,6 +266,8 @@ class Fail:
     status: int = 500
     retry_after: str | None = "0.01"
     message: str = "injected fault"
+    #: further response headers (e.g. ``x-should-retry``)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -692,10 +694,12 @@ class MessagesServer:
 
     # ------------------------------------------------------------------ scripting
 
-    def fail(self, status: int = 500, times: int = 1, retry_after: str | None = "0.01") -> None:
-        """Answer the next ``times`` requests with HTTP ``status`` (and a ``retry-after`` header)."""
+    def fail(
+        self, status: int = 500, times: int = 1, retry_after: str | None = "0.01", headers: dict[str, str] | None = None
+    ) -> None:
+        """Answer the next ``times`` requests with HTTP ``status`` (a ``retry-after`` header and any ``headers``)."""
         with self._lock:
-            self._actions.extend(Fail(status, retry_after) for _ in range(times))
+            self._actions.extend(Fail(status, retry_after, headers=dict(headers or {})) for _ in range(times))
 
     def delay(self, seconds: float, times: int = 1) -> None:
         """Make the next ``times`` requests wait ``seconds`` before being answered."""
@@ -754,6 +758,7 @@ class MessagesServer:
             action = None
         if isinstance(action, Fail):
             hdrs = {"retry-after": action.retry_after} if action.retry_after is not None else {}
+            hdrs.update(action.headers)
             etype = ERROR_TYPES.get(action.status, "api_error")
             rec.status = action.status
             return action.status, hdrs, {"type": "error", "error": {"type": etype, "message": action.message}}

@@ -8,6 +8,7 @@ from evaluator_worker.errors import ConfigError, JudgeRateLimited
 from evaluator_worker.judges import pricing, prompts
 from evaluator_worker.judges.anthropic import AnthropicJudge
 from evaluator_worker.judges.base import Verdict
+from evaluator_worker.judges.llm import LLMJudge
 from evaluator_worker.judges.platforms import PLATFORM_MODEL_IDS, model_id
 from evaluator_worker.judges.registry import get_judge
 from evaluator_worker.judges.settings import AnthropicSettings, JudgeSettings
@@ -116,7 +117,9 @@ def test_registry_builds_a_bedrock_judge_without_an_anthropic_key(monkeypatch, s
         "anthropic", JudgeSettings(anthropic=AnthropicSettings(base_url=srv.base_url, **PLATFORMS["bedrock"]))
     )
     assert (
-        isinstance(judge, AnthropicJudge) and judge.settings.model == PLATFORM_MODEL_IDS["bedrock"]["claude-sonnet-4-5"]
+        isinstance(judge, LLMJudge)
+        and judge.name == "anthropic"
+        and judge.settings.model == PLATFORM_MODEL_IDS["bedrock"]["claude-sonnet-4-5"]
     )
 
 

@@ -1,0 +1,140 @@
+"""HTTP failures of a judge API as the project's :class:`~evaluator_worker.errors.JudgeError` kinds.
+
+Provider-neutral: every transport (the ``anthropic`` SDK on any platform, the ``openai`` SDK,
+Bespoke's server) maps its SDK exceptions through here, so a 429 means the same thing
+whatever answered it.
+
+- status -> kind: 429/529 ``JudgeRateLimited`` (retryable, throttles), 408 ``JudgeTimeout``,
+  409/5xx ``JudgeUnavailable``, 401/403/404 ``JudgeAuthError`` (fatal, names the setting),
+  anything else ``JudgeRequestRejected`` (not retried);
+- ``retry-after-ms``, then ``retry-after`` (seconds or an HTTP date) -> ``retry_after``;
+- ``x-should-retry: true|false`` overrides the status-based decision, as the anthropic SDK's
+  own retry loop does: ``false`` makes any error not retryable (a 529 included); ``true``
+  makes it retryable (a 400 included) and, for a 401/403/404, not fatal (the server says the
+  failure is transient).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any
+
+from evaluator_worker.errors import (
+    JudgeAuthError,
+    JudgeError,
+    JudgeRateLimited,
+    JudgeRequestRejected,
+    JudgeTimeout,
+    JudgeUnavailable,
+)
+
+__all__ = ["retry_after_s", "should_retry", "status_error", "timeout_error", "connection_error", "call_error"]
+
+#: response headers: any mapping with ``.get`` (httpx.Headers, a dict), or None
+Headers = Any
+
+
+def _header(headers: Headers, name: str) -> str | None:
+    if headers is None:
+        return None
+    try:
+        value = headers.get(name)
+    except AttributeError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def retry_after_s(headers: Headers) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date); None when absent or unreadable."""
+    raw_ms = _header(headers, "retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = _header(headers, "retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+        return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def should_retry(headers: Headers) -> bool | None:
+    """The server's ``x-should-retry`` (``true``/``false``), or None when it did not say."""
+    raw = _header(headers, "x-should-retry")
+    if raw is None:
+        return None
+    raw = raw.strip().lower()
+    return True if raw == "true" else False if raw == "false" else None
+
+
+def status_error(
+    status: int,
+    headers: Headers,
+    detail: str,
+    *,
+    model: str | None,
+    api: str = "the Anthropic API",
+    prefix: str = "CLAIMWATCH_ANTHROPIC__",
+    key_hint: str = "CLAIMWATCH_ANTHROPIC__API_KEY or ANTHROPIC_API_KEY",
+) -> JudgeError:
+    """An HTTP error status of a judge API as the :class:`JudgeError` the flow layer acts on.
+
+    ``prefix``/``key_hint`` name the settings a person fixes for 401/403/404.
+    """
+    kw: dict[str, Any] = {"status_code": status, "retry_after": retry_after_s(headers)}
+    err: JudgeError
+    if status == 401:
+        err = JudgeAuthError(f"{api} rejected the key (401): set a valid {key_hint}", setting=f"{prefix}API_KEY", **kw)
+    elif status == 403:
+        err = JudgeAuthError(
+            f"{api} refused this key (403 permission_error): give {prefix}API_KEY access to "
+            f"model {model!r} or choose another {prefix}MODEL",
+            setting=f"{prefix}API_KEY",
+            **kw,
+        )
+    elif status == 404:
+        err = JudgeAuthError(
+            f"{api} does not know model {model!r} (404): fix {prefix}MODEL / {prefix}EXTRACT_MODEL (or {prefix}BASE_URL)",
+            setting=f"{prefix}MODEL",
+            **kw,
+        )
+    elif status == 429:
+        err = JudgeRateLimited(f"judge rate limited (429): {detail}", **kw)
+    elif status == 529:
+        err = JudgeRateLimited(f"judge overloaded (529): {detail}", **kw)
+    elif status == 408:
+        err = JudgeTimeout(f"judge request timeout (408): {detail}", **kw)
+    elif status == 409 or status >= 500:
+        err = JudgeUnavailable(f"judge server error {status}: {detail}", **kw)
+    else:
+        err = JudgeRequestRejected(f"judge request rejected ({status}): {detail}", **kw)
+    told = should_retry(headers)
+    if told is not None and told != err.retryable:
+        err.retryable = told  # the server's word beats the status (instance attribute over the class policy)
+        if told:
+            err.fatal = False
+    return err
+
+
+def timeout_error(exc: BaseException) -> JudgeError:
+    """The client gave up waiting (no status)."""
+    return JudgeTimeout(f"judge timed out: {exc}")
+
+
+def connection_error(exc: BaseException) -> JudgeError:
+    """No HTTP answer at all (refused, reset, DNS)."""
+    return JudgeUnavailable(f"judge unreachable: {exc}")
+
+
+def call_error(exc: BaseException) -> JudgeError:
+    """Any other failure of the call itself (retryable: it says nothing about the request)."""
+    return JudgeUnavailable(f"judge call failed: {exc}")
