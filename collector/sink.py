@@ -29,6 +29,7 @@ from typing import Any, Callable, Protocol
 from collector.config import CollectorSettings
 from collector.metrics import CollectorMetrics, get_metrics
 from collector.ratelog import RateLimitedLog
+from contract.backoff import Backoff
 from contract.logs import get_logger
 from contract.record import RagTrace
 
@@ -38,8 +39,8 @@ ProducerFactory = Callable[..., Any]
 #: producers inherited from a parent process: never closed in the child (their
 #: sockets belong to the parent), only kept referenced so ``__del__`` never runs.
 _FORK_ORPHANS: list[Any] = []
-_BACKOFF_START_S = 0.2
-_BACKOFF_MAX_S = 10.0
+#: producer creation and metadata waits: 0.2 s doubling to 10 s (no jitter: one process, one thread)
+_BACKOFF = Backoff(0.2, 10.0, jitter=False)
 
 
 class Sink(Protocol):
@@ -254,14 +255,14 @@ class KafkaSink:
 
     def _run(self) -> None:
         stop, items = self._stop, self._queue
-        backoff = _BACKOFF_START_S
+        failures = 0
         while not stop.is_set():
             if not self._ensure_producer():
                 self.metrics.queue_depth.labels(queue="sink").set(items.qsize())
-                stop.wait(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                stop.wait(_BACKOFF.delay(failures))
+                failures += 1
                 continue
-            backoff = _BACKOFF_START_S
+            failures = 0
             try:
                 key, value = items.get(timeout=0.1)
             except queue.Empty:
@@ -277,13 +278,11 @@ class KafkaSink:
 
     def _send_with_retry(self, key: bytes, value: bytes) -> None:
         """Offer one record to the producer, again after a backoff while ``send()`` times out on metadata."""
-        backoff = _BACKOFF_START_S
         for attempt in range(1, max(1, self.settings.send_attempts) + 1):
             last = attempt >= self.settings.send_attempts or self._stop.is_set()
             if self._send(key, value, final=last) or last:
                 return
-            self._stop.wait(backoff)
-            backoff = min(backoff * 2, _BACKOFF_MAX_S)
+            self._stop.wait(_BACKOFF.delay(attempt - 1))
 
     def _send(self, key: bytes, value: bytes, final: bool = True) -> bool:
         """Hand one record to the producer; False when a metadata timeout left it unsent and not ``final``."""

@@ -45,6 +45,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
+from contract.backoff import Backoff
 from contract.logs import get_logger
 from evaluator_worker.errors import EvaluationAbandoned, JudgeError
 from evaluator_worker.metrics import NullMetrics, WorkerMetrics
@@ -75,10 +76,8 @@ class RetryPolicy:
     jitter: bool = True
 
     def delay(self, attempt: int, retry_after: float | None, rng: Callable[[], float] = random.random) -> float:
-        backoff = min(self.max_s, self.base_s * (2 ** min(attempt, 30)))
-        if self.jitter:
-            backoff *= 0.5 + 0.5 * rng()
-        return max(backoff, retry_after or 0.0)
+        """The project's one schedule (:class:`contract.backoff.Backoff`), floored at the provider's retry-after."""
+        return Backoff(self.base_s, self.max_s, self.jitter).delay(attempt, retry_after, rng)
 
 
 class _Bucket:
