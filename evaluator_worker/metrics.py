@@ -12,47 +12,9 @@ Slice labels (default ``release, model, route, environment``) pass through
 becomes ``other`` and a missing value becomes ``unknown``. Claim text, trace ids
 and questions are never labels.
 
-Metric reference (all prefixed ``claimwatch_``):
-
-=========================================  =========  ==========================================
-name                                       type       labels
-=========================================  =========  ==========================================
-claims_total                               counter    verdict (supported|unsupported|contradicted|error), <slices>
-answers_total                              counter    outcome (evaluated|abstained|failed), <slices>
-answers_with_unsupported_total             counter    <slices>   any UNSUPPORTED or CONTRADICTED claim
-answers_with_contradicted_total            counter    <slices>   any CONTRADICTED claim
-answer_faithfulness_ratio                  histogram  <slices>   per-answer supported/judged claims
-answer_claims                              histogram  <slices>   claims per answer
-records_total                              counter    outcome (processed|dead_lettered|duplicate|abandoned)
-dead_letters_total                         counter    reason
-judge_latency_seconds                      histogram  judge, operation (extract|verify)
-judge_calls_total                          counter    judge, model
-judge_tokens_total                         counter    judge, model, kind (input|output|cache_read|cache_creation)
-judge_cost_dollars_total                   counter    judge, model
-judge_errors_total                         counter    judge, reason  (each failed call, retried or not)
-judge_throttled_total                      counter    judge      calls answered 429/529 (the limit backs off)
-judge_concurrency_limit                    gauge      -          current adaptive limit on judge calls in flight
-in_flight_answers                          gauge      -          answers handed to judging, not yet finished
-unacked_writes                             gauge      -          results/dead letters sent, not yet acknowledged
-oldest_unacked_write_age_seconds           gauge      -          how long the oldest of them has waited
-rebalance_drain_seconds                    histogram  -          time spent finishing in-flight work on revoke
-result_write_errors_total                  counter    reason (retriable|non_retriable)  writes the broker did not take
-results_shrunk_total                       counter    -          results cut to fit the producer's request limit
-commit_failures_total                      counter    -          offset commits that failed (retried with the next commit)
-evaluation_duration_seconds                histogram  -          decode -> results recorded, per record
-consumer_lag_records                       gauge      topic      sum over this worker's assigned partitions
-last_evaluation_timestamp_seconds          gauge      -
-worker_up                                  gauge      -          1 while consuming
-judge_info                                 gauge      judge      1 for the judge whose verdicts this worker counts
-answers_failing_total                      counter    evaluator (faithfulness|hallucination), <slices>
-answer_context_hallucination_ratio         histogram  <slices>   contradicted chunks / chunks
-answer_factscore_ratio                     histogram  <slices>   faithfulness x FActScore length penalty
-suspect_claims_total                       counter    <slices>   SUPPORTED below the confidence floor
-consistency_checks_total                   counter    outcome (consistent|inconsistent|not_detected), <slices>
-consistency_conflicts_total                counter    <slices>
-cascade_claims_total                       counter    decided_by (first|second|first_over_budget|first_fallback)
-cascade_agreement_total                    counter    agree (true|false)   sampled claims judged by both
-=========================================  =========  ==========================================
+Each metric is named once, in its declaration below: docs/metrics.md
+(``python -m claimwatch.docgen.metrics``) and the dashboards' catalogue
+(:mod:`dashboards.catalog`) are read from these declarations.
 """
 
 from __future__ import annotations
