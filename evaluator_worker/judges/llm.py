@@ -57,6 +57,7 @@ from evaluator_worker.judges.base import (
     Verification,
     complete_verdicts,
 )
+from evaluator_worker.judges.claims import strip_citations
 from evaluator_worker.judges.pricing import cost_usd
 from evaluator_worker.judges.transport import ChatRequest, ChatTransport, ToolCallResult
 
@@ -84,6 +85,14 @@ class LLMOptions:
 
 
 # --------------------------------------------------------------------------- wire models (tool input)
+
+
+def _claim_text(raw: str) -> str:
+    """A claim as the model wrote it, without the source markers real answers carry ([2], "(passage 3)",
+    "Passage 3 says that"): the prompt asks for none, and a model that keeps one would send the verifier a
+    claim about a passage number (the declared markers of :data:`claims.CITATION_MARKERS`)."""
+    text = prompts.unescape_data(raw).strip()
+    return strip_citations(text) or text
 
 
 class _ExtractedClaim(BaseModel):
@@ -265,7 +274,7 @@ class LLMJudge(JudgeBase):
             return []
         out: list[tuple[str, int | None]] = []
         for c in parsed.claims:
-            text = prompts.unescape_data(c.text).strip()
+            text = _claim_text(c.text)
             if text:
                 out.append((text, None if c.sentence is None else c.sentence + sentence_offset))
         return out
@@ -366,7 +375,7 @@ class LLMJudge(JudgeBase):
         if abstained and not raw_items:
             return
         for item in raw_items:
-            text = prompts.unescape_data(str(item.get("text") or "")).strip()
+            text = _claim_text(str(item.get("text") or ""))
             if not text:
                 continue
             sentence = item.get("sentence")

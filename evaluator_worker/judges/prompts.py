@@ -65,7 +65,8 @@ that change the meaning (dates, quantities, conditions, negations, hedges such a
 assumptions. A wrong statement in the answer is still a claim.
 6. Skip what is not a factual assertion: greetings, restated questions, opinions without factual content, \
 advice ("you should consult a doctor"), meta statements ("according to the documents" on its own) and \
-questions back to the user.
+questions back to the user. Source markers are not content: leave citation marks such as "[2]", "[1, 3]" or \
+"(passage 2)" and lead-ins such as "Passage 3 says that" out of the claim, keeping what they introduce.
 7. Abstentions: if the answer declines or says it does not know ("I don't know", "the documents do not \
 say", "I cannot answer that"), that part yields no claim. If the whole answer is an abstention, return an \
 empty list and set abstained to true. If it abstains on one part but asserts facts elsewhere, extract only \
@@ -110,6 +111,12 @@ not supported by a context that only says "may", "is being studied" or "some rep
 UNSUPPORTED unless the context rules it out.
 - Quantifiers: "all", "always", "only", "never", "first", "largest" need explicit backing; a context listing \
 examples does not support "only" or "all".
+- Hedged claims: a claim the answer hedges ("may", "might", "can", "possibly") is SUPPORTED by a chunk that \
+states the fact or the possibility, and CONTRADICTED only by a chunk that rules it out.
+- Lists: a claim naming several members ("A, B and C") needs every member in the chunks; one member the \
+chunks do not name makes it not SUPPORTED, one the chunks exclude makes it CONTRADICTED. Roles count too: \
+"A acquired B" is contradicted by "B acquired A".
+- Paraphrase: long answers reword; judge what the claim means, not whether its words appear in a chunk.
 - Names and entities: a claim about one entity is not supported by a chunk about a different entity with a \
 similar name, an older product version, or another country's rules.
 - Attribution: "the report says X" is supported when a chunk from or quoting that report says X.
