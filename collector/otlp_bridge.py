@@ -49,6 +49,7 @@ from collector.config import CollectorSettings
 from collector.pipeline import OtlpIngest
 from collector.sink import ProducerFactory
 from contract.logs import get_logger
+from contract.offsets import OffsetLedger
 
 log = get_logger("claimwatch.bridge")
 
@@ -90,41 +91,45 @@ class _Rebalance(ConsumerRebalanceListener):
 
 
 class OffsetTracker:
-    """Which offsets are safe to commit: those of messages whose traces all left the assembler."""
+    """Which offsets are safe to commit: those of messages whose traces all left the assembler.
+
+    The commit rule is the worker's (:class:`contract.offsets.OffsetLedger`: one past the contiguous prefix
+    of finished messages); a message is finished when it fed no trace, or when every trace it fed is no
+    longer open in the assembler (checked, oldest first, when a commit is due).
+    """
 
     def __init__(self, is_open: Callable[[int], bool]) -> None:
         self._is_open = is_open
-        self._pending: dict[TopicPartition, collections.deque[tuple[int, tuple[int, ...]]]] = {}
-        self._next: dict[TopicPartition, int] = {}
-        self._committed: dict[TopicPartition, int] = {}
+        self._ledger = OffsetLedger()
+        self._open: dict[TopicPartition, collections.deque[tuple[int, tuple[int, ...]]]] = {}
 
     def add(self, tp: TopicPartition, offset: int, trace_ids: tuple[int, ...]) -> None:
         """Record one consumed message and the trace ids it fed."""
-        self._next[tp] = offset + 1
+        try:
+            self._ledger.track(tp, offset)
+        except ValueError:  # the consumer went back (a seek or an offset reset): start the partition over
+            self.forget([tp])
+            self._ledger.track(tp, offset)
         if trace_ids:
-            self._pending.setdefault(tp, collections.deque()).append((offset, trace_ids))
+            self._open.setdefault(tp, collections.deque()).append((offset, trace_ids))
+        else:
+            self._ledger.finish(tp, offset)
 
     def committable(self) -> dict[TopicPartition, int]:
         """Per partition, the offset to commit now (only those that moved since the last commit)."""
-        out = {}
-        for tp, nxt in self._next.items():
-            queue = self._pending.get(tp)
+        for tp, queue in self._open.items():
             while queue and not any(self._is_open(t) for t in queue[0][1]):
-                queue.popleft()
-            offset = queue[0][0] if queue else nxt
-            if self._committed.get(tp) != offset:
-                out[tp] = offset
-        return out
+                self._ledger.finish(tp, queue.popleft()[0])
+        return self._ledger.to_commit()
 
     def committed(self, offsets: dict[TopicPartition, int]) -> None:
-        self._committed.update(offsets)
+        self._ledger.committed(dict(offsets))
 
     def forget(self, partitions: list[TopicPartition] | None = None) -> None:
         """Drop state for ``partitions`` (all when None): they were revoked."""
-        for tp in list(self._next) if partitions is None else partitions:
-            self._pending.pop(tp, None)
-            self._next.pop(tp, None)
-            self._committed.pop(tp, None)
+        for tp in list(self._ledger.tracked()) if partitions is None else partitions:
+            self._open.pop(tp, None)
+            self._ledger.forget(tp)
 
 
 class OtlpBridge(OtlpIngest):

@@ -25,8 +25,8 @@ import queue
 import threading
 from typing import Any, Callable, Collection, Iterator
 
+from contract.offsets import OffsetLedger
 from contract.record import RagTrace
-from evaluator_worker.offsets import OffsetLedger
 from evaluator_worker.scoring import AnswerResult
 
 

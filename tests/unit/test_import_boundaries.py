@@ -31,7 +31,6 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "evaluator_worker.config",
         "evaluator_worker.flow",
         "evaluator_worker.results",
-        "evaluator_worker.offsets",
         "evaluator_worker.scoring",
         "evaluator_worker.trace_export",
         "prometheus_client",

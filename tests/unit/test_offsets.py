@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluator_worker.offsets import OffsetLedger
+from contract.offsets import OffsetLedger
 
 
 def test_out_of_order_finishes_commit_only_the_prefix():
@@ -21,6 +21,16 @@ def test_out_of_order_finishes_commit_only_the_prefix():
     for o in (4, 1):
         led.finish("p0", o)
     assert led.to_commit() == {"p0": 3} and led.unfinished("p0") == 2
+
+
+def test_the_commit_point_starts_at_the_first_offset_handed_out():
+    """Before anything finished, the commit point is where this owner started (not None, not past it)."""
+    led = OffsetLedger()
+    led.track("p0", 7)
+    led.track("p0", 8)
+    assert led.to_commit() == {"p0": 7}
+    led.finish("p0", 8)
+    assert led.to_commit() == {"p0": 7}
 
 
 def test_forgotten_partition_ignores_late_finishes():

@@ -1,11 +1,17 @@
 """Which offsets may be committed: per partition, the contiguous prefix of finished records.
 
+Shared by the two consumer groups of the project: the evaluator worker (a record is finished when its
+result write was acknowledged) and the OTLP bridge (a message is finished when every trace it fed has left
+the assembler), so both commit by the same rule.
+
 Records of one partition are handed out in offset order but finish in any order (many
 answers are judged at once). A record is *finished* when its outcome is durable: its
 result or dead letter was acknowledged by the broker, or it needed no write (a
 duplicate). The commit point of a partition is one past the last offset of the longest
 finished prefix, so a committed offset never covers a record whose result could still
-be lost.
+be lost. Before any record of a partition finished, the commit point is the first offset
+handed out: committing it pins where this owner started, so a restart does not fall back to
+``auto_offset_reset``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ class OffsetLedger:
 
     def track(self, tp: Hashable, offset: int) -> None:
         """A record was handed out. Offsets of a partition must arrive in ascending order."""
-        p = self._parts.setdefault(tp, _Partition())
+        p = self._parts.get(tp)
+        if p is None:  # a new owner: its commit point starts where it started (pins the group's position there)
+            p = self._parts[tp] = _Partition()
+            p.committable = offset
         if p.pending and offset <= p.pending[-1]:
             raise ValueError(f"offset {offset} of {tp} tracked after {p.pending[-1]}: forget() the partition first")
         p.pending.append(offset)
@@ -69,6 +78,10 @@ class OffsetLedger:
             p = self._parts.get(tp)
             return len(p.pending) if p else 0
         return sum(len(p.pending) for p in self._parts.values())
+
+    def tracked(self) -> list[Hashable]:
+        """The partitions with state (tracked since their last ``forget``)."""
+        return list(self._parts)
 
     def forget(self, tp: Hashable) -> None:
         """Drop a partition (revoked or lost): its unfinished records will be replayed by the next owner."""
