@@ -16,7 +16,9 @@ Phases, each on a fresh receiver process (so a peak belongs to one phase):
    the OTel JS SDK sends them). Reports spans/s accepted,
    p50/p99 latency, refusals with Retry-After, connection resets, RSS peak.
 2. big bodies: 8 concurrent 15.6 MB protobuf bodies of ~380k spans each (with Content-Length, then chunked); then
-   8 concurrent gzip'd ~15.5 MB OTLP/JSON bodies of RAG traces (the costliest to decode).
+   8 concurrent gzip'd ~15.5 MB OTLP/JSON bodies of RAG traces (the costliest to decode); then (``biggrpc``,
+   receiver started with its gRPC port on) the same 15.6 MB message as 8 concurrent OTLP/gRPC Export calls,
+   counted by status code (OK, UNAVAILABLE / RESOURCE_EXHAUSTED with or without RetryInfo).
 3. burst: 300 clients connect and POST at the same moment.
 4. slowloris: 200 connections send part of their headers, then one byte per
    second; open file descriptors (connections) and threads counted until back to the pre-attack baseline.
@@ -71,27 +73,29 @@ class DiscardSink:
         return True
 
 configure_logging("ERROR")
-rs = ReceiverSettings(host="127.0.0.1", port=0)
+grpc = sys.argv[2:] == ["grpc"]
+rs = ReceiverSettings(host="127.0.0.1", port=0, **({"grpc_port": 0} if grpc else {}))
 r = OtlpReceiver(rs, CollectorSettings(), sink=DiscardSink(), registry=CollectorRegistry()).start()
-print(r.port, flush=True)
+print(r.port, r.grpc_port if grpc else 0, flush=True)
 sys.stdin.read()  # until the parent closes our stdin
 os._exit(0)
 """
 
 
 class Receiver:
-    """The receiver in a child process (``src`` first on its sys.path); samples its RSS and threads."""
+    """The receiver in a child process (``src`` first on its sys.path; ``grpc``: its OTLP/gRPC port on too);
+    samples its RSS and threads."""
 
-    def __init__(self, src: Path) -> None:
+    def __init__(self, src: Path, *, grpc: bool = False) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(src)],
+            [sys.executable, "-c", _CHILD, str(src), *(["grpc"] if grpc else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             cwd=str(src),
         )
         assert self.proc.stdout is not None
-        self.port = int(self.proc.stdout.readline().strip())
+        self.port, self.grpc_port = (int(p) for p in self.proc.stdout.readline().split())
         self.pid = self.proc.pid
         self.peak_rss = self.peak_threads = 0
         self.series: list[tuple[float, int, int]] = []  # (t, rss kB, threads)
@@ -250,7 +254,7 @@ class Tally:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.codes: dict[int, int] = {}
+        self.codes: dict[int | str, int] = {}  # HTTP status, or gRPC status name
         self.latencies: list[float] = []
         self.accepted = 0
         self.retry_refusals = 0
@@ -269,6 +273,19 @@ class Tally:
                 self.accepted += spans - rejected
             elif status in (429, 503):
                 if headers.get("Retry-After"):
+                    self.retry_refusals += 1
+                else:
+                    self.refused_without_retry += 1
+
+    def grpc_answer(self, code: str, retry_info: bool, spans: int, rejected: int, seconds: float) -> None:
+        """One gRPC call's outcome: ``code`` (status name), whether a refusal carried ``google.rpc.RetryInfo``."""
+        with self.lock:
+            self.codes[code] = self.codes.get(code, 0) + 1
+            self.latencies.append(seconds)
+            if code == "OK":
+                self.accepted += spans - rejected
+            elif code in ("UNAVAILABLE", "RESOURCE_EXHAUSTED"):
+                if retry_info:
                     self.retry_refusals += 1
                 else:
                     self.refused_without_retry += 1
@@ -330,6 +347,35 @@ def post_once(
         tally.error(exc)
         own.close()
         return None
+
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def grpc_channel(port: int, max_message: int) -> Any:
+    """An insecure channel of its own (no subchannel shared with other channels: one connection per client)."""
+    import grpc
+
+    return grpc.insecure_channel(
+        f"127.0.0.1:{port}",
+        options=[("grpc.max_send_message_length", max_message), ("grpc.use_local_subchannel_pool", 1)],
+    )
+
+
+def export_once(channel: Any, message: bytes, tally: Tally, spans: int, timeout: float = 120.0) -> None:
+    """One OTLP/gRPC ``Export`` of a serialized ExportTraceServiceRequest on ``channel``; records the outcome."""
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    export = channel.unary_unary(EXPORT, response_deserializer=ExportTraceServiceResponse.FromString)
+    t = time.perf_counter()
+    try:
+        resp = export(message, timeout=timeout)  # bytes: no request serializer, sent as they are
+        rejected = int(resp.partial_success.rejected_spans)
+        tally.grpc_answer("OK", False, spans, rejected, time.perf_counter() - t)
+    except grpc.RpcError as exc:
+        trailers = dict(exc.trailing_metadata() or ())
+        tally.grpc_answer(exc.code().name, "google.rpc.retryinfo-bin" in trailers, spans, 0, time.perf_counter() - t)
 
 
 # --------------------------------------------------------------------------- phases
@@ -412,22 +458,43 @@ def phase_big(src: Path, n: int = 8, *, chunked: bool = False) -> dict:
         barrier.wait()
         post_once(rec.port, body, headers, tally, 380_000, timeout=300.0)
 
-    elapsed = concurrently(n, client)
+    return {**big_result(rec, tally, n, concurrently(n, client)), "body_mb": len(body) / 1e6}
+
+
+def big_result(rec: Receiver, tally: Tally, n: int, elapsed: float, ok: int | str = 200) -> dict:
+    """Closes ``rec`` after the ``n`` concurrent big requests; their RSS peak (VmHWM too), codes, answers."""
     time.sleep(0.2)
     hwm = rec.hwm_mb()
     rec.close()
-    answered_ok = sum(n for c, n in tally.codes.items() if c == 200) + tally.retry_refusals
     return {
         "n": n,
-        "body_mb": len(body) / 1e6,
         "seconds": elapsed,
         "rss_peak_mb": max(hwm, rec.peak_rss / 1024),
         "rss_base_mb": rec.base_rss / 1024,
         "codes": tally.codes_text(),
-        "answered_ok": answered_ok,
+        "answered_ok": tally.codes.get(ok, 0) + tally.retry_refusals,  # accepted, or refused with retry advice
+        "refused_without_retry": tally.refused_without_retry,
         "resets": tally.resets,
         "accepted_spans": tally.accepted,
     }
+
+
+def phase_big_grpc(src: Path, n: int = 8) -> dict:
+    """``n`` concurrent OTLP/gRPC Export calls of the 15.6 MB message of :func:`big_body`, one channel each."""
+    import grpc
+
+    body = big_body()
+    rec = Receiver(src, grpc=True)
+    tally = Tally()
+    barrier = threading.Barrier(n)
+
+    def client() -> None:
+        with grpc_channel(rec.grpc_port, len(body) + 1024) as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)  # connected before the barrier: calls at once
+            barrier.wait()
+            export_once(channel, body, tally, 380_000, timeout=300.0)
+
+    return {**big_result(rec, tally, n, concurrently(n, client), ok="OK"), "body_mb": len(body) / 1e6}
 
 
 def big_json_body(target: int = 15_500_000) -> bytes:
@@ -455,22 +522,7 @@ def phase_big_json(src: Path, n: int = 8) -> dict:
         barrier.wait()
         post_once(rec.port, body, {"Content-Type": JSON, "Content-Encoding": "gzip"}, tally, 0, timeout=300.0)
 
-    elapsed = concurrently(n, client)
-    time.sleep(0.2)
-    hwm = rec.hwm_mb()
-    rec.close()
-    answered_ok = sum(n for c, n in tally.codes.items() if c == 200) + tally.retry_refusals
-    return {
-        "n": n,
-        "wire_mb": len(body) / 1e6,
-        "json_mb": inflated / 1e6,
-        "seconds": elapsed,
-        "rss_peak_mb": max(hwm, rec.peak_rss / 1024),
-        "rss_base_mb": rec.base_rss / 1024,
-        "codes": tally.codes_text(),
-        "answered_ok": answered_ok,
-        "resets": tally.resets,
-    }
+    return {**big_result(rec, tally, n, concurrently(n, client)), "wire_mb": len(body) / 1e6, "json_mb": inflated / 1e6}
 
 
 def phase_burst(src: Path, n: int = 300) -> dict:
@@ -569,8 +621,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--src", type=Path, default=ROOT, help="source tree for the receiver child (default: this one)")
     ap.add_argument(
         "--phases",
-        default="load,big,bigchunked,bigjson,burst,slowloris,deep",
-        help="comma-separated subset of load,big,bigchunked,bigjson,burst,slowloris,deep",
+        default="load,big,bigchunked,bigjson,biggrpc,burst,slowloris,deep",
+        help="comma-separated subset of load,big,bigchunked,bigjson,biggrpc,burst,slowloris,deep",
     )
     ap.add_argument("--slowloris-clients", type=int, default=200, help="half-sent connections in the slowloris phase")
     ap.add_argument("--slowloris-wait", type=float, default=60.0, help="max seconds to wait for threads to recover")
@@ -613,6 +665,14 @@ def main(argv: list[str] | None = None) -> dict:
             f"{r['codes']}; answered 200 or with Retry-After {r['answered_ok']}/{r['n']}; resets {r['resets']}; "
             f"{r['seconds']:.1f} s"
         )
+    if "biggrpc" in phases:
+        r = out["biggrpc"] = phase_big_grpc(src)
+        print(
+            f"big gRPC: {r['n']} concurrent Export calls x {r['body_mb']:.1f} MB (380k spans): RSS "
+            f"{r['rss_base_mb']:.0f} -> peak {r['rss_peak_mb']:.0f} MB; codes {r['codes']}; answered OK or with "
+            f"RetryInfo {r['answered_ok']}/{r['n']}; refused without RetryInfo {r['refused_without_retry']}; "
+            f"{r['seconds']:.1f} s"
+        )
     if "burst" in phases:
         r = out["burst"] = phase_burst(src)
         print(
@@ -640,6 +700,9 @@ def main(argv: list[str] | None = None) -> dict:
         parts.append(f"{out['load']['spans_per_s']:.0f} spans/s accepted (p99 {out['load']['p99_ms']:.0f} ms)")
     if "big" in out:
         parts.append(f"8x15.6 MB: RSS peak {out['big']['rss_peak_mb']:.0f} MB, {out['big']['answered_ok']}/8 answered")
+    if "biggrpc" in out:
+        g = out["biggrpc"]
+        parts.append(f"8x15.6 MB gRPC: RSS peak {g['rss_peak_mb']:.0f} MB, {g['answered_ok']}/8 answered")
     if "burst" in out:
         parts.append(f"burst 300: {out['burst']['resets']} resets")
     if "slowloris" in out:
