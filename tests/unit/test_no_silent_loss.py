@@ -224,6 +224,32 @@ def test_real_langchain_retriever_with_64_documents_gives_a_record_flagged_incom
     assert metric(registry, "claimwatch_collector_traces_total", outcome="incomplete") == 1
 
 
+TWO_CALLS = [
+    ("What is the refund window?", "30 days.", "Refunds: 30 days."),
+    ("And for damaged goods?", "60 days.", "Damaged goods: 60 days."),
+]
+
+
+def rag_call(tracer, q: str, a: str, doc: str) -> None:
+    """One OpenInference RAG call: a CHAIN span holding a retriever (one document) and an LLM answer."""
+    with tracer.start_as_current_span(
+        "call", attributes={"openinference.span.kind": "CHAIN", "input.value": q, "output.value": a}
+    ):
+        with tracer.start_as_current_span(
+            "retrieve",
+            attributes={
+                "openinference.span.kind": "RETRIEVER",
+                "input.value": q,
+                "retrieval.documents.0.document.content": doc,
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "llm", attributes={"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": a}
+        ):
+            pass
+
+
 def test_two_rag_calls_in_one_trace_give_two_records_each_with_its_own_question_documents_and_answer():
     """An agent retrieving and answering twice under one root: one record per call, told apart by call_id."""
     registry = CollectorRegistry()
@@ -232,31 +258,13 @@ def test_two_rag_calls_in_one_trace_give_two_records_each_with_its_own_question_
     tp = TracerProvider()
     tp.add_span_processor(proc)
     tracer = tp.get_tracer("t")
-    calls = [
-        ("What is the refund window?", "30 days.", "Refunds: 30 days."),
-        ("And for damaged goods?", "60 days.", "Damaged goods: 60 days."),
-    ]
+    calls = TWO_CALLS
     with capture_logs():
         with tracer.start_as_current_span(
             "agent", attributes={"openinference.span.kind": "AGENT", "input.value": "refunds?", "output.value": "done"}
         ):
             for q, a, doc in calls:
-                with tracer.start_as_current_span(
-                    "call", attributes={"openinference.span.kind": "CHAIN", "input.value": q, "output.value": a}
-                ):
-                    with tracer.start_as_current_span(
-                        "retrieve",
-                        attributes={
-                            "openinference.span.kind": "RETRIEVER",
-                            "input.value": q,
-                            "retrieval.documents.0.document.content": doc,
-                        },
-                    ):
-                        pass
-                    with tracer.start_as_current_span(
-                        "llm", attributes={"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": a}
-                    ):
-                        pass
+                rag_call(tracer, q, a, doc)
         assert proc.force_flush(5_000)
     tp.shutdown()
     first, second = sink.records
@@ -280,28 +288,7 @@ def test_per_call_records_inherit_slice_attributes_from_a_plain_root_span_neares
     tp = TracerProvider()
     tp.add_span_processor(proc)
     tracer = tp.get_tracer("t")
-    calls = [
-        ("What is the refund window?", "30 days.", "Refunds: 30 days."),
-        ("And for damaged goods?", "60 days.", "Damaged goods: 60 days."),
-    ]
-
-    def rag_call(q: str, a: str, doc: str) -> None:
-        with tracer.start_as_current_span(
-            "call", attributes={"openinference.span.kind": "CHAIN", "input.value": q, "output.value": a}
-        ):
-            with tracer.start_as_current_span(
-                "retrieve",
-                attributes={
-                    "openinference.span.kind": "RETRIEVER",
-                    "input.value": q,
-                    "retrieval.documents.0.document.content": doc,
-                },
-            ):
-                pass
-            with tracer.start_as_current_span(
-                "llm", attributes={"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": a}
-            ):
-                pass
+    calls = TWO_CALLS
 
     with capture_logs():
         # a plain HTTP server span (no OpenInference kind) holds the slices; the second call sits under a plain
@@ -309,9 +296,9 @@ def test_per_call_records_inherit_slice_attributes_from_a_plain_root_span_neares
         with tracer.start_as_current_span(
             "POST /ask", attributes={"http.request.method": "POST", route_key: "refunds", release_key: "v9"}
         ):
-            rag_call(*calls[0])
+            rag_call(tracer, *calls[0])
             with tracer.start_as_current_span("handler", attributes={route_key: "damaged"}):
-                rag_call(*calls[1])
+                rag_call(tracer, *calls[1])
         assert proc.force_flush(5_000)
     tp.shutdown()
     first, second = sink.records
