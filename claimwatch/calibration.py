@@ -509,6 +509,8 @@ class AnswerOutcome:
     flagged: list[dict[str, Any]] = field(default_factory=list)
     #: the lowest confidence among its judged claims (what escalating whole answers ranks by); 1.0 with no claims
     min_confidence: float | None = None
+    #: (verdict, confidence) of every claim, in order (what the answer risk is computed from)
+    verdicts: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def hallucinated(self) -> bool:
@@ -699,6 +701,7 @@ def calibrate_answers(
                         min_confidence=min(
                             (v.confidence for v in verdicts if v.verdict != Verdict.ERROR), default=None
                         ),
+                        verdicts=[(v.verdict.value, v.confidence) for v in verdicts],
                     )
                 )
         except JudgeError as exc:

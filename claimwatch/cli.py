@@ -133,6 +133,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             )
         settings = settings.model_copy(update={"confidence_calibration": "none"})  # fit on the raw confidences
     judge = get_judge(settings.judge, settings)
+    if args.fit_risk:
+        return _fit_risk(args, judge, settings.confidence_calibration)
     if args.real:
         return _calibrate_real(args, judge)
     report: calibration.AnswerReport | calibration.ClaimReport
@@ -175,6 +177,29 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=None if args.compact else 2, ensure_ascii=False))
     else:
         print(report.to_text())
+    return 0
+
+
+def _fit_risk(args: argparse.Namespace, judge, confidence_calibration: str) -> int:
+    """``calibrate --fit-risk``: the judge's answer-risk map fitted on the real sets (train claims, dev answers)."""
+    from claimwatch.risk_fit import fit_risk
+    from evaluator_worker.judges.risk import risk_path
+
+    if args.input or args.answers or args.halueval or args.fit_confidence or args.real:
+        raise ConfigError(
+            "calibrate --fit-risk reads the real sets itself: give no file, --answers, --halueval or --real"
+        )
+    if args.split == "eval":
+        raise ConfigError("calibrate --fit-risk never reads the eval split (claims: train, answers: dev)")
+    try:
+        rm = fit_risk(
+            judge, answer_limit=args.limit, claim_limit=args.limit, confidence_calibration=confidence_calibration
+        )
+    except ImportError as exc:  # scipy: the calibration extra
+        raise ConfigError(f"calibrate --fit-risk needs scipy ({exc}): pip install 'claimwatch[calibration]'") from exc
+    path = Path(args.risk_out) if args.risk_out else risk_path(judge.name)
+    path.write_text(json.dumps(rm.to_json(), indent=1) + "\n", encoding="utf-8")
+    print(f"answer-risk map for {judge.name} written to {path}", file=sys.stderr)
     return 0
 
 
@@ -367,6 +392,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="fit a confidence map (isotonic) on the judge's raw confidences and write it to PATH "
         "(use it with CLAIMWATCH_CONFIDENCE_CALIBRATION=PATH)",
     )
+    c.add_argument(
+        "--fit-risk",
+        action="store_true",
+        help="fit the judge's answer-risk map on the real sets (claim map on train claims, aggregator and alert "
+        "threshold on dev answers; never eval) and write it next to its confidence map (or to --risk-out)",
+    )
+    c.add_argument("--risk-out", default=None, metavar="PATH", help="with --fit-risk: write the map here instead")
     c.add_argument(
         "--profile-out",
         default=None,

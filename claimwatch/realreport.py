@@ -15,6 +15,10 @@ Answer level (the judge extracts and verifies claims): AUC of the answer's hallu
 (1 - supported/judged), the false-positive rate at 70% recall, TPR/TNR of "flagged if any claim is
 flagged", ECE of the answer call; beside them the AUC and FP rate at 70% recall of answer length.
 
+Answer risk (:mod:`evaluator_worker.judges.risk`): the judge's calibrated answer risk from its claims' verdicts
+and confidences (its fitted map, or the verdict-based default, ``risk_fitted`` says which): AUC, FP rate at 70%
+recall, and TPR/TNR of "at risk" at the map's fitted threshold, beside the any-claim rule on the same rows.
+
 Style invariance: on human-faithful answers (or human-SUPPORTED claims) only, per source model, the
 judge's unsupported-claim rate and flagged share, and their spread (max - min over models with at
 least ``MIN_PER_MODEL`` items). A judge that measures hallucination, not style, has a small spread.
@@ -35,6 +39,7 @@ from claimwatch.calibration import AnswerReport, ClaimReport, calibrate_answers,
 from claimwatch.confidence import Scored, ece
 from claimwatch.realdata import RealSet
 from evaluator_worker.judges.base import Judge
+from evaluator_worker.judges.risk import risk_map
 
 __all__ = [
     "MIN_PER_MODEL",
@@ -104,6 +109,10 @@ def answer_metrics(report: AnswerReport) -> dict[str, Any]:
     rate = [1.0 - (o.score if o.score is not None else 1.0) for o in scored]
     length = [float(len(o.item.answer)) for o in scored]
     tpr, tnr = report.rates
+    rm = risk_map(report.judge)
+    risk = [rm.answer_risk(o.verdicts) or 0.0 for o in scored]
+    at = [rm.at_risk(r) for r in risk]
+    n_pos = sum(ys)
     return {
         "n": report.n,
         "n_hallucinated": sum(ys),
@@ -112,6 +121,13 @@ def answer_metrics(report: AnswerReport) -> dict[str, Any]:
         "fpr_at_70_recall": fpr_at_recall(rate, ys),
         "any_claim_tpr": tpr,
         "any_claim_tnr": tnr,
+        "risk_fitted": rm.fitted,
+        "risk_aggregator": rm.aggregator,
+        "risk_threshold": rm.threshold,
+        "risk_auc": roc_auc(risk, ys),
+        "risk_fpr_at_70_recall": fpr_at_recall(risk, ys),
+        "at_risk_tpr": _r(sum(1 for a, y in zip(at, ys) if a and y), n_pos),
+        "at_risk_tnr": _r(sum(1 for a, y in zip(at, ys) if not a and not y), len(ys) - n_pos),
         "ece": ece(report.confidence_scored),
         "baseline_length_auc": roc_auc(length, ys),
         "baseline_length_fpr_at_70_recall": fpr_at_recall(length, ys),
@@ -198,8 +214,9 @@ CLAIM_HEADER = (
     "| ECE | AUC |\n|---|---|---|---|---|---|---|---|"
 )
 ANSWER_HEADER = (
-    "| judge | n (halluc.) | AUC | FP rate @70% recall | any-claim TPR | any-claim TNR | ECE |\n"
-    "|---|---|---|---|---|---|---|"
+    "| judge | n (halluc.) | AUC | FP rate @70% recall | any-claim TPR | any-claim TNR | ECE "
+    "| risk AUC | risk FP rate @70% recall | at-risk TPR | at-risk TNR |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -215,7 +232,9 @@ def claim_baseline_rows(m: dict[str, Any]) -> list[str]:
 def answer_row(name: str, m: dict[str, Any]) -> str:
     return (
         f"| {name} | {m['n']} ({m['n_hallucinated']}) | {_f(m['auc'])} | {_f(m['fpr_at_70_recall'])} | "
-        f"{_f(m['any_claim_tpr'])} | {_f(m['any_claim_tnr'])} | {_f(m['ece'])} |"
+        f"{_f(m['any_claim_tpr'])} | {_f(m['any_claim_tnr'])} | {_f(m['ece'])} | {_f(m['risk_auc'])} | "
+        f"{_f(m['risk_fpr_at_70_recall'])} | {_f(m['at_risk_tpr'])} | {_f(m['at_risk_tnr'])} |"
+        + ("" if m["risk_fitted"] else " (risk: not fitted, the any-claim rule)")
     )
 
 
@@ -223,9 +242,11 @@ def answer_baseline_rows(m: dict[str, Any]) -> list[str]:
     b = m["baseline_flag_all"]
     return [
         f"| flag everything | {m['n']} ({m['n_hallucinated']}) | 0.500 | {_f(b['fpr_at_70_recall'])} | "
-        f"{_f(b['tpr'])} | {_f(b['tnr'])} | n/a |",
+        f"{_f(b['tpr'])} | {_f(b['tnr'])} | n/a | 0.500 | {_f(b['fpr_at_70_recall'])} | {_f(b['tpr'])} | "
+        f"{_f(b['tnr'])} |",
         f"| answer length | {m['n']} ({m['n_hallucinated']}) | {_f(m['baseline_length_auc'])} | "
-        f"{_f(m['baseline_length_fpr_at_70_recall'])} | n/a | n/a | n/a |",
+        f"{_f(m['baseline_length_fpr_at_70_recall'])} | n/a | n/a | n/a | {_f(m['baseline_length_auc'])} | "
+        f"{_f(m['baseline_length_fpr_at_70_recall'])} | n/a | n/a |",
     ]
 
 
