@@ -14,6 +14,10 @@ trace's URL. Examples (``{trace_id}`` and ``{span_id}`` are substituted):
 - Arize Phoenix:  ``http://phoenix:6006/projects/<project id>/traces/{trace_id}``
 - Langfuse:  ``https://cloud.langfuse.com/project/<project id>/traces/{trace_id}``
 
+Each claim also shows its answer's calibrated risk (``answer_risk``, and "AT RISK" when it is at or above
+the judge's alert threshold: what the gate counts); ``--at-risk`` keeps only the claims of answers at risk
+(records from before the answer risk have none and are left out by it).
+
 ``--json`` prints one object per claim; ``--follow`` keeps reading new results.
 """
 
@@ -58,6 +62,9 @@ class FlaggedClaim:
     slices: dict[str, str]
     claim: dict[str, Any]
     timestamp_ms: int
+    #: the answer's calibrated risk and whether it is at risk (None in records from before the answer risk)
+    answer_risk: float | None = None
+    at_risk: bool | None = None
 
     @property
     def rank(self) -> tuple[int, float]:
@@ -66,7 +73,14 @@ class FlaggedClaim:
         return order, -float(self.claim.get("confidence") or 0.0)
 
     def to_json(self, trace_url_template: str | None = None) -> dict[str, Any]:
-        out = {"trace_id": self.trace_id, "slices": self.slices, "timestamp_ms": self.timestamp_ms, **self.claim}
+        out = {
+            "trace_id": self.trace_id,
+            "slices": self.slices,
+            "timestamp_ms": self.timestamp_ms,
+            "answer_risk": self.answer_risk,
+            "at_risk": self.at_risk,
+            **self.claim,
+        }
         url = trace_url(trace_url_template, self.trace_id)
         if url:
             out["trace_url"] = url
@@ -86,6 +100,11 @@ class FlaggedClaim:
             lines.append(f"    evidence ({chunk}): {c['evidence']!r}")
         if c.get("reason"):
             lines.append(f"    why: {c['reason']}")
+        if self.answer_risk is not None:
+            lines.append(
+                f"    answer risk {self.answer_risk:.2f}"
+                + (" AT RISK" if self.at_risk else " (below the alert threshold)")
+            )
         url = trace_url(trace_url_template, self.trace_id)
         lines.append(f"    trace {self.trace_id}" + (f"  {url}" if url else ""))
         return "\n".join(lines)
@@ -105,8 +124,17 @@ def matches(result: dict[str, Any], filters: dict[str, str | None]) -> bool:
 
 def flagged_claims(result: dict[str, Any], verdicts: Iterable[str], timestamp_ms: int = 0) -> list[FlaggedClaim]:
     wanted = set(verdicts)
+    risk = result.get("answer_risk")
+    at_risk = result.get("at_risk")
     return [
-        FlaggedClaim(str(result.get("trace_id")), dict(result.get("slices") or {}), claim, timestamp_ms)
+        FlaggedClaim(
+            str(result.get("trace_id")),
+            dict(result.get("slices") or {}),
+            claim,
+            timestamp_ms,
+            float(risk) if isinstance(risk, (int, float)) else None,
+            at_risk if isinstance(at_risk, bool) else None,
+        )
         for claim in result.get("claims") or []
         if isinstance(claim, dict) and claim.get("verdict") in wanted
     ]
@@ -230,7 +258,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
             max_records=args.max_records,
             follow=args.follow,
         ):
-            if not matches(result, filters):
+            if not matches(result, filters) or (args.at_risk and result.get("at_risk") is not True):
                 continue
             found = flagged_claims(result, verdicts, ts)
             if args.follow:  # streaming: print as they come
@@ -269,6 +297,9 @@ def add_cli(sub: Any) -> None:
     c.add_argument("--route")
     c.add_argument("--model")
     c.add_argument("--environment")
+    c.add_argument(
+        "--at-risk", action="store_true", help="only claims of answers at risk (answer risk >= the judge's threshold)"
+    )
     c.add_argument("--limit", type=int, default=50, help="claims shown (0 = all)")
     c.add_argument("--max-records", type=int, default=200_000, help="results read at most")
     c.add_argument("--json", action="store_true", help="one JSON object per claim")

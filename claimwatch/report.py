@@ -277,10 +277,15 @@ def _claim_html(f: FlaggedClaim, trace_url_template: str | None) -> str:
     )
     chunk = c.get("context_excerpt") or c.get("evidence") or ""
     source = " ".join(str(x) for x in (c.get("context_source"), c.get("context_id")) if x)
+    risk = (
+        ""
+        if f.answer_risk is None
+        else f" · answer risk {f.answer_risk:.2f}" + (" <b>at risk</b>" if f.at_risk else " (below the threshold)")
+    )
     parts = [
         f'<div class="claim {verdict.lower()}"><div><b>{html.escape(verdict)}</b> '
         f"{float(c.get('confidence') or 0):.2f} — {html.escape(str(c.get('text') or '(claim text not kept)'))}</div>",
-        f'<div class="meta">{where} · {trace}</div>',
+        f'<div class="meta">{where} · {trace}{risk}</div>',
     ]
     if c.get("reason"):
         parts.append(f'<div class="meta">why: {html.escape(str(c["reason"]))}</div>')
@@ -306,6 +311,14 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
             f"<td>{_pct(counts.rate('contradicted'))}</td><td>{_pct(counts.rate('unsupported'))}</td>"
             f"<td>{counts.error}</td></tr>"
         )
+    rules = {d.baseline.flag_rule, d.candidate.flag_rule} - {"none"}
+    flag_rule = (
+        "at risk: calibrated answer risk &ge; the judge's threshold"
+        if rules == {"at_risk"}
+        else "any unsupported or contradicted claim: records without the answer risk"
+        if rules
+        else "none evaluated"
+    )
     c = d.comparison
     t = d.config.test
     comparisons = (
@@ -338,7 +351,7 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
 {t.max_increase * 100:g} pts of flagged answers, at least {d.config.min_answers} evaluated answers per release</div>
 <div class="decision {d.action}" id="decision"><b>{d.action.upper()}</b><ul>{reasons}</ul></div>
 {judge}<h2>Answers and claims per release</h2>
-<table><tr><th class="l">{html.escape(report.label)}</th><th>evaluated answers</th><th>flagged answers</th>
+<table><tr><th class="l">{html.escape(report.label)}</th><th>evaluated answers</th><th>flagged answers ({flag_rule})</th>
 <th>judged claims</th><th>contradicted</th><th>unsupported</th><th>errors</th></tr>{"".join(rows)}</table>
 <table><tr><th class="l">decided on</th><th>candidate − baseline</th><th>bounds ({t.method})</th>
 <th>smallest rise detectable (power {t.power:g})</th></tr>{comparisons}</table>

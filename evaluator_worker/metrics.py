@@ -115,6 +115,13 @@ class WorkerMetrics:
         self.answers_with_contradicted = Counter(
             "claimwatch_answers_with_contradicted", "Answers with at least one CONTRADICTED claim.", s, registry=r
         )
+        self.answers_at_risk = Counter(
+            "claimwatch_answers_at_risk",
+            "Evaluated answers whose calibrated answer risk is at or above the judge's alert threshold "
+            "(AnswerResult.at_risk; what the release gate counts as flagged).",
+            s,
+            registry=r,
+        )
         self.answer_faithfulness = Histogram(
             "claimwatch_answer_faithfulness_ratio",
             "Per-answer faithfulness (supported / judged claims), answers with claims only.",
@@ -284,6 +291,8 @@ class WorkerMetrics:
                 self.answers_with_unsupported.labels(*values).inc()
             if result.has_contradicted:
                 self.answers_with_contradicted.labels(*values).inc(exemplar=exemplar)
+            if result.at_risk:
+                self.answers_at_risk.labels(*values).inc(exemplar=exemplar)
             if result.faithfulness is not None:
                 self.answer_faithfulness.labels(*values).observe(result.faithfulness)
         self.answer_claims.labels(*values).observe(len(result.claims) if result.outcome != "abstained" else 0)
@@ -305,6 +314,7 @@ class WorkerMetrics:
             self.answers.labels(outcome, *values)
         self.answers_with_unsupported.labels(*values)
         self.answers_with_contradicted.labels(*values)
+        self.answers_at_risk.labels(*values)
 
     def _observe_parity(self, result: AnswerResult, values: tuple[str, ...]) -> None:
         par = result.parity

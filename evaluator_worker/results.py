@@ -87,7 +87,7 @@ def _drop_claim_text(r: AnswerResult) -> list[str]:
 
 
 def _drop_claims(r: AnswerResult) -> list[str]:
-    r.claims = []  # counts and scores stay
+    r.claims = []  # counts, scores and the answer risk stay
     r.usage = {k: v for k, v in r.usage.items() if k != "by_model"}
     return ["claims"]
 
@@ -129,6 +129,8 @@ def encode_result(result: AnswerResult, budget: int) -> tuple[bytes, bytes, list
                 "call_id": shrunk.call_id,
                 "outcome": shrunk.outcome,
                 "counts": shrunk.counts,
+                "answer_risk": shrunk.answer_risk,
+                "at_risk": shrunk.at_risk,
                 "truncated": ["all"],
             }
         ).encode()

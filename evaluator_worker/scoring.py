@@ -8,6 +8,10 @@ Definitions (never NaN):
 - An answer with no claims (abstention, "I don't know", empty) has
   ``outcome="abstained"``, faithfulness ``None`` and its own counter.
 - An answer whose every claim is ERROR has ``outcome="failed"``.
+- ``answer_risk``: the judge's calibrated risk that the answer is not grounded, from its claims' verdicts
+  and confidences (:mod:`evaluator_worker.judges.risk`: a fitted map per judge, else a declared default);
+  ``at_risk`` = risk >= the map's threshold. ``None`` for abstained and failed answers (and in records
+  written before these fields existed: readers then fall back to "any claim flagged").
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pydantic import BaseModel, Field
 from contract.record import record_key
 from evaluator_worker.consistency import ConsistencyResult
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Usage, Verdict
+from evaluator_worker.judges.risk import risk_map
 from evaluator_worker.parity import ParityScores
 
 
@@ -61,6 +66,11 @@ class AnswerResult(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     faithfulness: float | None = None
     hallucination_rate: float | None = None
+    #: calibrated risk (0-1) that the answer holds an ungrounded claim, from its claims' verdicts and confidences
+    #: (evaluator_worker.judges.risk; None when nothing was judged)
+    answer_risk: float | None = None
+    #: answer_risk >= the judge's alert threshold (fitted on dev; what the gate and claimwatch_answers_at_risk count)
+    at_risk: bool | None = None
     error: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
     #: RagaliQ / DeepEval / FActScore-style scores from the same verdicts (evaluator_worker.parity)
@@ -142,6 +152,8 @@ def score(
         outcome = "evaluated"
     faithfulness = counts["SUPPORTED"] / judged if judged else None
     halluc = (counts["UNSUPPORTED"] + counts["CONTRADICTED"]) / judged if judged else None
+    rm = risk_map(judge)
+    risk = rm.answer_risk((v.verdict.value, v.confidence) for v in verdicts) if outcome == "evaluated" else None
     return AnswerResult(
         trace_id=trace_id,
         call_id=call_id,
@@ -165,6 +177,8 @@ def score(
         counts=counts,
         faithfulness=faithfulness,
         hallucination_rate=halluc,
+        answer_risk=risk,
+        at_risk=rm.at_risk(risk),
         error=error,
         usage=usage_summary(usage),
     )

@@ -4,8 +4,12 @@ The statistical unit is the answer (see :mod:`claimwatch.stats.answer_share`):
 
 - ``answers``: evaluated answers (at least one claim with a verdict): the worker's
   ``claimwatch_answers_total{outcome="evaluated"}`` and a result record with ``outcome == "evaluated"``;
-- ``flagged``: of these, answers with an UNSUPPORTED or CONTRADICTED claim
-  (``claimwatch_answers_with_unsupported_total``, ``AnswerResult.has_unsupported``);
+- ``flagged``: of these, answers **at risk**: calibrated answer risk at or above the judge's fitted alert
+  threshold (``claimwatch_answers_at_risk_total``, ``AnswerResult.at_risk``; see
+  :mod:`evaluator_worker.judges.risk`), so a long faithful answer is not flagged for its length. Records and
+  workers from before the answer risk carry no ``at_risk``: for them ``flagged`` falls back to "any
+  UNSUPPORTED or CONTRADICTED claim" (``claimwatch_answers_with_unsupported_total``,
+  ``AnswerResult.has_unsupported``) and ``flag_rule`` says which rule counted;
 - ``contradicted``: answers with a CONTRADICTED claim (shown, not decided on);
 - ``claims``: claims by verdict (shown, not decided on: claims of one answer are correlated);
 - ``judges``: the names of the judges whose verdicts these are (``claimwatch_judge_info`` of the workers
@@ -54,10 +58,19 @@ class ReleaseCounts:
     contradicted: int = 0
     claims: Counts = field(default_factory=Counts)
     judges: tuple[str, ...] = field(default=(), compare=False)
+    #: evaluated answers with an UNSUPPORTED or CONTRADICTED claim (the any-claim rule), whatever ``flagged`` counts
+    flagged_any_claim: int = field(default=0, compare=False)
+    #: which rule counted ``flagged``: "at_risk", "any_claim" (records / workers without the answer risk), or both
+    flag_rules: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def flag_rule(self) -> str:
+        """``at_risk``, ``any_claim`` (old records or workers), ``mixed``, or ``none`` (nothing counted)."""
+        return self.flag_rules[0] if len(self.flag_rules) == 1 else "mixed" if self.flag_rules else "none"
 
     @property
     def flagged_share(self) -> float:
-        """Share of evaluated answers with an UNSUPPORTED or CONTRADICTED claim."""
+        """Share of evaluated answers flagged: at risk (or, for old records, with an UNSUPPORTED or CONTRADICTED claim)."""
         return self.flagged / self.answers if self.answers else 0.0
 
     @property
@@ -73,14 +86,35 @@ class ReleaseCounts:
         judges = self.judges
         if isinstance(judge, str) and judge and judge not in judges:
             judges = tuple(sorted((*judges, judge)))
+        at_risk = record.get("at_risk")
+        rule = "at_risk" if isinstance(at_risk, bool) else "any_claim"
+        flagged = at_risk if isinstance(at_risk, bool) else n.unsupported + n.contradicted > 0
+        rules = self.flag_rules if not evaluated or rule in self.flag_rules else tuple(sorted((*self.flag_rules, rule)))
         return replace(
             self,
             answers=self.answers + evaluated,
-            flagged=self.flagged + (evaluated and n.unsupported + n.contradicted > 0),
+            flagged=self.flagged + (evaluated and flagged),
+            flagged_any_claim=self.flagged_any_claim + (evaluated and n.unsupported + n.contradicted > 0),
             contradicted=self.contradicted + (evaluated and n.contradicted > 0),
             claims=self.claims + n,
             judges=judges,
+            flag_rules=rules,
         )
+
+
+def common_rule(baseline: ReleaseCounts, candidate: ReleaseCounts) -> tuple[ReleaseCounts, ReleaseCounts]:
+    """Both releases flagged by one rule: at risk when both were counted so, else the any-claim rule for both
+    (a share at risk beside a share by the any-claim rule would read as a large improvement that is none)."""
+    rules = {baseline.flag_rule, candidate.flag_rule} - {"none"}
+    if rules <= {"at_risk"} or rules <= {"any_claim"}:
+        return baseline, candidate
+
+    def any_claim(c: ReleaseCounts) -> ReleaseCounts:
+        if c.flag_rule not in ("at_risk", "mixed"):
+            return c
+        return replace(c, flagged=c.flagged_any_claim, flag_rules=("any_claim",))
+
+    return any_claim(baseline), any_claim(candidate)
 
 
 def record_verdicts(record: Mapping[str, Any]) -> Counts:

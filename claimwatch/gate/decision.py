@@ -7,6 +7,10 @@
 - **hold** (exit 2) when the share rose by more than the tolerance without significance;
 - **promote** (exit 0) otherwise.
 
+"Flagged" is "at risk" (the calibrated answer risk, :mod:`evaluator_worker.judges.risk`) when both releases
+were counted so, else the any-claim rule for both (:func:`claimwatch.gate.counts.common_rule`); the report
+names the rule.
+
 Every decision states its power: the smallest rise it would have caught with probability
 ``power`` at the current counts, and on a HOLD roughly how many more answers would settle it.
 """
@@ -16,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from claimwatch.gate.counts import ReleaseCounts
+from claimwatch.gate.counts import ReleaseCounts, common_rule
 from claimwatch.stats import power
 from claimwatch.stats.answer_share import FIXED, ShareComparison, TestConfig, compare_shares
 
@@ -75,6 +79,9 @@ class GateDecision:
                 f"  {role} {name:<{width}}  {c.answers:>6} answers  flagged {_pct(c.flagged_share)}"
                 f"  contradicted {_pct(c.contradicted_share)}  ({c.claims.judged} judged claims, {c.claims.error} errors)"
             )
+        rules = sorted({self.baseline.flag_rule, self.candidate.flag_rule} - {"none"})
+        if rules:
+            lines.append("  flagged = " + _FLAG_RULE_TEXT.get(rules[0] if len(rules) == 1 else "mixed", rules[0]))
         cmp = self.comparison
         test = "one look (fixed horizon)" if t.method == FIXED else "any number of looks (sequential)"
         lines.append(
@@ -87,6 +94,14 @@ class GateDecision:
         )
         lines += [f"  - {reason}" for reason in self.reasons]
         return "\n".join(lines)
+
+
+#: what "flagged" meant for these counts (ReleaseCounts.flag_rule)
+_FLAG_RULE_TEXT = {
+    "at_risk": "at risk (calibrated answer risk >= the judge's threshold; claimwatch_answers_at_risk_total)",
+    "any_claim": "any UNSUPPORTED or CONTRADICTED claim (counts without the answer risk: older worker or records)",
+    "mixed": "at risk where counted, any flagged claim for older workers or records (the two rules are mixed)",
+}
 
 
 def _pct(x: float) -> str:
@@ -122,6 +137,7 @@ def decide(
     """Promote, hold or roll back ``candidate`` given ``baseline`` (see the module docstring)."""
     cfg = config or GateConfig()
     t = cfg.test
+    baseline, candidate = common_rule(baseline, candidate)
     cmp = compare_shares(candidate.flagged, candidate.answers, baseline.flagged, baseline.answers, t)
 
     def done(action: str, reasons: list[str]) -> GateDecision:

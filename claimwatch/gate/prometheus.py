@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from claimwatch.gate.counts import VERDICTS, Counts, ReleaseCounts
-from claimwatch.gate.promql import ANSWERS, CLAIMS, CONTRADICTED, FLAGGED, GateError, count_query, judge_query
+from claimwatch.gate.promql import (
+    ANSWERS,
+    AT_RISK,
+    CLAIMS,
+    CONTRADICTED,
+    FLAGGED,
+    GateError,
+    count_query,
+    judge_query,
+)
 
 Opener = Callable[..., Any]
 
@@ -28,9 +37,11 @@ class Source:
 
 
 def queries(release: str, window: str, label: str = "release", extra: str = "") -> dict[str, str]:
-    """The queries the gate sends for one release (field -> PromQL): four counts and the judges behind them."""
+    """The queries the gate sends for one release (field -> PromQL): five counts and the judges behind them
+    (``flagged`` is the any-claim count, read when the release has no ``at_risk`` series)."""
     return {
         "answers": count_query(ANSWERS, release, window, label, extra),
+        "at_risk": count_query(AT_RISK, release, window, label, extra),
         "flagged": count_query(FLAGGED, release, window, label, extra),
         "contradicted": count_query(CONTRADICTED, release, window, label, extra),
         "claims": count_query(CLAIMS, release, window, label, extra, by="verdict"),
@@ -76,6 +87,10 @@ def fetch_counts(
     """Evaluated answers, flagged answers and claims by verdict of ``release`` over ``window``, and the judges
     behind them (``claimwatch_judge_info``; empty for workers that do not export it).
 
+    Flagged = answers at risk (``claimwatch_answers_at_risk_total``); a release whose workers do not export it
+    (from before the answer risk: no series at all, where a new worker has one at 0 per slice) is counted by
+    the any-claim rule (``claimwatch_answers_with_unsupported_total``), and ``flag_rule`` says so.
+
     The queries are evaluated at one instant, so a scrape between them cannot make the
     flagged count include an answer the answer count does not.
     """
@@ -83,10 +98,15 @@ def fetch_counts(
     at = time.time()
     read = lambda name: instant_query(source.url, q[name], timeout=source.timeout, at=at, opener=opener)  # noqa: E731
     scalars = {name: sum(_count(s) for s in read(name)) for name in ("answers", "flagged", "contradicted")}
+    scalars["flagged_any_claim"] = scalars["flagged"]
+    at_risk = read("at_risk")
+    if at_risk:
+        scalars["flagged"] = sum(_count(s) for s in at_risk)
     verdicts = {v: 0 for v in VERDICTS}
     for sample in read("claims"):
         verdict = sample.get("metric", {}).get("verdict")
         if verdict in verdicts:
             verdicts[verdict] = _count(sample)
     judges = sorted({str(s.get("metric", {}).get("judge")) for s in read("judges") if s.get("metric", {}).get("judge")})
-    return ReleaseCounts(claims=Counts(**verdicts), judges=tuple(judges), **scalars)
+    rule = ("at_risk",) if at_risk else ("any_claim",) if scalars["answers"] else ()
+    return ReleaseCounts(claims=Counts(**verdicts), judges=tuple(judges), flag_rules=rule, **scalars)

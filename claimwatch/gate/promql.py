@@ -31,7 +31,10 @@ _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 
 ANSWERS = "claimwatch_answers_total"
+#: the any-claim rule: what ``flagged`` falls back to for workers that do not export ``AT_RISK``
 FLAGGED = "claimwatch_answers_with_unsupported_total"
+#: answers at risk (calibrated answer risk >= the judge's threshold): what the gate counts as flagged
+AT_RISK = "claimwatch_answers_at_risk_total"
 CONTRADICTED = "claimwatch_answers_with_contradicted_total"
 CLAIMS = "claimwatch_claims_total"
 JUDGE_INFO = "claimwatch_judge_info"
@@ -102,11 +105,17 @@ def judge_query(release: str, window: str = "1h", label: str = "release", extra:
 def share_counts(release_expr: str, window: str, extra: str, *, quote: bool = True) -> tuple[str, str]:
     """``(flagged, answers)`` exact counts for one release, each a one-element vector without labels.
 
+    Flagged = answers at risk; where the release has no at-risk series (workers from before the answer
+    risk), answers with an unsupported claim, as :func:`claimwatch.gate.prometheus.fetch_counts` counts.
     Label-less vectors match each other in arithmetic, and ``ln``/``sqrt`` take vectors (not scalars).
     """
     answers = selector(ANSWERS, release_expr, "release", extra, quote=quote)[:-1] + ', outcome="evaluated"}'
+    at_risk = selector(AT_RISK, release_expr, "release", extra, quote=quote)
     flagged = selector(FLAGGED, release_expr, "release", extra, quote=quote)
-    return (f"(sum({exact_increase(flagged, window)}) or vector(0))", f"sum({exact_increase(answers, window)})")
+    return (
+        f"(sum({exact_increase(at_risk, window)}) or sum({exact_increase(flagged, window)}) or vector(0))",
+        f"sum({exact_increase(answers, window)})",
+    )
 
 
 def point_difference(xc: str, nc: str, xb: str, nb: str) -> str:
