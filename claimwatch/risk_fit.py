@@ -8,8 +8,12 @@ What it does (:mod:`evaluator_worker.judges.risk` says what the map is):
    Train only, so the dev comparison below is out of sample (ExpertQA's dev answers are made of dev claims).
 2. **Aggregator** on the ``dev`` answers of the answer-labelled sets (SummEdits, ExpertQA; FaithBench is
    evaluation only and never tuned on): every aggregator's answer AUC and FP rate at 70% recall per set,
-   beside answer length, flag-everything and the shipped any-claim rule; the aggregator with the best mean
-   AUC over the sets is chosen (within 0.005: the lower mean FP rate at 70% recall).
+   beside answer length, flag-everything and the shipped any-claim rule, and the share of faithful answers
+   each flags by claim count. The choice is among the aggregators that do not grow with the number of claims
+   (``LENGTH_INVARIANT``: ``mean``, ``noisy_or_norm``), the point of the answer risk: ``noisy_or`` and
+   ``max`` grow with it (the max of more claims is higher), and on dev they flag 0.88-1.00 of the faithful
+   3-4-claim answers at 70% recall where ``mean`` flags 0.63-0.71. Among those, the best mean AUC over the
+   sets (within 0.005: the lower mean FP rate at 70% recall).
 3. **Threshold**: the chosen risk that catches 70% of the hallucinated dev answers (all sets pooled).
 
 The map is written with the sets, splits, counts, date, the judge's confidence calibration and every dev
@@ -38,6 +42,11 @@ ANSWER_SETS: tuple[str, ...] = ("summedits", "expertqa")
 TARGET_RECALL = 0.7
 #: aggregators whose mean dev AUC is within this of the best are compared by FP rate at 70% recall
 AUC_TIE = 0.005
+#: the aggregators the choice is made among: for claims drawn from one distribution, their value does not grow
+#: with the number of claims (noisy_or and max do: the any-claim rule's compounding, softened)
+LENGTH_INVARIANT: tuple[str, ...] = ("mean", "noisy_or_norm")
+#: claim-count bins of the "faithful answers flagged by length" check
+CLAIM_BINS: tuple[tuple[int, int], ...] = ((1, 1), (2, 2), (3, 4), (5, 10_000))
 
 
 @dataclass
@@ -130,16 +139,41 @@ def compare(rows: Sequence[AnswerRow], cmap: ConfidenceMap | None) -> dict[str, 
     return out
 
 
+def by_claims(rows: Sequence[AnswerRow], cmap: ConfidenceMap | None) -> dict[str, Any]:
+    """Share of faithful dev answers flagged, per claim-count bin: each aggregator at its own 70%-recall threshold
+    (all sets pooled) and the any-claim rule. A score that does not compound claim errors stays flat across bins."""
+    ys = [r.hallucinated for r in rows]
+    bins = {f"{lo}-{hi}" if hi < 10_000 else f"{lo}+": (lo, hi) for lo, hi in CLAIM_BINS}
+    out: dict[str, Any] = {"faithful": {}}
+    for name, (lo, hi) in bins.items():
+        out["faithful"][name] = sum(1 for r in rows if not r.hallucinated and lo <= len(r.verdicts) <= hi)
+
+    def shares(flags: Sequence[bool]) -> dict[str, float | None]:
+        res: dict[str, float | None] = {}
+        for name, (lo, hi) in bins.items():
+            f = [x for r, x in zip(rows, flags) if not r.hallucinated and lo <= len(r.verdicts) <= hi]
+            res[name] = _r(sum(f) / len(f)) if f else None
+        return res
+
+    for agg in AGGREGATORS:
+        rs = risks(rows, cmap, agg)
+        t = threshold_at_recall(rs, ys)
+        out[agg] = shares([x >= t for x in rs])
+    out["any_claim_rule"] = shares([r.any_claim for r in rows])
+    return out
+
+
 def choose(table: dict[str, Any]) -> str:
-    """The aggregator with the best mean AUC over the answer sets (near-ties: the lower mean FP rate at 70% recall)."""
+    """Among ``LENGTH_INVARIANT``, the best mean AUC over the answer sets (near-ties: the lower mean FP rate at
+    70% recall)."""
     sets = [s for s in ANSWER_SETS if s in table]
 
     def mean(agg: str, key: str) -> float:
         vals = [table[s][agg][key] for s in sets if table[s][agg][key] is not None]
         return sum(vals) / len(vals) if vals else 0.0
 
-    best_auc = max(mean(a, "auc") for a in AGGREGATORS)
-    near = [a for a in AGGREGATORS if mean(a, "auc") >= best_auc - AUC_TIE]
+    best_auc = max(mean(a, "auc") for a in LENGTH_INVARIANT)
+    near = [a for a in LENGTH_INVARIANT if mean(a, "auc") >= best_auc - AUC_TIE]
     return min(near, key=lambda a: (mean(a, "fpr_at_70_recall"), -mean(a, "auc")))
 
 
@@ -185,11 +219,13 @@ def fit_risk(
             "sets": list(ANSWER_SETS),
             "split": "dev",
             "limit": answer_limit,
-            "rule": f"best mean AUC over the sets (within {AUC_TIE}: lower mean FP rate at 70% recall)",
+            "rule": f"among {', '.join(LENGTH_INVARIANT)} (do not grow with the number of claims): best mean AUC "
+            f"over the sets (within {AUC_TIE}: lower mean FP rate at 70% recall)",
         },
         "threshold_rule": f"the risk catching {TARGET_RECALL:.0%} of the pooled dev hallucinated answers",
         "dev_at_threshold": {k: _r(v) for k, v in at.items()},
         "dev": table,
+        "dev_faithful_flagged_by_claims": by_claims(rows, cmap),
     }
     rm = RiskMap(judge=judge.name, claim_map=cmap, aggregator=chosen, threshold=threshold, fitted=True, meta=meta)
     print(render(rm), file=out)
@@ -216,6 +252,17 @@ def render(rm: RiskMap) -> str:
         lines.append(f"| {label}: AUC / FP rate @70% recall | " + " | ".join(cells) + " |")
     rule = [f"{_f(table[c]['any_claim_rule']['tpr'])} / {_f(table[c]['any_claim_rule']['fpr'])}" for c in cols]
     lines.append("| shipped any-claim rule: TPR / FP rate | " + " | ".join(rule) + " |")
+    flat = rm.meta.get("dev_faithful_flagged_by_claims")
+    if flat:
+        bins = list(flat["faithful"])
+        lines.append(
+            "\n| faithful dev answers flagged (70% recall) | "
+            + " | ".join(f"{b} claims ({flat['faithful'][b]})" for b in bins)
+            + " |\n|---|"
+            + "---|" * len(bins)
+        )
+        for key in (*AGGREGATORS, "any_claim_rule"):
+            lines.append(f"| {key} | " + " | ".join(_f(flat[key][b]) for b in bins) + " |")
     at = rm.meta.get("dev_at_threshold", {})
     lines.append(
         f"\nchosen: {rm.aggregator}, threshold {rm.threshold:g} (pooled dev: TPR {_f(at.get('tpr'))}, "

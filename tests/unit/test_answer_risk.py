@@ -38,7 +38,7 @@ def test_shipped_heuristic_risk_of_all_true_claims_does_not_grow_with_answer_len
     """n SUPPORTED claims (or n claims of one flagged verdict) at one confidence: the heuristic's at-risk call is the
     same for every n, where the any-claim rule flags an answer as soon as one of its claims is flagged."""
     rm = risk_map("heuristic")
-    assert rm.fitted and rm.aggregator in ("max", "mean", "noisy_or_norm")
+    assert rm.fitted and rm.aggregator in ("mean", "noisy_or_norm")
     one = rm.answer_risk([("SUPPORTED", conf)])
     assert rm.answer_risk([("SUPPORTED", conf)] * n) == pytest.approx(one, abs=1e-4)
     # a faithful answer with one false alarm among n true claims: any-claim flags it at every n; the risk falls with n
@@ -168,4 +168,4 @@ def test_fit_threshold_is_the_one_the_fp_rate_at_70_recall_is_measured_at_and_ch
         AnswerRow("summedits", [("SUPPORTED", 0.6)] * 12, 900, False),
     ]
     table = compare(rows, None)
-    assert table["summedits"]["length"]["auc"] == 0.5 and choose(table) in AGGREGATORS
+    assert table["summedits"]["length"]["auc"] == 0.5 and choose(table) in ("mean", "noisy_or_norm")
