@@ -136,6 +136,7 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
         if r.outcome == "evaluated":  # what the gate counts (claimwatch_answers_total{outcome="evaluated"})
             totals[s.release]["evaluated"] += 1
             totals[s.release]["contradicted_answers"] += int(r.has_contradicted)
+            totals[s.release]["at_risk_answers"] += int(bool(r.at_risk))  # what the gate counts as flagged
         flagged = r.has_unsupported
         if flagged:
             row["flagged_answers"] += 1
@@ -182,10 +183,12 @@ def _counts(summary: dict[str, Any], release: str, judge: str = "") -> ReleaseCo
     )
     return ReleaseCounts(
         answers=t.get("evaluated", 0),
-        flagged=t.get("flagged_answers", 0),
+        flagged=t.get("at_risk_answers", 0),
         contradicted=t.get("contradicted_answers", 0),
         claims=claims,
         judges=(judge,) if judge else (),
+        flagged_any_claim=t.get("flagged_answers", 0),
+        flag_rules=("at_risk",) if t.get("evaluated", 0) else (),
     )
 
 
