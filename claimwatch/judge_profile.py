@@ -695,9 +695,10 @@ def answer_counts(results: Iterable[Mapping[str, Any]], label: str = "release") 
 
 
 def counts_for(profile: Mapping[str, Any], counts: ReleaseCounts) -> tuple[int, int]:
-    """``(flagged, judged)`` in the profile's unit: answers (the gate's) or claims."""
+    """``(flagged, judged)`` in the profile's unit: answers (the gate's) or claims. An answer profile's strata are
+    the judge's any-claim flag, so its count is the any-claim one (not the answer risk's at-risk count)."""
     if profile.get("unit") == "answer":
-        return counts.flagged, counts.answers
+        return (counts.flagged_any_claim if counts.flag_rules else counts.flagged), counts.answers
     return counts.claims.unsupported + counts.claims.contradicted, counts.claims.judged
 
 
