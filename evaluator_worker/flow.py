@@ -25,6 +25,12 @@ before any call started under the lowered limit has succeeded: the provider is s
 the same throttled spell, which the retry-after gate paces (halving again would only
 slow the recovery). Partial capacity (some calls pass, others get 429) keeps halving.
 
+A decrease does not stop every call until the calls in flight have drained below the new
+limit (64 -> 32 with 63 out would start nothing for about a second and then a burst of
+30): as the calls started under the old limit pass, a share of them (new limit / old
+limit, so one in two) is replaced by new calls, and the calls in flight shrink smoothly
+to the new limit (proportional rate reduction, RFC 6937, as TCP does after a loss).
+
 A throttling *episode* remembers the limit it started from. Once the retry-after window
 has passed and ``recovery_quiet_s`` more went by without a 429, the burst is over: the
 limit returns at once to half that level (the first decrease) and then each success adds
@@ -100,11 +106,13 @@ class _Bucket:
 
 
 class Permit:
-    __slots__ = ("tokens", "at")
+    __slots__ = ("tokens", "at", "epoch")
 
-    def __init__(self, tokens: int, at: float) -> None:
+    def __init__(self, tokens: int, at: float, epoch: int = 0) -> None:
         self.tokens = tokens
         self.at = at
+        #: decreases of the limit before this call started (a call from an older epoch started above the limit)
+        self.epoch = epoch
 
 
 class AdaptiveLimiter:
@@ -144,6 +152,12 @@ class AdaptiveLimiter:
         self._regrowing = False
         #: a call started after the last decrease has succeeded (the lowered limit was tried)
         self._tried_since_decrease = True
+        #: proportional rate reduction: decreases so far; calls started before the last one still in flight,
+        #: those that have passed since, and the share of them replaced by new calls (new limit / old limit)
+        self._epoch = 0
+        self._old_in_flight = 0
+        self._old_passed = 0
+        self._replace_share = 1.0
         self._cond = threading.Condition()
         #: times a call waited for the retry-after gate or a rate ceiling (not for a free slot)
         self.throttle_waits = 0
@@ -163,7 +177,7 @@ class AdaptiveLimiter:
                     raise EvaluationAbandoned("stopped while waiting for a judge slot")
                 now = self._clock()
                 wait = 0.0
-                if self._in_use >= int(self._limit):
+                if self._in_use >= self._cap():
                     wait = 0.25  # woken by release(); the timeout only re-checks cancellation
                 else:
                     wait = max(wait, self._not_before - now)
@@ -184,7 +198,7 @@ class AdaptiveLimiter:
                 self._tokens.level -= tokens
             if waited_for_rate:
                 self.throttle_waits += 1
-            return Permit(tokens, now)
+            return Permit(tokens, now, self._epoch)
 
     def release(
         self,
@@ -202,6 +216,11 @@ class AdaptiveLimiter:
                 self._tokens.level -= used_tokens - permit.tokens
             if not throttled and permit.at >= self._last_decrease:
                 self._tried_since_decrease = True
+            if permit.epoch < self._epoch and self._old_in_flight > 0:
+                self._old_in_flight -= 1
+                self._old_passed += 0 if throttled else 1
+                if self._old_in_flight == 0:
+                    self._old_passed = 0
             if throttled:
                 self._throttled(now, permit, retry_after)
             elif self._regrow_to is not None and now >= self._quiet_at():
@@ -216,6 +235,11 @@ class AdaptiveLimiter:
                 self._limit = min(float(self.max_limit), self._limit + 1.0 / max(self._limit, 1.0))
             self._cond.notify_all()
 
+    def _cap(self) -> int:
+        """Calls that may be in flight: the limit or, while calls of the old limit are still out, those plus a
+        share of the ones that passed (proportional rate reduction: the pipe shrinks as they pass, no drain)."""
+        return max(int(self._limit), self._old_in_flight + int(self._old_passed * self._replace_share))
+
     def _quiet_at(self) -> float:
         """When the current episode counts as over: its retry-after passed and a quiet spell without a 429."""
         return max(self._not_before, self._last_throttle + self.recovery_quiet_s)
@@ -226,7 +250,12 @@ class AdaptiveLimiter:
         if not stale and self._tried_since_decrease and now - self._last_decrease >= self.decrease_cooldown_s:
             if self._regrow_to is None:
                 self._regrow_to = self._limit
-            self._limit = max(float(self.min_limit), self._limit * self.decrease_factor)
+            lowered = max(float(self.min_limit), self._limit * self.decrease_factor)
+            # the calls in flight started under the old limit: as they pass, a share of them is replaced
+            self._epoch += 1
+            self._old_in_flight, self._old_passed = self._in_use, 0
+            self._replace_share = lowered / max(self._limit, 1.0)
+            self._limit = lowered
             self._last_decrease = now
             self._tried_since_decrease = False
             if self._regrowing:  # the level we were climbing back to is too high now: additive from here

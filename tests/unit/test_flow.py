@@ -142,6 +142,44 @@ def test_limiter_429_while_regrowing_ends_the_fast_regrowth():
     assert lim.limit == 21  # additive: 40 successes at ~1/20 each, not +1 each
 
 
+def _try_acquire(lim: AdaptiveLimiter):
+    """A permit if a call may start now, else None (after one 0.25 s wait for a slot)."""
+    checks = [0]
+
+    def cancelled() -> bool:
+        checks[0] += 1
+        return checks[0] > 1
+
+    try:
+        return lim.acquire(cancelled=cancelled)
+    except EvaluationAbandoned:
+        return None
+
+
+def test_limiter_replaces_every_second_call_of_the_old_limit_after_halving():
+    """Proportional rate reduction: after 8 -> 4 with 7 calls still out, one new call starts per two that pass
+    (the in-flight count shrinks to the new limit, it does not drain first); a throttled old call earns nothing."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(8, clock=clock)
+    old = [lim.acquire() for _ in range(8)]
+    lim.release(old[0], throttled=True)
+    assert lim.limit == 4
+    assert _try_acquire(lim) is None  # 7 calls of the old limit are out
+    lim.release(old[1], throttled=True)
+    lim.release(old[2])
+    assert _try_acquire(lim) is None  # one passed: half a call
+    lim.release(old[3])
+    new = _try_acquire(lim)
+    assert new is not None  # two passed: one replaced
+    assert _try_acquire(lim) is None
+    for p in old[4:]:
+        lim.release(p)
+    started = [p for p in (_try_acquire(lim) for _ in range(8)) if p is not None]
+    assert len(started) + 1 == lim.limit  # the old calls are gone: the limit alone bounds the calls in flight
+    for p in [new, *started]:
+        lim.release(p)
+
+
 def test_limiter_never_below_min_and_blocks_at_limit():
     """The limit floors at min_limit; acquire past the limit waits for a release."""
     lim = AdaptiveLimiter(4, min_limit=2, decrease_cooldown_s=0.0)
