@@ -34,6 +34,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from prometheus_client import CollectorRegistry
 
 from collector.assembler import TraceAssembler
+from collector.background import BackgroundLoop
 from collector.config import CollectorSettings
 from collector.metrics import CollectorMetrics, get_metrics
 from collector.pipeline import TracePipeline, warn_once
@@ -215,7 +216,7 @@ class RagTraceProcessor(SpanProcessor):
         self._drop_span_queue = self.metrics.dropped.labels(reason="span_queue_full")
         self._drop_shutdown = self.metrics.dropped.labels(reason="shutdown")
         self._reset_state()
-        self._start_thread()
+        self._loop.start()
         check_environment()
         ref = weakref.ref(self)
         if hasattr(os, "register_at_fork"):
@@ -231,10 +232,14 @@ class RagTraceProcessor(SpanProcessor):
         self._spans: collections.deque[ReadableSpan] = collections.deque()
         self.pipeline.reset()
         self._flush_requests: collections.deque[threading.Event] = collections.deque()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self._closed = False
-        self._thread: threading.Thread | None = None
+        self._loop = BackgroundLoop(
+            "claimwatch-collector",
+            self._step,
+            interval_s=_IDLE_WAIT_S,
+            on_error=self._internal_error,
+            error_pause_s=_IDLE_WAIT_S,
+        )
         self._last_gauges = 0.0
         self._slice_started = 0.0
 
@@ -243,21 +248,14 @@ class RagTraceProcessor(SpanProcessor):
         """The pipeline's assembler (kept for tests and introspection)."""
         return self.pipeline.assembler
 
-    def _start_thread(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="claimwatch-collector", daemon=True)
-        self._thread.start()
-
     def _after_fork_in_child(self) -> None:
         """Fork handler (child side): new queue, assembler, thread and producer; parent's data dropped."""
-        old_thread = self._thread
-        self._stop.set()  # in a real child the old thread is gone; this matters when called directly
-        if old_thread is not None and old_thread.is_alive() and old_thread is not threading.current_thread():
-            old_thread.join(timeout=1.0)
+        self._loop.stop(timeout_s=1.0)  # in a real child the old thread is gone; this matters when called directly
         self._reset_state()
         reset = getattr(self.sink, "reset_after_fork", None)
         if callable(reset):
             reset()
-        self._start_thread()
+        self._loop.start()
 
     def log_processor(self) -> Any:
         """The companion ``LogRecordProcessor`` for OTel GenAI content sent as log events (``event_only``).
@@ -300,12 +298,11 @@ class RagTraceProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Emit every trace whose root has ended (no late-span wait) and deliver it, within the timeout."""
         deadline = time.monotonic() + max(0, timeout_millis) / 1000.0
-        thread = self._thread
-        if thread is None or not thread.is_alive() or thread is threading.current_thread():
+        if not self._loop.alive or self._loop.in_loop():
             return self._sink_flush(deadline)
         done = threading.Event()
         self._flush_requests.append(done)
-        self._wake.set()
+        self._loop.wake()
         if not done.wait(max(0.0, deadline - time.monotonic())):
             return False
         return self._sink_flush(deadline)
@@ -318,10 +315,7 @@ class RagTraceProcessor(SpanProcessor):
         deadline = time.monotonic() + timeout_s
         self.force_flush(int(timeout_s * 1000))
         self._closed = True
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=max(0.05, min(2.0, deadline - time.monotonic())))
+        self._loop.stop(timeout_s=max(0.05, min(2.0, deadline - time.monotonic())))
         incomplete = self.pipeline.drop_incomplete()
         self.metrics.drop("incomplete_at_shutdown", incomplete)
         self.metrics.drop("shutdown", len(self._spans))
@@ -339,17 +333,12 @@ class RagTraceProcessor(SpanProcessor):
             return False
 
     # -- background thread -------------------------------------------------
-    def _run(self) -> None:
-        stop = self._stop
-        while not stop.is_set():
-            try:
-                self._step()
-            except Exception as exc:  # never let the thread die
-                self.metrics.drop("internal")
-                log.warning("collector_internal_error", error=type(exc).__name__, detail=str(exc)[:200])
-                time.sleep(_IDLE_WAIT_S)
+    def _internal_error(self, exc: Exception) -> None:
+        self.metrics.drop("internal")
+        log.warning("collector_internal_error", error=type(exc).__name__, detail=str(exc)[:200])
 
-    def _step(self) -> None:
+    def _step(self) -> float | None:
+        """Take the queued spans, emit complete traces, answer flush requests; 0 while more work is queued."""
         flushes = []
         while self._flush_requests:
             flushes.append(self._flush_requests.popleft())
@@ -365,9 +354,7 @@ class RagTraceProcessor(SpanProcessor):
             self._last_gauges = now
             self.metrics.queue_depth.labels(queue="span").set(len(self._spans))
             self.metrics.buffered_traces.set(len(self.pipeline))
-        if not handled and not self._spans and not self._flush_requests:
-            self._wake.wait(_IDLE_WAIT_S)
-            self._wake.clear()
+        return 0.0 if handled or self._spans or self._flush_requests else None
 
     #: longest stretch (seconds) the background thread works before it yields the GIL; 0 turns the
     #: cooperative yield off (the benchmark's "before" variant)

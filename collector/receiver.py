@@ -63,6 +63,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from collector import otlp, tls
 from collector.admission import Budget, Ticket
 from collector.auth import TokenAuth
+from collector.background import BackgroundLoop
 from collector.config import CollectorSettings
 from collector.http_conn import LimitedServer
 from collector.pipeline import OtlpIngest
@@ -203,8 +204,11 @@ class OtlpReceiver(OtlpIngest):
         self._port = s.port
         self._pool = ThreadPoolExecutor(max(1, s.max_concurrent_requests), thread_name_prefix="claimwatch-otlp-decode")
         self._grpc: Any = None
-        self._threads: list[threading.Thread] = []
-        self._stop = threading.Event()
+        self._http: threading.Thread | None = None
+        self._last_gauge = 0.0
+        self._pump = BackgroundLoop(
+            "claimwatch-otlp-pump", self._pump_step, interval_s=s.pump_interval_s, on_error=self._pump_error
+        )
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------
@@ -225,9 +229,8 @@ class OtlpReceiver(OtlpIngest):
             from collector.grpc_receiver import start_grpc
 
             self._grpc = start_grpc(self)
-        pump = threading.Thread(target=self._pump, name="claimwatch-otlp-pump", daemon=True)
-        self._threads = [http, pump]
-        pump.start()
+        self._http = http
+        self._pump.start()
         log.info(
             "receiver_started",
             host=self.settings.host,
@@ -301,10 +304,9 @@ class OtlpReceiver(OtlpIngest):
             except Exception as exc:  # pragma: no cover - best effort
                 log.warning("receiver_close_failed", error=type(exc).__name__)
             loop.call_soon_threadsafe(loop.stop)
-        self._stop.set()
-        for t in self._threads:
-            if t is not threading.current_thread():
-                t.join(timeout=2.0)
+        self._pump.stop(timeout_s=2.0)
+        if self._http is not None and self._http is not threading.current_thread():
+            self._http.join(timeout=2.0)
         if loop is not None and not loop.is_running():
             loop.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -327,18 +329,17 @@ class OtlpReceiver(OtlpIngest):
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
 
-    def _pump(self) -> None:
-        last_gauge = 0.0
-        while not self._stop.wait(self.settings.pump_interval_s):
-            try:
-                self.pipeline.pop_complete()
-                now = time.monotonic()
-                if now - last_gauge > 0.5:
-                    last_gauge = now
-                    self.metrics.buffered_traces.set(len(self.pipeline))
-            except Exception as exc:  # never let the pump die
-                self.metrics.drop("internal")
-                log.warning("receiver_pump_error", error=type(exc).__name__, detail=str(exc)[:200])
+    def _pump_step(self) -> None:
+        """Emit the traces that are complete (their late-span wait over); the buffered-traces gauge twice a second."""
+        self.pipeline.pop_complete()
+        now = time.monotonic()
+        if now - self._last_gauge > 0.5:
+            self._last_gauge = now
+            self.metrics.buffered_traces.set(len(self.pipeline))
+
+    def _pump_error(self, exc: Exception) -> None:
+        self.metrics.drop("internal")
+        log.warning("receiver_pump_error", error=type(exc).__name__, detail=str(exc)[:200])
 
     # -- counting (also used by collector.http_conn and collector.grpc_receiver) --------------------------------
     def count_request(self, code: int | str, source: str = SOURCE) -> None:

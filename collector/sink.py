@@ -26,6 +26,7 @@ import threading
 import time
 from typing import Any, Callable, Protocol
 
+from collector.background import BackgroundLoop
 from collector.config import CollectorSettings
 from collector.metrics import CollectorMetrics, get_metrics
 from collector.ratelog import RateLimitedLog
@@ -123,30 +124,27 @@ class KafkaSink:
         self._submitted = 0
         self._done = 0
         self._queued_bytes = 0
-        self._stop = threading.Event()
         self._closed = False
         self._producer: Any = None
         self._producer_ready = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = BackgroundLoop(
+            "claimwatch-kafka-sink", self._step, interval_s=0.0, on_error=self._internal_error, error_pause_s=0.1
+        )
         self._create_failures = 0
+        self._connect_attempt = 0  # failed producer creations in a row (the backoff's attempt)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
         """Start the background thread (idempotent)."""
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._thread = threading.Thread(target=self._run, name="claimwatch-kafka-sink", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def reset_after_fork(self) -> None:
         """In a forked child: forget the parent's queue and producer, start a fresh thread."""
         if self._producer is not None:
             _FORK_ORPHANS.append(self._producer)
-        was_started = self._thread is not None
-        old_thread, self._producer = self._thread, None
-        self._stop.set()  # only matters when called without a real fork (tests)
-        if old_thread is not None and old_thread.is_alive() and old_thread is not threading.current_thread():
-            old_thread.join(timeout=1.0)
+        was_started = self._loop.thread is not None
+        self._producer = None
+        self._loop.stop(timeout_s=1.0)  # only matters when called without a real fork (tests)
         self._init_state()
         if was_started:
             self.start()
@@ -194,7 +192,7 @@ class KafkaSink:
             target = self._submitted
             if target == self._done and self._producer is None:
                 return True
-            if self._thread is None or not self._thread.is_alive():
+            if not self._loop.alive:
                 return target == self._done
             drained = self._cond.wait_for(lambda: self._done >= target, timeout=max(0.0, deadline - time.monotonic()))
         if not drained or self._producer is None:
@@ -212,9 +210,7 @@ class KafkaSink:
         deadline = time.monotonic() + max(0.0, timeout_s)
         ok = self.force_flush(timeout_s)
         self._closed = True
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=max(0.05, min(2.0, deadline - time.monotonic())))
+        self._loop.stop(timeout_s=max(0.05, min(2.0, deadline - time.monotonic())))
         left = 0
         while True:
             try:
@@ -253,36 +249,39 @@ class KafkaSink:
             log.info("collector_kafka_connected", after_failures=self._create_failures)
         return True
 
-    def _run(self) -> None:
-        stop, items = self._stop, self._queue
-        failures = 0
-        while not stop.is_set():
-            if not self._ensure_producer():
-                self.metrics.queue_depth.labels(queue="sink").set(items.qsize())
-                stop.wait(_BACKOFF.delay(failures))
-                failures += 1
-                continue
-            failures = 0
-            try:
-                key, value = items.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            try:
-                self._send_with_retry(key, value)
-            finally:
-                with self._cond:
-                    self._done += 1
-                    self._queued_bytes -= len(key) + len(value)
-                    self._cond.notify_all()
-                self.metrics.queue_depth.labels(queue="sink").set(items.qsize())
+    def _step(self) -> float:
+        """Send one queued record (waiting up to 0.1 s for one); without a producer, the wait before trying again."""
+        items = self._queue
+        if not self._ensure_producer():
+            self.metrics.queue_depth.labels(queue="sink").set(items.qsize())
+            self._connect_attempt += 1
+            return _BACKOFF.delay(self._connect_attempt - 1)
+        self._connect_attempt = 0
+        try:
+            key, value = items.get(timeout=0.1)
+        except queue.Empty:
+            return 0.0
+        try:
+            self._send_with_retry(key, value)
+        finally:
+            with self._cond:
+                self._done += 1
+                self._queued_bytes -= len(key) + len(value)
+                self._cond.notify_all()
+            self.metrics.queue_depth.labels(queue="sink").set(items.qsize())
+        return 0.0
+
+    def _internal_error(self, exc: Exception) -> None:
+        self.metrics.drop("internal")
+        log.warning("collector_sink_error", error=type(exc).__name__, detail=str(exc)[:200])
 
     def _send_with_retry(self, key: bytes, value: bytes) -> None:
         """Offer one record to the producer, again after a backoff while ``send()`` times out on metadata."""
         for attempt in range(1, max(1, self.settings.send_attempts) + 1):
-            last = attempt >= self.settings.send_attempts or self._stop.is_set()
+            last = attempt >= self.settings.send_attempts or self._loop.stopping
             if self._send(key, value, final=last) or last:
                 return
-            self._stop.wait(_BACKOFF.delay(attempt - 1))
+            self._loop.wait(_BACKOFF.delay(attempt - 1))
 
     def _send(self, key: bytes, value: bytes, final: bool = True) -> bool:
         """Hand one record to the producer; False when a metadata timeout left it unsent and not ``final``."""

@@ -145,7 +145,7 @@ def test_any_attribute_values_give_a_bounded_record_or_a_counted_drop(question, 
     for value in new:
         check_bounded(value)
     assert len(new) + (counted(REGISTRY) - before_counted) >= 1, "a trace vanished without a record or a counted drop"
-    assert PROC._thread is not None and PROC._thread.is_alive()
+    assert PROC._loop.alive
 
 
 def test_deeply_nested_json_metadata_is_treated_as_text():

@@ -209,10 +209,10 @@ def test_fork_handler_resets_queue_buffers_thread_and_sink():
     rag_trace(tp, end_root=False)
     time.sleep(0.1)
     assert len(proc._assembler) == 1
-    old_thread = proc._thread
+    old_thread = proc._loop.thread
     proc._after_fork_in_child()
     assert len(proc._assembler) == 0 and len(proc._spans) == 0
-    assert proc._thread is not old_thread and proc._thread.is_alive() and not old_thread.is_alive()
+    assert proc._loop.thread is not old_thread and proc._loop.alive and not old_thread.is_alive()
     assert "fork" in sink.calls
     rag_trace(tp, answer="after fork")
     proc.force_flush(2000)

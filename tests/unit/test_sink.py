@@ -219,9 +219,9 @@ def test_reset_after_fork_starts_fresh_queue_and_producer():
     sink, _ = make_sink(producer_factory=lambda **c: made.append(FakeProducer()) or made[-1])
     sink.submit(rec(1))
     sink.force_flush(2.0)
-    old_thread = sink._thread
+    old_thread = sink._loop.thread
     sink.reset_after_fork()
-    assert sink.queue_depth == 0 and sink._thread is not old_thread and not old_thread.is_alive()
+    assert sink.queue_depth == 0 and sink._loop.thread is not old_thread and not old_thread.is_alive()
     sink.submit(rec(2))
     assert sink.force_flush(2.0)
     assert len(made) == 2 and not made[0].closed
