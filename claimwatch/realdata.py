@@ -61,6 +61,8 @@ __all__ = [
     "split_of",
     "load_real",
     "claim_label",
+    "factcheck_stance_label",
+    "read_rows",
 ]
 
 SETS: tuple[str, ...] = ("factcheck-gpt", "summedits", "expertqa", "wice", "faithbench")
@@ -113,6 +115,20 @@ def claim_label(upstream: str | None) -> str | None:
     return CLAIM_LABELS.get(upstream) if upstream is not None else None
 
 
+#: one Factcheck-GPT passage's human stance -> the label of the claim against that passage alone
+FACTCHECK_STANCE_LABELS: dict[str, str] = {
+    "completely-support": "SUPPORTED",
+    "refute": "CONTRADICTED",
+    "partially-support": "UNSUPPORTED",
+    "irrelevant": "UNSUPPORTED",
+}
+
+
+def factcheck_stance_label(stance: str) -> str | None:
+    """The label of a Factcheck-GPT claim against one passage, from that passage's stance (``None``: unknown)."""
+    return FACTCHECK_STANCE_LABELS.get(stance)
+
+
 def factcheck_label(stances: list[str]) -> str | None:
     """Factcheck-GPT: one claim, one human stance per retrieved passage -> the claim's label against them all."""
     s = set(stances)
@@ -156,6 +172,11 @@ class RealSet:
             "dropped": self.dropped,
             "evaluation_only": self.evaluation_only,
         }
+
+
+def read_rows(rel: str, root: Path | None = None) -> Iterator[dict[str, Any]]:
+    """The upstream-shaped rows of one committed file (``factcheck-gpt/claims.jsonl.gz``, ...)."""
+    return _read(rel, root or data_root())
 
 
 def _read(rel: str, root: Path) -> Iterator[dict[str, Any]]:

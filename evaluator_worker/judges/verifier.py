@@ -32,7 +32,8 @@ from typing import Any, Callable, Sequence
 from evaluator_worker.errors import ConfigError, JudgeError
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.claims import extract_claims
-from evaluator_worker.judges.nli import resolve_labels, sentence_windows
+from evaluator_worker.judges.nli import resolve_labels
+from evaluator_worker.judges.premises import PremiseFormat, context_windows, premise_text, question_prefix, rank_windows
 
 __all__ = [
     "VerifierJudge",
@@ -51,6 +52,8 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models" / "verifier"
 WEIGHTS_FILE = "model.int8.safetensors"
 SCALE_SUFFIX = ".__scale__"
 CALIBRATION_FILE = "calibration.json"
+#: premise + claim tokens when neither the caller nor the model's calibration.json says (the v1 model's)
+DEFAULT_MAX_LENGTH = 192
 _EXTRA_HINT = "install them with `pip install 'claimwatch[verifier]'` (CPU-only torch: see docs/verifier.md)"
 
 
@@ -100,11 +103,16 @@ def require_backend(importer: Callable[[], tuple[Any, Any]] = _import_backend) -
 
 def load_verifier(
     model_dir: str | Path,
-    max_length: int = 192,
+    max_length: int | None = None,
     torch_threads: int | None = None,
     importer: Callable[[], tuple[Any, Any]] = _import_backend,
+    int8_kernels: bool = False,
 ) -> LoadedVerifier:
-    """Load a verifier directory: int8 (``WEIGHTS_FILE``) or a ``save_pretrained`` fp32 model. Fully offline."""
+    """Load a verifier directory: int8 (``WEIGHTS_FILE``) or a ``save_pretrained`` fp32 model. Fully offline.
+
+    ``int8_kernels``: run the linear layers with torch's dynamic int8 kernels (weights int8, activations
+    quantised per batch) instead of float32: faster on CPU, verdicts can differ slightly (benchmarks/judge_speed.py).
+    """
     source = Path(os.path.expanduser(str(model_dir)))
     torch, transformers = require_backend(importer)
     if not source.is_dir() or not (source / "config.json").is_file():
@@ -135,6 +143,8 @@ def load_verifier(
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load the verifier model from {str(source)!r} ({type(exc).__name__}: {exc})") from exc
     model.eval()
+    if int8_kernels:
+        model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
     labels = resolve_labels(model.config.id2label)
     calibration: dict[str, float] = {}
     if (source / CALIBRATION_FILE).is_file():
@@ -143,7 +153,8 @@ def load_verifier(
             for k, v in json.loads((source / CALIBRATION_FILE).read_text()).items()
             if isinstance(v, (int, float))
         }
-    limit = min(max_length, int(getattr(model.config, "max_position_embeddings", max_length)))
+    wanted = max_length or int(calibration.get("max_length", DEFAULT_MAX_LENGTH))  # as the model was trained
+    limit = min(wanted, int(getattr(model.config, "max_position_embeddings", wanted)))
 
     def score(premises: list[str], hypotheses: list[str]) -> list[list[float]]:
         enc = tokenizer(
@@ -212,7 +223,7 @@ class VerifierJudge(JudgeBase):
         model_dir: str | Path | None = None,
         *,
         batch_size: int = 32,
-        max_length: int = 192,
+        max_length: int | None = None,
         entail_threshold: float | None = None,
         contradict_threshold: float | None = None,
         temperature: float | None = None,
@@ -224,7 +235,7 @@ class VerifierJudge(JudgeBase):
     ) -> None:
         if batch_size < 1:
             raise ConfigError("batch_size must be >= 1")
-        if max_length < 32:
+        if max_length is not None and max_length < 32:
             raise ConfigError("max_length must be >= 32 tokens")
         for label, value in (("entail_threshold", entail_threshold), ("contradict_threshold", contradict_threshold)):
             if value is not None and not 0.0 < value <= 1.0:
@@ -290,7 +301,7 @@ class VerifierJudge(JudgeBase):
         if not claims:
             return Verification(verdicts=[], usage=usage)
         loaded = self._get()
-        windows, logits = self.window_logits(claims, contexts, usage)
+        windows, logits = self.window_logits(claims, contexts, usage, question)
         if not windows:
             return Verification(
                 verdicts=[
@@ -303,9 +314,9 @@ class VerifierJudge(JudgeBase):
             )
         verdicts = []
         t, te, tc = self.temperature, self.entail_threshold, self.contradict_threshold
-        for claim, rows in zip(claims, logits):
-            verdict, conf, w, probs = decide(rows, loaded.labels, t, te, tc)
-            ctx, text = windows[w] if w is not None else (None, None)
+        for claim, scored in zip(claims, logits):
+            verdict, conf, w, probs = decide([row for _, row in scored], loaded.labels, t, te, tc)
+            ctx, text = windows[scored[w][0]] if w is not None else (None, None)
             ent, con = probs[loaded.labels["entailment"]], probs[loaded.labels["contradiction"]]
             verdicts.append(
                 ClaimVerdict(
@@ -320,30 +331,52 @@ class VerifierJudge(JudgeBase):
         return Verification(verdicts=verdicts, usage=usage)
 
     def window_logits(
-        self, claims: Sequence[Claim], contexts: Sequence[str], usage: Usage | None = None
-    ) -> tuple[list[tuple[int, str]], list[list[list[float]]]]:
-        """(windows as (context_index, text), raw logits per claim per window). ``context_index`` -1 = all chunks joined."""
+        self, claims: Sequence[Claim], contexts: Sequence[str], usage: Usage | None = None, question: str | None = None
+    ) -> tuple[list[tuple[int, str]], list[list[tuple[int, list[float]]]]]:
+        """(windows as (context_index, text), per claim the (window index, raw logits) of each window it was scored on).
+
+        ``context_index`` -1 = all chunks joined. The model's premise format decides which windows a claim
+        is scored on (all, or its ``top_k`` by content words) and whether the question opens the premise.
+        """
         loaded = self._get()
-        windows = self._windows(loaded, claims, contexts)
+        fmt = PremiseFormat.from_calibration(loaded.calibration)
+        asked = question if fmt.with_question else None
+        windows = self._windows(loaded, claims, contexts, asked, fmt)
         if not windows:
             return [], [[] for _ in claims]
-        pairs = [(w, c) for c in range(len(claims)) for w in range(len(windows))]
-        flat = self._score(loaded, [windows[w][1] for w, _ in pairs], [claims[c].text for _, c in pairs], usage)
-        n = len(windows)
-        return windows, [flat[i * n : (i + 1) * n] for i in range(len(claims))]
+        chosen = [self._chosen(claim.text, windows, fmt.top_k) for claim in claims]
+        pairs = [(c, w) for c, ws in enumerate(chosen) for w in ws]
+        flat = self._score(
+            loaded, [premise_text(asked, windows[w][1]) for _, w in pairs], [claims[c].text for c, _ in pairs], usage
+        )
+        out: list[list[tuple[int, list[float]]]] = [[] for _ in claims]
+        for (c, w), row in zip(pairs, flat):
+            out[c].append((w, row))
+        return windows, out
+
+    @staticmethod
+    def _chosen(claim: str, windows: Sequence[tuple[int, str]], top_k: int) -> list[int]:
+        """Indices of the windows one claim is scored on: all, or its ``top_k`` ranked by content words."""
+        if top_k <= 0 or len(windows) <= top_k:
+            return list(range(len(windows)))
+        return sorted(rank_windows(claim, [w for _, w in windows])[:top_k])
 
     def _windows(
-        self, loaded: LoadedVerifier, claims: Sequence[Claim], contexts: Sequence[str]
+        self,
+        loaded: LoadedVerifier,
+        claims: Sequence[Claim],
+        contexts: Sequence[str],
+        question: str | None = None,
+        fmt: PremiseFormat | None = None,
     ) -> list[tuple[int, str]]:
-        """Whole chunks, sentence windows of long chunks, and (``join_chunks``) all chunks joined when they fit."""
+        """Whole chunks, sentence windows of long chunks, and (``join_chunks``, v1 models) all chunks joined when they fit."""
+        fmt = fmt or PremiseFormat.from_calibration(loaded.calibration)
         longest_claim = max(loaded.count_tokens([c.text for c in claims]) or [0])
-        budget = max(loaded.max_length - loaded.special_tokens - longest_claim, loaded.max_length // 4)
-        out: list[tuple[int, str]] = []
-        for i, chunk in enumerate(contexts):
-            for window in sentence_windows(chunk or "", budget, loaded.count_tokens, overlap=self.window_overlap):
-                out.append((i, window))
+        prefix = sum(loaded.count_tokens([question_prefix(question)])) if question else 0
+        budget = max(loaded.max_length - loaded.special_tokens - longest_claim - prefix, loaded.max_length // 4)
+        out = context_windows(contexts, budget, loaded.count_tokens, overlap=self.window_overlap)
         texts = [c for c in contexts if c and c.strip()]
-        if self.join_chunks and len(texts) > 1:
+        if self.join_chunks and fmt.top_k == 0 and len(texts) > 1:
             joined = " ".join(t.strip() for t in texts)
             if sum(loaded.count_tokens([joined])) <= budget:
                 out.append((-1, joined))
