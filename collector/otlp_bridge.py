@@ -39,8 +39,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
-from kafka.structs import OffsetAndMetadata
+from kafka import KafkaConsumer, TopicPartition
 from prometheus_client import CollectorRegistry
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -48,6 +47,7 @@ from collector import otlp
 from collector.config import CollectorSettings
 from collector.pipeline import OtlpIngest
 from collector.sink import ProducerFactory
+from contract.group import GroupListener, commit_offsets, off_loop
 from contract.logs import get_logger
 from contract.offsets import OffsetLedger
 
@@ -79,17 +79,6 @@ class BridgeSettings(BaseSettings):
     max_spans_per_message: int = 10_000
 
 
-class _Rebalance(ConsumerRebalanceListener):
-    def __init__(self, bridge: "OtlpBridge") -> None:
-        self.bridge = bridge
-
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        self.bridge._on_revoked(list(revoked))
-
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        log.info("bridge_partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
-
-
 class OffsetTracker:
     """Which offsets are safe to commit: those of messages whose traces all left the assembler.
 
@@ -102,34 +91,40 @@ class OffsetTracker:
         self._is_open = is_open
         self._ledger = OffsetLedger()
         self._open: dict[TopicPartition, collections.deque[tuple[int, tuple[int, ...]]]] = {}
+        #: the poll thread adds, the rebalance hooks (kafka-python's IO thread) commit and forget
+        self._lock = threading.RLock()
 
     def add(self, tp: TopicPartition, offset: int, trace_ids: tuple[int, ...]) -> None:
         """Record one consumed message and the trace ids it fed."""
-        try:
-            self._ledger.track(tp, offset)
-        except ValueError:  # the consumer went back (a seek or an offset reset): start the partition over
-            self.forget([tp])
-            self._ledger.track(tp, offset)
-        if trace_ids:
-            self._open.setdefault(tp, collections.deque()).append((offset, trace_ids))
-        else:
-            self._ledger.finish(tp, offset)
+        with self._lock:
+            try:
+                self._ledger.track(tp, offset)
+            except ValueError:  # the consumer went back (a seek or an offset reset): start the partition over
+                self.forget([tp])
+                self._ledger.track(tp, offset)
+            if trace_ids:
+                self._open.setdefault(tp, collections.deque()).append((offset, trace_ids))
+            else:
+                self._ledger.finish(tp, offset)
 
     def committable(self) -> dict[TopicPartition, int]:
         """Per partition, the offset to commit now (only those that moved since the last commit)."""
-        for tp, queue in self._open.items():
-            while queue and not any(self._is_open(t) for t in queue[0][1]):
-                self._ledger.finish(tp, queue.popleft()[0])
-        return self._ledger.to_commit()
+        with self._lock:
+            for tp, queue in self._open.items():
+                while queue and not any(self._is_open(t) for t in queue[0][1]):
+                    self._ledger.finish(tp, queue.popleft()[0])
+            return self._ledger.to_commit()
 
     def committed(self, offsets: dict[TopicPartition, int]) -> None:
-        self._ledger.committed(dict(offsets))
+        with self._lock:
+            self._ledger.committed(dict(offsets))
 
     def forget(self, partitions: list[TopicPartition] | None = None) -> None:
         """Drop state for ``partitions`` (all when None): they were revoked."""
-        for tp in list(self._ledger.tracked()) if partitions is None else partitions:
-            self._open.pop(tp, None)
-            self._ledger.forget(tp)
+        with self._lock:
+            for tp in list(self._ledger.tracked()) if partitions is None else partitions:
+                self._open.pop(tp, None)
+                self._ledger.forget(tp)
 
 
 class OtlpBridge(OtlpIngest):
@@ -181,7 +176,7 @@ class OtlpBridge(OtlpIngest):
                 max_poll_records=s.max_poll_records,
                 **self.collector_settings.kafka.client_kwargs(),
             )
-            self._consumer.subscribe([s.source_topic], listener=_Rebalance(self))
+            self._consumer.subscribe([s.source_topic], listener=GroupListener(self._revoked, self._assigned))
         return self._consumer
 
     def run(self, *, max_messages: int | None = None, idle_timeout_s: float | None = None) -> int:
@@ -266,24 +261,49 @@ class OtlpBridge(OtlpIngest):
         if not self.sink.force_flush(self.collector_settings.flush_timeout_s):
             log.warning("bridge_flush_failed_commit_skipped", partitions=len(offsets))
             return False
-        self._consumer.commit({tp: OffsetAndMetadata(off, None, -1) for tp, off in offsets.items()})
+        self._consumer.commit(commit_offsets(offsets))
         self.offsets.committed(offsets)
         return True
 
-    def _on_revoked(self, revoked: list[TopicPartition]) -> None:
-        """Rebalance: emit what is complete, flush, commit; forget open traces (the next owner rebuilds them)."""
-        self.pipeline.pop_complete(flush=True)
-        try:
-            self.commit()
-        except Exception as exc:  # the group may already have moved on
-            log.warning("bridge_commit_on_revoke_failed", error=type(exc).__name__, detail=str(exc)[:200])
+    async def _assigned(self, assigned: list[TopicPartition]) -> None:
+        log.info("bridge_partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
+
+    async def _revoked(self, revoked: list[TopicPartition], lost: bool) -> None:
+        """Rebalance, on kafka-python's IO loop: emit what is complete, flush, commit; forget open traces.
+
+        The next owner rebuilds the open traces from the uncommitted messages. Lost partitions (the
+        session expired) cannot be committed: only forgotten.
+        """
+        if not lost:
+            try:
+                await self._commit_on_loop()
+            except Exception as exc:  # the group may already have moved on
+                log.warning("bridge_commit_on_revoke_failed", error=type(exc).__name__, detail=str(exc)[:200])
         dropped = self.pipeline.drop_incomplete()
         self.offsets.forget(None)
         log.info(
-            "bridge_partitions_revoked",
+            "bridge_partitions_lost" if lost else "bridge_partitions_revoked",
             partitions=sorted(tp.partition for tp in revoked),
             open_traces_left_to_next_owner=dropped,
         )
+
+    async def _commit_on_loop(self) -> bool:
+        """``commit()`` for a rebalance hook: the producer flush on a helper thread, the commit awaited."""
+        self.pipeline.pop_complete(flush=True)
+        offsets = self.offsets.committable()
+        if not offsets or self._consumer is None:
+            return True
+        timeout_s = self.collector_settings.flush_timeout_s
+        flushed: list[bool] = []
+        await off_loop(
+            lambda: flushed.append(bool(self.sink.force_flush(timeout_s))), timeout_s + 1.0, "claimwatch-bridge-flush"
+        )
+        if not (flushed and flushed[0]):
+            log.warning("bridge_flush_failed_commit_skipped", partitions=len(offsets))
+            return False
+        await self._consumer.commit_async(commit_offsets(offsets))
+        self.offsets.committed(offsets)
+        return True
 
     def close(self) -> None:
         """Emit complete traces, flush, commit, close the consumer and the sink."""
@@ -293,6 +313,9 @@ class OtlpBridge(OtlpIngest):
         except Exception as exc:
             log.warning("bridge_final_commit_failed", error=type(exc).__name__, detail=str(exc)[:200])
         left = self.pipeline.drop_incomplete()
+        # their messages stay uncommitted: the revoke hook that closing the consumer runs must not read the
+        # dropped traces as finished
+        self.offsets.forget(None)
         if left:
             log.info("bridge_open_traces_left_uncommitted", traces=left)
         if self._consumer is not None:

@@ -20,12 +20,10 @@ import time
 from typing import Any, Callable
 
 from kafka import KafkaConsumer, TopicPartition
-from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.errors import KafkaError
-from kafka.net.selector import KernelEvent
-from kafka.structs import OffsetAndMetadata
 
 from contract.errors import ClaimwatchError
+from contract.group import GroupListener, commit_offsets, loop_sleep, off_loop
 from contract.logs import get_logger
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.jobs import Halt, JobTable
@@ -105,19 +103,6 @@ def read_result_keys(
         reader.close()
 
 
-async def _loop_sleep(seconds: float) -> None:
-    """Suspend a rebalance listener on kafka-python's IO loop without blocking it (heartbeats go on).
-
-    kafka-python 3 runs listeners on its IO thread and forbids blocking consumer calls there;
-    its loop has no public sleep, so this awaits the kernel event its own ``sleep`` returns.
-    """
-    await KernelEvent("_sleep", seconds)
-
-
-def _offsets(offsets: dict[Any, int]) -> dict[Any, OffsetAndMetadata]:
-    return {tp: OffsetAndMetadata(o, None, -1) for tp, o in offsets.items()}
-
-
 class Partitions:
     """The consumer's side of the worker: what is assigned, paused, committed, and how far behind it is."""
 
@@ -151,7 +136,10 @@ class Partitions:
     def subscribe(self) -> None:
         """Build the group consumer and join the group on the worker's topic."""
         self.consumer = make_consumer(self.settings)
-        self.consumer.subscribe([self.settings.topic], listener=_Rebalance(self))
+        self.consumer.subscribe(
+            [self.settings.topic],
+            listener=GroupListener(lambda parts, lost: self.revoke(parts, lost=lost), self._assigned),
+        )
 
     def commit(self, due_only: bool = False) -> bool:
         """Commit the durable prefixes (poll thread; never under the lock: commit() blocks on the IO loop)."""
@@ -163,7 +151,7 @@ class Partitions:
         if not offsets or self.consumer is None:
             return True
         try:
-            self.consumer.commit(_offsets(offsets), timeout_ms=COMMIT_TIMEOUT_MS)
+            self.consumer.commit(commit_offsets(offsets), timeout_ms=COMMIT_TIMEOUT_MS)
         except (KafkaError, ClaimwatchError) as exc:
             # CommitFailedError (the group moved on: the rebalance listener takes it from here),
             # KafkaTimeoutError (stalled broker): nothing is lost, the next commit carries the same offsets
@@ -199,13 +187,13 @@ class Partitions:
                     pending = self._table.pending(parts)
                 if not pending or self._halt.error is not None or self._clock() >= deadline:
                     break
-                await _loop_sleep(0.02)
+                await loop_sleep(0.02)
         if not lost and self.consumer is not None:
             with self._lock:
                 offsets = {tp: o for tp, o in self._table.ledger.to_commit().items() if tp in parts}
             if offsets:
                 try:
-                    await self.consumer.commit_async(_offsets(offsets))
+                    await self.consumer.commit_async(commit_offsets(offsets))
                     with self._lock:
                         self._table.ledger.committed(offsets)
                 except Exception as exc:
@@ -225,20 +213,13 @@ class Partitions:
             drain_s=round(took, 3),
         )
 
+    async def _assigned(self, assigned: list[Any]) -> None:
+        log.info("worker_partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
+        await self.assigned([tp.partition for tp in assigned])
+
     async def assigned(self, partitions: list[int]) -> None:
         """Seed the dedupe window from the results topic on a helper thread (this runs on the IO loop)."""
-        done = threading.Event()
-
-        def seed() -> None:
-            try:
-                self._seed_dedupe(partitions)
-            finally:
-                done.set()
-
-        threading.Thread(target=seed, name="claimwatch-dedupe-seed", daemon=True).start()
-        deadline = self._clock() + 10.0
-        while not done.is_set() and self._clock() < deadline:
-            await _loop_sleep(0.02)
+        await off_loop(lambda: self._seed_dedupe(partitions), 10.0, "claimwatch-dedupe-seed")
 
     def _seed_dedupe(self, partitions: list[int]) -> None:
         try:
@@ -310,20 +291,3 @@ class Partitions:
         except Exception as exc:
             log.warning("worker_consumer_close_failed", error=str(exc)[:300])
         self.consumer = None
-
-
-class _Rebalance(AsyncConsumerRebalanceListener):
-    """Rebalance hooks, awaited on kafka-python's IO loop (see ``Partitions.revoke``)."""
-
-    def __init__(self, partitions: Partitions) -> None:
-        self.partitions = partitions
-
-    async def on_partitions_revoked(self, revoked):
-        await self.partitions.revoke(list(revoked), lost=False)
-
-    async def on_partitions_lost(self, lost):
-        await self.partitions.revoke(list(lost), lost=True)
-
-    async def on_partitions_assigned(self, assigned):
-        log.info("worker_partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
-        await self.partitions.assigned([tp.partition for tp in assigned])
