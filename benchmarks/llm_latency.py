@@ -13,7 +13,7 @@ group join excluded), p50/p95 record latency (poll -> result acknowledged, from 
 fake server's request count). ``--burst`` adds a run at the default ``max_in_flight``
 where the API answers 40 calls with HTTP 429 (retry-after 1 s) after the 50th result.
 
-    python -m benchmarks.llm_latency [--median 2.0] [--in-flight 1 8 32 64 128]
+    python -m benchmarks.llm_latency [--median 2.0] [--in-flight 1 8 32 64 128] [--burst-answers 200]
 
 Last line: ``default max_in_flight=64: X.X answers/s (target >= 10), RSS Y MB (target <= 300)``.
 """
@@ -181,11 +181,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--in-flight", type=int, nargs="+", default=[1, 8, 32, 64, 128])
     ap.add_argument("--per-slot", type=int, default=5, help="answers per max_in_flight slot (min 12)")
     ap.add_argument("--no-burst", action="store_true")
+    ap.add_argument("--burst-answers", type=int, default=None, help="answers in the burst run (default 64 x per-slot)")
     args = ap.parse_args(argv)
     configure_logging("ERROR")
     t0 = time.monotonic()
     most = max(12, max(args.in_flight) * args.per_slot)
-    records = demo_traces(max(most, 64 * args.per_slot), fault_rate=0.3)
+    burst_n = args.burst_answers or 64 * args.per_slot
+    records = demo_traces(max(most, 64 * args.per_slot, burst_n), fault_rate=0.3)
     rows: list[dict] = []
     fake, base_url = start_fake(args.median)
     try:
@@ -201,7 +203,7 @@ def main(argv: list[str] | None = None) -> dict:
                 )
             burst = None
             if not args.no_burst:
-                burst = run_one(broker.bootstrap, base_url, 64, 64 * args.per_slot, records, burst=True)
+                burst = run_one(broker.bootstrap, base_url, 64, burst_n, records, burst=True)
                 print(
                     f"429 burst (40 x 429, retry-after 1 s, at max_in_flight=64): {burst['answers']} answers, "
                     f"{burst['rate']:.2f} answers/s, p95 {burst['p95_s']:.1f} s, failed answers {burst['failed']:.0f}, "
