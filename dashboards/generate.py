@@ -90,6 +90,24 @@ def _rec_ratio(verdict: str, by: str = "") -> str:
     return f'sum{grouping} ({R5}{{verdict="{verdict}", {F}}})\n/\nsum{grouping} ({R5}{{verdict!="error", {F}}})'
 
 
+AT_RISK = "claimwatch_answers_at_risk_total"
+ANY_CLAIM = "claimwatch_answers_with_unsupported_total"
+
+
+def _flagged(by: str) -> str:
+    """Flagged answers over the range per ``by``: at risk where the group has at-risk series, else the any-claim
+    rule (workers without the answer risk), as the gate and the recording rules count them."""
+    return (
+        f"sum by ({by}) (increase({AT_RISK}{{{F}}}[{RANGE}]))\n"
+        f"or\nsum by ({by}) (increase({ANY_CLAIM}{{{F}}}[{RANGE}]))"
+    )
+
+
+def _evaluated(by: str = "") -> str:
+    grouping = f" by ({by})" if by else ""
+    return f'sum{grouping} (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))'
+
+
 def overview() -> dict[str, Any]:
     """Answer quality: faithfulness, verdicts, slices, releases."""
     lay = Layout()
@@ -102,7 +120,7 @@ def overview() -> dict[str, Any]:
             thresholds=PCT_GOOD_HIGH,
             description="SUPPORTED / judged claims (ERROR excluded) over the selected range.",
         ),
-        w=6,
+        w=5,
         h=5,
     )
     lay.add(
@@ -113,29 +131,46 @@ def overview() -> dict[str, Any]:
             thresholds=PCT_GOOD_LOW,
             description="CONTRADICTED / judged claims over the selected range.",
         ),
-        w=6,
+        w=5,
+        h=5,
+    )
+    lay.add(
+        stat(
+            "Flagged answers (at risk)",
+            f"sum (\n{_flagged(S)}\n)\n/\n{_evaluated()}",
+            unit="percentunit",
+            thresholds=[(None, "green"), (0.1, "yellow"), (0.25, "red")],
+            description=(
+                "Evaluated answers at risk (the judge's calibrated answer risk at or above its threshold): what "
+                "`claimwatch gate` and the release alerts count as flagged. Slices whose workers do not export the "
+                "answer risk count by the any-claim rule instead (the next panel)."
+            ),
+        ),
+        w=5,
         h=5,
     )
     lay.add(
         stat(
             "Answers with any unsupported claim",
-            f"sum (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
-            f'sum (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+            f"sum (increase({ANY_CLAIM}{{{F}}}[{RANGE}]))\n/\n{_evaluated()}",
             unit="percentunit",
             thresholds=[(None, "green"), (0.1, "yellow"), (0.25, "red")],
-            description="Evaluated answers with at least one UNSUPPORTED or CONTRADICTED claim.",
+            description=(
+                "Evaluated answers with at least one UNSUPPORTED or CONTRADICTED claim (the any-claim rule: what "
+                "flagged meant before the answer risk; grows with the number of claims per answer)."
+            ),
         ),
-        w=6,
+        w=5,
         h=5,
     )
     lay.add(
         stat(
             "Answers evaluated",
-            f'sum (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+            _evaluated(),
             unit="short",
             decimals=0,
         ),
-        w=6,
+        w=4,
         h=5,
     )
 
@@ -186,6 +221,10 @@ def overview() -> dict[str, Any]:
             "Share of answers with unsupported / contradicted claims",
             targets(
                 (
+                    f'sum ({SL}:claimwatch_answers_flagged:rate5m{{{F}}})\n/\nsum ({ANS5}{{outcome="evaluated", {F}}})',
+                    "flagged (at risk)",
+                ),
+                (
                     f"sum ({SL}:claimwatch_answers_with_unsupported:rate5m{{{F}}})\n/\n"
                     f'sum ({ANS5}{{outcome="evaluated", {F}}})',
                     "any unsupported or contradicted",
@@ -198,6 +237,11 @@ def overview() -> dict[str, Any]:
             ),
             unit="percentunit",
             minimum=0,
+            description=(
+                "Shares of evaluated answers, 5m rates (recording rules). Flagged = at risk (what the gate and the "
+                "release alerts count), the any-claim rate for slices whose workers do not export the answer risk; "
+                "beside it the any-claim rule (any UNSUPPORTED or CONTRADICTED claim) and any CONTRADICTED claim."
+            ),
         )
     )
     lay.add(
@@ -246,9 +290,9 @@ def overview() -> dict[str, Any]:
                 (_claim_ratio("supported", by=S), "faithfulness", "percentunit"),
                 (_claim_ratio("unsupported", by=S), "unsupported", "percentunit"),
                 (_claim_ratio("contradicted", by=S), "contradicted", "percentunit"),
+                (f"(\n{_flagged(S)}\n)\n/\n{_evaluated(S)}", "flagged answers", "percentunit"),
                 (
-                    f"sum by ({S}) (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
-                    f'sum by ({S}) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
+                    f"sum by ({S}) (increase({ANY_CLAIM}{{{F}}}[{RANGE}]))\n/\n{_evaluated(S)}",
                     "answers w/ unsupported",
                     "percentunit",
                 ),
@@ -267,10 +311,10 @@ def overview() -> dict[str, Any]:
                     "evaluated answers",
                     "short",
                 ),
+                (f"(\n{_flagged('release')}\n)\n/\n{_evaluated('release')}", "flagged answers", "percentunit"),
                 (
-                    f"sum by (release) (increase(claimwatch_answers_with_unsupported_total{{{F}}}[{RANGE}]))\n/\n"
-                    f'sum by (release) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RANGE}]))',
-                    "flagged answers",
+                    f"sum by (release) (increase({ANY_CLAIM}{{{F}}}[{RANGE}]))\n/\n{_evaluated('release')}",
+                    "answers w/ unsupported",
                     "percentunit",
                 ),
                 (_claims(JUDGED, by="release"), "judged claims", "short"),
@@ -286,8 +330,11 @@ def overview() -> dict[str, Any]:
             ],
             description=(
                 "Compare a candidate with the previous release. `claimwatch gate` decides on the share of "
-                "flagged answers (any UNSUPPORTED or CONTRADICTED claim): answers are independent trials, "
-                "claims of one answer are not, so differences of the claim rates are descriptive only."
+                "flagged answers: at risk (the judge's calibrated answer risk at or above its threshold); a release "
+                "whose workers do not export the answer risk shows its any-claim share (any UNSUPPORTED or "
+                "CONTRADICTED claim, the next column), and the gate then compares both releases by that rule. "
+                "Answers are independent trials, claims of one answer are not, so differences of the claim rates "
+                "are descriptive only."
             ),
             sort_by="flagged answers",
         ),

@@ -23,8 +23,8 @@ answer, not the claim (claims of one answer share its question, context and
 style, so claim counts are not independent trials), and counts are exact
 (:func:`claimwatch.gate.promql.exact_increase`, no ``increase()`` edge
 extrapolation). Per release and environment the rules record the share p1 of
-evaluated answers with an UNSUPPORTED or CONTRADICTED claim (n1 answers), the
-others' share p2 (n2) and the pooled two-proportion z statistic
+flagged evaluated answers (n1 answers), the others' share p2 (n2) and the pooled
+two-proportion z statistic
 ``z = (p1 - p2) / sqrt(p (1 - p) (1/n1 + 1/n2))``. The alert needs ``z`` above
 ``release_z`` (one-sided; 2.326 is alpha = 0.01 per evaluation), ``p1 - p2``
 above ``release_max_increase`` and ``release_min_answers`` on both sides.
@@ -39,6 +39,32 @@ CONTRADICTED claim over 5 minutes (one answer with many contradicted claims is
 one answer, not a spike): above ``spike_min_ratio`` and
 ``spike_baseline_factor`` times the slice's own 24h share, with
 ``spike_min_answers`` answers in the window.
+
+What "flagged" counts (the gate's rule, :mod:`claimwatch.gate.prometheus`)
+--------------------------------------------------------------------------
+A flagged answer is an answer *at risk* (``claimwatch_answers_at_risk_total``:
+the judge's calibrated answer risk at or above its threshold). Where the workers
+do not export that counter (workers from before the answer risk), the any-claim
+rule counts instead (``claimwatch_answers_with_unsupported_total``: any
+UNSUPPORTED or CONTRADICTED claim), and two shares that are compared are counted
+by one rule, as the gate does (an at-risk share beside an any-claim share reads
+as an improvement that is none):
+
+- 5m per slice (``*:claimwatch_answers_flagged:rate5m``, dashboards): the slice's
+  at-risk rate where the slice has an at-risk series, else its any-claim rate;
+- release comparison (1h): at risk for every release of an environment when the
+  at-risk counter covers every release's evaluated answers of the hour, else the
+  any-claim rule for all of them;
+- level alert: at risk for both the hour and the 24h baseline when it covers
+  both, else the any-claim rule for both.
+
+"Covers" (:func:`_at_risk_count`): every evaluated-answer series of the window
+has its at-risk series (no worker without the answer risk counted there) for as
+long as it (as many samples: the workers were not upgraded inside the window; an
+at-risk counter born mid-window counts only part of the answers, and a 24h
+baseline counted so would make the next day's hours look worse).
+The any-claim counts stay recorded beside (``*:claimwatch_answers_with_unsupported:*``)
+and the at-risk counts where they cover the window (``*:claimwatch_answers_at_risk:*``).
 """
 
 from __future__ import annotations
@@ -46,7 +72,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from claimwatch.gate.promql import exact_increase
+from claimwatch.gate.promql import AT_RISK, exact_increase
 from dashboards.catalog import SLICE_LABELS
 
 DEFAULT_THRESHOLDS: dict[str, Any] = {
@@ -123,8 +149,27 @@ def _ratio(by: str, num: str, den: str) -> str:
 
 
 EVALUATED = 'claimwatch_answers_total{outcome="evaluated"}'
-FLAGGED = "claimwatch_answers_with_unsupported_total"
+#: the any-claim rule: what "flagged" falls back to where the workers do not export ``AT_RISK``
+ANY_CLAIM = "claimwatch_answers_with_unsupported_total"
 RE = "release_environment"
+
+
+def _at_risk_count(by: str, window: str) -> str:
+    """At-risk answers per ``by`` over ``window``, only for the groups whose evaluated answers it covers.
+
+    Left out: a group with an evaluated-answer series that has no at-risk series in the window (a
+    worker without the answer risk counted there), or whose at-risk series has fewer samples in the
+    window than it (the workers got the answer risk inside the window: the at-risk count misses the
+    answers before). The worker creates both series of a slice together, at 0, and both are scraped
+    together, so a covered pair has as many samples as each other.
+    """
+    in_window = f"last_over_time({EVALUATED}[{window}]) unless ignoring (outcome) last_over_time({AT_RISK}[{window}])"
+    younger = f"count_over_time({EVALUATED}[{window}]) > ignoring (outcome) count_over_time({AT_RISK}[{window}])"
+    return (
+        f"sum by ({by}) ({exact_increase(AT_RISK, window)})\n"
+        f"unless on ({by})\n({in_window})\n"
+        f"unless on ({by})\n({younger})"
+    )
 
 
 def _z(p1: str, n1: str, p2: str, n2: str, pooled: str) -> str:
@@ -133,8 +178,13 @@ def _z(p1: str, n1: str, p2: str, n2: str, pooled: str) -> str:
 
 
 def _release_rules() -> list[dict[str, str]]:
-    """Per release and environment: evaluated and flagged answers in the last hour, vs every other release."""
+    """Per release and environment: evaluated and flagged answers in the last hour, vs every other release.
+
+    Flagged = at risk in an environment where every release's at-risk count covers the hour, else the
+    any-claim rule for every release of the environment (one rule for the release and the others).
+    """
     n, x = f"{RE}:claimwatch_answers_evaluated:count1h", f"{RE}:claimwatch_answers_flagged:count1h"
+    any_claim, at_risk = f"{RE}:claimwatch_answers_with_unsupported:count1h", f"{RE}:claimwatch_answers_at_risk:count1h"
     no, xo = f"{RE}:claimwatch_answers_evaluated_others:count1h", f"{RE}:claimwatch_answers_flagged_others:count1h"
     p, po = f"{RE}:claimwatch_answers_flagged:ratio_count1h", f"{RE}:claimwatch_answers_flagged_others:ratio_count1h"
     pooled = f"{RE}:claimwatch_answers_flagged_pooled:ratio_count1h"
@@ -144,7 +194,15 @@ def _release_rules() -> list[dict[str, str]]:
 
     return [
         {"record": n, "expr": f"sum by (release, environment) ({exact_increase(EVALUATED, '1h')})"},
-        {"record": x, "expr": f"sum by (release, environment) ({exact_increase(FLAGGED, '1h')})\nor\n{n} * 0"},
+        {
+            "record": any_claim,
+            "expr": f"sum by (release, environment) ({exact_increase(ANY_CLAIM, '1h')})\nor\n{n} * 0",
+        },
+        {"record": at_risk, "expr": _at_risk_count("release, environment", "1h")},
+        {
+            "record": x,
+            "expr": f"{at_risk}\nunless on (environment)\n({n} unless on (release, environment) {at_risk})\nor\n{any_claim}",
+        },
         {"record": no, "expr": others(n)},
         {"record": xo, "expr": others(x)},
         {"record": p, "expr": f"{x} / {n}"},
@@ -155,15 +213,34 @@ def _release_rules() -> list[dict[str, str]]:
 
 
 def _baseline_rules() -> list[dict[str, str]]:
-    """Per release: evaluated and flagged answers over 1h and 24h (the level alert's own baseline)."""
+    """Per release: evaluated and flagged answers over the last hour and over the 24h ending an hour ago
+    (the level alert's own baseline), flagged by one rule for both: at risk where its count covers both
+    windows (the 24h one as recorded an hour ago), else the any-claim rule."""
+    rec = lambda kind, w: f"release:claimwatch_answers_{kind}:count{w}"  # noqa: E731
     rules = []
     for w in ("1h", "24h"):
-        n, x = f"release:claimwatch_answers_evaluated:count{w}", f"release:claimwatch_answers_flagged:count{w}"
+        n = rec("evaluated", w)
         rules += [
             {"record": n, "expr": f"sum by (release) ({exact_increase(EVALUATED, w)})"},
-            {"record": x, "expr": f"sum by (release) ({exact_increase(FLAGGED, w)})\nor\n{n} * 0"},
-            {"record": f"release:claimwatch_answers_flagged:ratio_count{w}", "expr": f"{x} / {n}"},
+            {
+                "record": rec("with_unsupported", w),
+                "expr": f"sum by (release) ({exact_increase(ANY_CLAIM, w)})\nor\n{n} * 0",
+            },
+            {"record": rec("at_risk", w), "expr": _at_risk_count("release", w)},
         ]
+    n1, risk1, any1 = rec("evaluated", "1h"), rec("at_risk", "1h"), rec("with_unsupported", "1h")
+    n24, risk24, any24 = (f"{rec(kind, '24h')} offset 1h" for kind in ("evaluated", "at_risk", "with_unsupported"))
+    x1, x24 = rec("flagged", "1h"), rec("flagged", "24h_offset1h")
+    rules += [
+        # a release without a baseline (younger than an hour and a bit) is flagged at risk where it can be
+        {"record": x1, "expr": f"{risk1} and on (release) {risk24}\nor\n{risk1} unless on (release) {n24}\nor\n{any1}"},
+        {
+            "record": x24,
+            "expr": f"{risk24} and on (release) {risk1}\nor\n{risk24} unless on (release) {n1}\nor\n{any24}",
+        },
+        {"record": "release:claimwatch_answers_flagged:ratio_count1h", "expr": f"{x1} / {n1}"},
+        {"record": "release:claimwatch_answers_flagged:ratio_count24h_offset1h", "expr": f"{x24} / {n24}"},
+    ]
     return rules
 
 
@@ -195,7 +272,16 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
         },
         {
             "record": f"{SL}:claimwatch_answers_with_unsupported:rate5m",
-            "expr": f"sum by ({S}) (rate(claimwatch_answers_with_unsupported_total[5m]))",
+            "expr": f"sum by ({S}) (rate({ANY_CLAIM}[5m]))",
+        },
+        {
+            "record": f"{SL}:claimwatch_answers_at_risk:rate5m",
+            "expr": f"sum by ({S}) (rate({AT_RISK}[5m]))",
+        },
+        {
+            # flagged: at risk where the slice has an at-risk series, else the any-claim rule
+            "record": f"{SL}:claimwatch_answers_flagged:rate5m",
+            "expr": f"sum by ({S}) (rate({AT_RISK}[5m]))\nor\nsum by ({S}) (rate({ANY_CLAIM}[5m]))",
         },
         {
             "record": f"{SL}:claimwatch_answers_with_contradicted:rate5m",
@@ -293,6 +379,28 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str, descrip
     return rule
 
 
+_AT_RISK_SAID = "at risk (answer risk at or above the judge's threshold)"
+_ANY_CLAIM_SAID = "by the any-claim rule (an UNSUPPORTED or CONTRADICTED claim; the at-risk count does not cover {})"
+#: which rule counted the level alert's pair (Prometheus template: ``query`` of the at-risk counts of both windows)
+_FLAGGED_BASELINE = (
+    '{{ if printf "release:claimwatch_answers_at_risk:count1h{release=%q} and on (release) '
+    'release:claimwatch_answers_at_risk:count24h{release=%q} offset 1h" $labels.release $labels.release | query }}'
+    + _AT_RISK_SAID
+    + "{{ else }}"
+    + _ANY_CLAIM_SAID.format("both windows")
+    + "{{ end }}"
+)
+#: which rule counted the environment's releases (any-claim when a release of the environment lacks the at-risk count)
+_FLAGGED_RELEASES = (
+    f'{{{{ if printf "{RE}:claimwatch_answers_evaluated:count1h{{environment=%q}} unless on (release, environment) '
+    f'{RE}:claimwatch_answers_at_risk:count1h" $labels.environment | query }}}}'
+    + _ANY_CLAIM_SAID.format("every release of the environment")
+    + "{{ else }}"
+    + _AT_RISK_SAID
+    + "{{ end }}"
+)
+
+
 def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
     """The alert groups for thresholds ``t`` (see :data:`DEFAULT_THRESHOLDS`)."""
     ratio5 = f"{SL}:claimwatch_answers_contradicted:ratio_rate5m"
@@ -304,9 +412,9 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
         "release:claimwatch_answers_flagged:count1h",
     )
     p24, n24, x24 = (
-        "release:claimwatch_answers_flagged:ratio_count24h offset 1h",
+        "release:claimwatch_answers_flagged:ratio_count24h_offset1h",
         "release:claimwatch_answers_evaluated:count24h offset 1h",
-        "release:claimwatch_answers_flagged:count24h offset 1h",
+        "release:claimwatch_answers_flagged:count24h_offset1h",
     )
     quality = [
         _alert(
@@ -339,8 +447,8 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             t["severity_warning"],
             "Faithfulness of release {{ $labels.release }} dropped",
             (
-                "Release {{ $labels.release }}: {{ $value | humanizePercentage }} of evaluated answers had an "
-                "UNSUPPORTED or CONTRADICTED claim over the last hour, significantly more than over its previous 24h "
+                "Release {{ $labels.release }}: {{ $value | humanizePercentage }} of evaluated answers were flagged "
+                f"{_FLAGGED_BASELINE} over the last hour, significantly more than over its previous 24h "
                 f"(tolerance {t['faithfulness_max_rise']}, z > {t['faithfulness_z']})."
             ),
             t,
@@ -359,7 +467,7 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             "Release {{ $labels.release }} has more flagged answers than the other releases",
             (
                 "Release {{ $labels.release }} in {{ $labels.environment }}: {{ $value | humanizePercentage }} of "
-                "evaluated answers had an UNSUPPORTED or CONTRADICTED claim over the last hour, significantly above "
+                f"evaluated answers were flagged {_FLAGGED_RELEASES} over the last hour, significantly above "
                 "the other releases in the same window "
                 f"(tolerance {t['release_max_increase']}, z > {t['release_z']}). Run claimwatch gate before promoting."
             ),

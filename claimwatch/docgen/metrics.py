@@ -39,7 +39,10 @@ Labels are bounded: verdicts, outcomes, reasons, judge and model names, and the 
 labels `release, model, route, environment` (configurable; at most 50 values each, then
 `other`; a missing value is `unknown`). Question, answer, claim text and trace ids are
 never labels. Recording rules and alerts built on these: `dashboards/rules/*.yml`,
-runbook: [runbook.md](runbook.md).
+runbook: [runbook.md](runbook.md). A *flagged* answer (the release gate, the release alerts, the
+dashboards) is one counted by `claimwatch_answers_at_risk_total`, or by
+`claimwatch_answers_with_unsupported_total` where the workers do not export the former (see
+[gate.md](gate.md#alerts-use-the-same-statistics)).
 """
 
 

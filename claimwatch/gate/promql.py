@@ -102,19 +102,35 @@ def judge_query(release: str, window: str = "1h", label: str = "release", extra:
 # -- the answer-share test in PromQL (used by the Argo analysis) --------------------------------
 
 
-def share_counts(release_expr: str, window: str, extra: str, *, quote: bool = True) -> tuple[str, str]:
-    """``(flagged, answers)`` exact counts for one release, each a one-element vector without labels.
+def share_counts(
+    candidate: str, baseline: str, window: str, extra: str, *, quote: bool = True
+) -> tuple[str, str, str, str]:
+    """``(xc, nc, xb, nb)``: exact flagged and evaluated-answer counts of both releases, each a one-element
+    vector without labels.
 
-    Flagged = answers at risk; where the release has no at-risk series (workers from before the answer
-    risk), answers with an unsupported claim, as :func:`claimwatch.gate.prometheus.fetch_counts` counts.
-    Label-less vectors match each other in arithmetic, and ``ln``/``sqrt`` take vectors (not scalars).
+    Both releases are flagged by one rule, as :func:`claimwatch.gate.counts.common_rule` does with the counts
+    :func:`claimwatch.gate.prometheus.fetch_counts` reads: answers at risk when both releases have at-risk
+    series in the window, else (workers from before the answer risk) answers with an unsupported claim for
+    both. Label-less vectors match each other in arithmetic, and ``ln``/``sqrt`` take vectors (not scalars).
     """
-    answers = selector(ANSWERS, release_expr, "release", extra, quote=quote)[:-1] + ', outcome="evaluated"}'
-    at_risk = selector(AT_RISK, release_expr, "release", extra, quote=quote)
-    flagged = selector(FLAGGED, release_expr, "release", extra, quote=quote)
+
+    def counts(release: str) -> tuple[str, str, str]:
+        answers = selector(ANSWERS, release, "release", extra, quote=quote)[:-1] + ', outcome="evaluated"}'
+        at_risk = selector(AT_RISK, release, "release", extra, quote=quote)
+        flagged = selector(FLAGGED, release, "release", extra, quote=quote)
+        return (
+            f"sum({exact_increase(at_risk, window)})",
+            f"sum({exact_increase(flagged, window)})",
+            f"sum({exact_increase(answers, window)})",
+        )
+
+    risk_c, any_c, nc = counts(candidate)
+    risk_b, any_b, nb = counts(baseline)
     return (
-        f"(sum({exact_increase(at_risk, window)}) or sum({exact_increase(flagged, window)}) or vector(0))",
-        f"sum({exact_increase(answers, window)})",
+        f"({risk_c} and on () {risk_b} or {any_c} or vector(0))",
+        nc,
+        f"({risk_b} and on () {risk_c} or {any_b} or vector(0))",
+        nb,
     )
 
 

@@ -132,8 +132,9 @@ def _argo_promtool_test(tmp_path: Path, series: dict[str, str], cases: list[dict
 
 def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
     """The AnalysisTemplate's PromQL and the gate's count queries, on one promtool history, give the gate's numbers:
-    exact counts for a long-lived and a born-in-window release, and the sequential test's log evidence the gate computes."""
-    from claimwatch.gate.promql import ANSWERS, CLAIMS, FLAGGED, count_query
+    exact counts for a long-lived and a born-in-window release, the sequential test's log evidence the gate computes,
+    and flagged by one rule for both releases (at risk when both have at-risk counts, else the any-claim rule)."""
+    from claimwatch.gate.promql import ANSWERS, AT_RISK, CLAIMS, FLAGGED, count_query
     from claimwatch.stats.sequential import difference_variance, log_evidence
     from dashboards import argo_gen
 
@@ -161,6 +162,13 @@ def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
         f'claimwatch_answers_with_unsupported_total{{release="v3", {labels}}}': "_x170 1+1x9",
         # v4 restarted at minute 151 under the same labels: counts from the reset on (295), never more than 595
         f'claimwatch_answers_total{{release="v4", outcome="evaluated", {labels}}}': "0+10x150 5+10x29",
+        # v6, v7 export the answer risk: 50% any-claim each, 10% and 30% at risk
+        f'claimwatch_answers_total{{release="v6", outcome="evaluated", {labels}}}': "0+10x180",
+        f'claimwatch_answers_with_unsupported_total{{release="v6", {labels}}}': "0+5x180",
+        f'claimwatch_answers_at_risk_total{{release="v6", {labels}}}': "0+1x180",
+        f'claimwatch_answers_total{{release="v7", outcome="evaluated", {labels}}}': "0+10x180",
+        f'claimwatch_answers_with_unsupported_total{{release="v7", {labels}}}': "0+5x180",
+        f'claimwatch_answers_at_risk_total{{release="v7", {labels}}}': "0+3x180",
     }
     args = {
         "environment": "prod",
@@ -196,6 +204,18 @@ def test_argo_analysis_queries_compute_the_gate_numbers(tmp_path):
         # thin candidate (10 answers < 50): no sample -> inconclusive / not failed
         case(argo_gen.query("evidence", {**v1v2, "candidate-release": "v3"}), None),
         case(argo_gen.query("point", {**v1v2, "candidate-release": "v3"}), None),
+        # both releases at risk: 30% - 10% (their any-claim shares are equal)
+        case(count_query(AT_RISK, "v7", "1h"), 180),
+        case(
+            f"round({argo_gen.query('point', {**args, 'baseline-release': 'v6', 'candidate-release': 'v7'})}, 0.0001)",
+            0.2,
+        ),
+        # v1 has no at-risk counts: both by the any-claim rule, 50% - 20% (v7's 30% at risk beside v1's 20% would
+        # read 0.1), as the gate's common_rule
+        case(
+            f"round({argo_gen.query('point', {**args, 'baseline-release': 'v1', 'candidate-release': 'v7'})}, 0.0001)",
+            0.3,
+        ),
     ]
     path = _argo_promtool_test(tmp_path, series, cases)
     out = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
