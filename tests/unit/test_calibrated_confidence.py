@@ -167,8 +167,9 @@ CONFIDENCE_MAPS = sorted(p for p in SHIPPED_DIR.glob("*.json") if not p.name.end
 
 
 def test_maps_ship_for_the_offline_judges_whose_map_beat_raw():
-    """Maps ship for heuristic, hybrid and verifier (offline's was worse out of sample: none)."""
-    assert sorted(p.stem for p in CONFIDENCE_MAPS) == ["heuristic", "hybrid", "verifier"]
+    """Maps ship for heuristic and hybrid (offline's was worse out of sample; the v2 verifier's temperature is
+    fitted on the real dev claims in its model's calibration.json, and v1's map does not fit it: none)."""
+    assert sorted(p.stem for p in CONFIDENCE_MAPS) == ["heuristic", "hybrid"]
 
 
 @pytest.mark.parametrize("path", CONFIDENCE_MAPS, ids=lambda p: p.stem)

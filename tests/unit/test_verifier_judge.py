@@ -146,7 +146,8 @@ def test_shipped_model_is_small_enough():
 
 
 def test_shipped_model_gives_the_documented_verdicts(shipped):
-    """Paraphrase -> SUPPORTED, changed number -> not SUPPORTED, explicit negation -> CONTRADICTED (docs/verifier.md)."""
+    """Paraphrase -> SUPPORTED, changed number and explicit negation -> flagged (docs/verifier.md: the v2 model,
+    trained on real labels with few contradictions, calls both UNSUPPORTED rather than CONTRADICTED)."""
     context = ["The museum opened in 1998 and welcomed 120,000 visitors in its first year. It is closed on Mondays."]
     claims = _claims(
         "In its first year the museum had 120,000 visitors.",
@@ -156,18 +157,19 @@ def test_shipped_model_gives_the_documented_verdicts(shipped):
     got = [v.verdict for v in shipped.verify(claims, context).verdicts]
     assert got[0] is Verdict.SUPPORTED
     assert got[1] is not Verdict.SUPPORTED
-    assert got[2] is Verdict.CONTRADICTED
+    assert got[2] is not Verdict.SUPPORTED
 
 
 def test_registry_builds_verifier_and_offline(shipped):
-    """get_judge('verifier') and get_judge('offline') build the new judges from the shipped model (the verifier
-    with its shipped confidence map)."""
+    """get_judge('verifier') and get_judge('offline') build the judges from the shipped model; the v2 verifier
+    ships no separate confidence map (its temperature is fitted on the real dev claims, calibration.json)."""
     from evaluator_worker.judges.calibrated import CalibratedJudge
     from evaluator_worker.judges.offline import OfflineJudge
     from evaluator_worker.judges.registry import get_judge
 
     verifier = get_judge("verifier")
-    assert isinstance(verifier, CalibratedJudge) and isinstance(verifier.inner, VerifierJudge)
+    assert isinstance(verifier, VerifierJudge) and not isinstance(verifier, CalibratedJudge)
+    assert verifier.load().temperature == pytest.approx(1.8)
     assert isinstance(get_judge("offline"), OfflineJudge)
 
 
