@@ -92,6 +92,36 @@ def evaluate(tok: Any, model: Any, rows: list[dict[str, Any]], max_length: int, 
     return out
 
 
+def train_step(
+    model: Any,
+    opt: Any,
+    sched: Any,
+    loss_fn: Any,
+    ids: Sequence[Sequence[int]],
+    types: Sequence[Sequence[int]],
+    labels: Sequence[int],
+    batch: Sequence[int],
+    device: str = "cpu",
+) -> Any:
+    """One optimiser step on the rows ``batch`` (padded to their longest); returns the loss tensor."""
+    import torch
+
+    width = max(len(ids[k]) for k in batch)
+    x = torch.zeros((len(batch), width), dtype=torch.long)
+    tt, mask = torch.zeros_like(x), torch.zeros_like(x)
+    for r, k in enumerate(batch):
+        n = len(ids[k])
+        x[r, :n], tt[r, :n], mask[r, :n] = torch.tensor(ids[k]), torch.tensor(types[k]), 1
+    out = model(input_ids=x.to(device), token_type_ids=tt.to(device), attention_mask=mask.to(device))
+    loss = loss_fn(out.logits, torch.tensor(list(labels), device=device))
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    opt.zero_grad()
+    return loss
+
+
 def train(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from transformers import get_linear_schedule_with_warmup
@@ -123,20 +153,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         rng.shuffle(order)
         for s in range(0, len(order), args.batch_size):
             b = order[s : s + args.batch_size]
-            width = max(len(ids[k]) for k in b)
-            x = torch.zeros((len(b), width), dtype=torch.long)
-            tt, mask = torch.zeros_like(x), torch.zeros_like(x)
-            for r, k in enumerate(b):
-                n = len(ids[k])
-                x[r, :n], tt[r, :n], mask[r, :n] = torch.tensor(ids[k]), torch.tensor(types[k]), 1
-            y = torch.tensor([labels[k] for k in b], device=device)
-            out = model(input_ids=x.to(device), token_type_ids=tt.to(device), attention_mask=mask.to(device))
-            loss = loss_fn(out.logits, y)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad()
+            train_step(model, opt, sched, loss_fn, ids, types, [labels[k] for k in b], b, device)
             step += 1
         metrics = evaluate(tok, model, dev, args.max_length, device) if dev else {}
         history.append({"epoch": epoch + 1, "seconds": round(time.time() - t0, 1), **metrics})

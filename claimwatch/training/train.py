@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from claimwatch.training.data import LABELS, generate, kind_counts, label_counts, load_documents, write_jsonl
+from claimwatch.training.finetune import train_step
 
 LABEL_IDS = {"SUPPORTED": 0, "UNSUPPORTED": 1, "CONTRADICTED": 2}
 ID2LABEL = {0: "entailment", 1: "neutral", 2: "contradiction"}
@@ -92,22 +93,7 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         if epoch:
             rng.shuffle(batches)
         for b in batches:
-            width = max(len(ids[k]) for k in b)
-            x = torch.zeros((len(b), width), dtype=torch.long)
-            tt = torch.zeros_like(x)
-            mask = torch.zeros_like(x)
-            for r, k in enumerate(b):
-                n = len(ids[k])
-                x[r, :n] = torch.tensor(ids[k])
-                tt[r, :n] = torch.tensor(types[k])
-                mask[r, :n] = 1
-            y = torch.tensor([labels[k] for k in b])
-            loss = loss_fn(model(input_ids=x, token_type_ids=tt, attention_mask=mask).logits, y)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad()
+            loss = train_step(model, opt, sched, loss_fn, ids, types, [labels[k] for k in b], b)
             step += 1
             running = 0.98 * running + 0.02 * float(loss.detach()) if step > 1 else float(loss.detach())
             if step % 50 == 0 or step == steps:
@@ -301,6 +287,19 @@ def finish(args: argparse.Namespace, out: Path, info: dict[str, Any]) -> dict[st
     return results
 
 
+def dev_table(results: dict[str, Any]) -> list[str]:
+    """The model card's dev table: the shipped int8 copy, fp32 with the same calibration, int8 uncalibrated."""
+    lines = ["| model | accuracy | TPR (SUPPORTED) | TNR (not supported) |", "|---|---|---|---|"]
+    for key, name in (
+        ("dev_int8_calibrated", "int8 (shipped), calibrated"),
+        ("dev_fp32_calibrated", "fp32, same calibration"),
+        ("dev_int8_uncalibrated_T1_0.5_0.5", "int8, T=1, thresholds 0.5/0.5"),
+    ):
+        m = results[key]
+        lines.append(f"| {name} | {m['accuracy']:.3f} | {m['tpr_supported']:.3f} | {m['tnr_not_supported']:.3f} |")
+    return lines
+
+
 def write_model_card_v2(out: Path, results: dict[str, Any]) -> None:
     """The card of a model fine-tuned on the real sets' train pairs (``claimwatch.training.finetune``)."""
     cal = results["calibration"]
@@ -320,16 +319,8 @@ def write_model_card_v2(out: Path, results: dict[str, Any]) -> None:
         "",
         "Dev metrics (the real sets' dev claims; also used to fit the calibration, so optimistic):",
         "",
-        "| model | accuracy | TPR (SUPPORTED) | TNR (not supported) |",
-        "|---|---|---|---|",
+        *dev_table(results),
     ]
-    for key, name in (
-        ("dev_int8_calibrated", "int8 (shipped), calibrated"),
-        ("dev_fp32_calibrated", "fp32, same calibration"),
-        ("dev_int8_uncalibrated_T1_0.5_0.5", "int8, T=1, thresholds 0.5/0.5"),
-    ):
-        m = results[key]
-        lines.append(f"| {name} | {m['accuracy']:.3f} | {m['tpr_supported']:.3f} | {m['tnr_not_supported']:.3f} |")
     lines += [
         "",
         "Per set on dev (accuracy, n): "
@@ -383,16 +374,8 @@ def write_model_card(out: Path, results: dict[str, Any]) -> None:
         "",
         "## Metrics on dev (`claims_dev.jsonl`, 222 claims; also used to fit calibration, so optimistic)",
         "",
-        "| model | accuracy | TPR (SUPPORTED) | TNR (not supported) |",
-        "|---|---|---|---|",
+        *dev_table(results),
     ]
-    for key, name in (
-        ("dev_int8_calibrated", "int8 (shipped), calibrated"),
-        ("dev_fp32_calibrated", "fp32, same calibration"),
-        ("dev_int8_uncalibrated_T1_0.5_0.5", "int8, T=1, thresholds 0.5/0.5"),
-    ):
-        m = results[key]
-        lines.append(f"| {name} | {m['accuracy']:.3f} | {m['tpr_supported']:.3f} | {m['tnr_not_supported']:.3f} |")
     cal = results["calibration"]
     lines += [
         "",
