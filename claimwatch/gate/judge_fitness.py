@@ -73,11 +73,13 @@ JUDGE_FITNESS: dict[str, Fitness] = {
         ),
         _unfit(
             "verifier",
-            "answer AUC 0.46-0.61 (50 rows per set) vs answer length 0.52-0.58; 58-94% of faithful answers flagged",
+            "v2: claim AUC 0.64-0.74 vs claim length 0.43-0.59, but answer AUC 0.53-0.61 (risk 0.60-0.61) vs answer "
+            "length 0.54-0.56; no contradiction found (0 of 33); unsupported rate on faithful claims spans 46 points "
+            "across source models",
         ),
         _unfit(
             "offline",
-            "answer AUC 0.46-0.61 (50 rows per set) vs answer length 0.52-0.58; 58-94% of faithful answers flagged",
+            "answer AUC 0.55-0.59 vs answer length 0.54-0.56; ExpertQA claim accuracy 0.37 (the verifier alone: 0.58)",
         ),
         _unmeasured("nli", "your own NLI weights (MiniCheck, HHEM, an MNLI cross-encoder)"),
         _unmeasured("anthropic", "an LLM judge (Claude)"),
