@@ -32,12 +32,12 @@ limit, so one in two) is replaced by new calls, and the calls in flight shrink s
 to the new limit (proportional rate reduction, RFC 6937, as TCP does after a loss).
 
 A throttling *episode* remembers the limit it started from. Once the retry-after window
-has passed and ``recovery_quiet_s`` more went by without a 429, the burst is over: the
-limit returns at once to half that level (the first decrease) and then each success adds
-1 (it doubles per round of calls, TCP's slow start) until the level is back, so a burst
-that clears costs seconds of reduced concurrency, not minutes of +1 per round. A 429
-that arrives while regrowing means the level itself is too high: the episode ends there
-(halved once more) and growth is additive again. Optional ceilings (``requests_per_minute``,
+has passed and ``recovery_quiet_s`` more went by without a 429, the burst is over: at
+the next success the limit returns at once to that level, on probation for one round of
+calls (as many successes as the level), so a burst that clears costs the spell and one
+call latency of reduced concurrency, not minutes of +1 per round. A 429 during the
+probation means the level itself is too high: the episode ends there (halved once more)
+and growth is additive again. Optional ceilings (``requests_per_minute``,
 ``input_tokens_per_minute``) keep the worker under an Anthropic organisation's limits
 before the API has to say so; token estimates are corrected with the tokens each call
 actually used.
@@ -150,6 +150,8 @@ class AdaptiveLimiter:
         self._regrow_to: float | None = None
         #: the limit has grown fast since the last decrease (a 429 now means the old level is too high)
         self._regrowing = False
+        #: successes left before a restored level counts as recovered (a 429 before then: the level is too high)
+        self._probation = 0
         #: a call started after the last decrease has succeeded (the lowered limit was tried)
         self._tried_since_decrease = True
         #: proportional rate reduction: decreases so far; calls started before the last one still in flight,
@@ -224,12 +226,13 @@ class AdaptiveLimiter:
             if throttled:
                 self._throttled(now, permit, retry_after)
             elif self._regrow_to is not None and now >= self._quiet_at():
-                if not self._regrowing:  # the burst is over: half the old level at once, then slow start
-                    self._limit = max(self._limit, self._regrow_to * self.decrease_factor)
+                if not self._regrowing:  # the burst is over: back to the episode's level, on probation for a round
+                    self._limit = max(self._limit, self._regrow_to)
                     self._regrowing = True
-                self._limit = min(self._regrow_to, self._limit + 1.0)
-                if self._limit >= self._regrow_to:
-                    self._regrow_to = None
+                    self._probation = int(self._regrow_to)
+                self._probation -= 1
+                if self._probation <= 0:
+                    self._regrow_to, self._regrowing = None, False
                     log.info("judge_limit_recovered", limit=int(self._limit))
             else:
                 self._limit = min(float(self.max_limit), self._limit + 1.0 / max(self._limit, 1.0))

@@ -49,7 +49,7 @@ def test_limiter_halves_on_throttle_once_per_cooldown_and_grows_back_additively(
     for p in permits[:40]:
         lim.release(p, throttled=True)
     assert lim.limit == 32
-    clock.now = 1.0
+    clock.now = 0.5  # inside the quiet spell after the 429s: growth stays additive
     lim.release(lim.acquire())  # the lowered limit was tried: a call started after the decrease went through
     clock.now = 3.0
     lim.release(lim.acquire(), throttled=True)
@@ -63,7 +63,7 @@ def test_limiter_halves_on_throttle_once_per_cooldown_and_grows_back_additively(
 
 
 def test_limiter_regrows_to_its_pre_throttle_level_once_the_burst_has_passed():
-    """A 429 spell halves once; once it has cleared (retry-after passed, 2 s quiet) +1 per success brings 64 back in a round."""
+    """A 429 spell halves once; once it has cleared (retry-after passed, quiet spell) the next success restores 64."""
     clock = FakeClock()
     lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
     permits = [lim.acquire() for _ in range(64)]
@@ -77,21 +77,16 @@ def test_limiter_regrows_to_its_pre_throttle_level_once_the_burst_has_passed():
     for p in permits[40:]:
         lim.release(p)
     assert lim.limit == 32
-    clock.now = 5.0  # quiet: +1 per success (doubling per round of calls)
-    lim.release(lim.acquire())
-    assert lim.limit == 33
-    for _ in range(30):
-        lim.release(lim.acquire())
-    assert lim.limit == 63
+    clock.now = 5.0  # quiet: the level the episode started from, at once
     lim.release(lim.acquire())
     assert lim.limit == 64
-    for _ in range(10):
+    for _ in range(80):
         lim.release(lim.acquire())
     assert lim.limit == 64  # never above the level the episode started from, nor the maximum
 
 
-def test_limiter_recovery_starts_at_half_the_level_the_episode_started_from():
-    """After two halvings (64 -> 16), the first success past the quiet spell puts the limit at 32 + 1, not 17."""
+def test_limiter_recovery_restores_the_level_the_episode_started_from():
+    """After two halvings (64 -> 16), the first success past the quiet spell puts the limit back at 64, not 17."""
     clock = FakeClock()
     lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
     lim.release(lim.acquire(), throttled=True)
@@ -102,7 +97,7 @@ def test_limiter_recovery_starts_at_half_the_level_the_episode_started_from():
     assert lim.limit == 16
     clock.now = 6.0
     lim.release(lim.acquire())
-    assert lim.limit == 33
+    assert lim.limit == 64
 
 
 def test_limiter_ignores_429s_of_calls_started_before_the_last_decrease():
@@ -125,7 +120,8 @@ def test_limiter_ignores_429s_of_calls_started_before_the_last_decrease():
 
 
 def test_limiter_429_while_regrowing_ends_the_fast_regrowth():
-    """A 429 while climbing back means the old level is too high: halve once more, then grow additively."""
+    """A 429 during the restored level's probation means the old level is too high: halve once more, then grow
+    additively; after a full round of successes at the restored level the episode is over."""
     clock = FakeClock()
     lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
     lim.release(lim.acquire(), throttled=True, retry_after=1.0)
@@ -133,13 +129,30 @@ def test_limiter_429_while_regrowing_ends_the_fast_regrowth():
     clock.now = 4.0
     for _ in range(8):
         lim.release(lim.acquire())
-    assert lim.limit == 40
+    assert lim.limit == 64  # restored, on probation (64 successes)
     lim.release(lim.acquire(), throttled=True)
-    assert lim.limit == 20
+    assert lim.limit == 32
     clock.now = 10.0
     for _ in range(40):
         lim.release(lim.acquire())
-    assert lim.limit == 21  # additive: 40 successes at ~1/20 each, not +1 each
+    assert 33 <= lim.limit < 34  # additive: 40 successes at ~1/32 each, not a restore to 64
+
+
+def test_limiter_probation_ends_after_a_round_of_successes():
+    """64 successes at the restored level end the episode: a later 429 starts a new one from 64."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(64, clock=clock, decrease_cooldown_s=2.0)
+    lim.release(lim.acquire(), throttled=True, retry_after=1.0)
+    clock.now = 4.0
+    for _ in range(64):
+        lim.release(lim.acquire())
+    assert lim.limit == 64
+    clock.now = 8.0
+    lim.release(lim.acquire(), throttled=True, retry_after=1.0)
+    assert lim.limit == 32
+    clock.now = 12.0
+    lim.release(lim.acquire())
+    assert lim.limit == 64  # a new episode, restored again
 
 
 def _try_acquire(lim: AdaptiveLimiter):
