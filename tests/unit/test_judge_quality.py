@@ -63,11 +63,21 @@ def test_shipped_calibration_keeps_dev_ece_low_and_the_ranking():
 
 
 def test_trained_verifier_and_offline_dev_floors():
-    """The shipped verifier and the offline judge keep their measured dev numbers (0.541 and 0.608 accuracy)."""
+    """The shipped verifier (v2) keeps its real-data dev accuracy (Factcheck-GPT dev claims, verdict accuracy with no
+    question given, as calibrate_claims verifies: 0.612 measured), and
+    both judges keep their measured project-dev numbers (v2: 0.459 verifier, 0.550 offline; v1 was 0.541 / 0.608
+    on these hand-written claims and worse on the real sets, docs/judge-quality.md)."""
     pytest.importorskip("torch")
+    from claimwatch import realdata
     from evaluator_worker.judges.registry import get_judge
 
     items = cal.load_labeled_claims(cal.data_path("dev"))
-    for name, floor in (("verifier", 0.52), ("offline", 0.58)):
+    for name, floor in (("verifier", 0.44), ("offline", 0.53)):
         r = cal.calibrate_claims(get_judge(name), items)
         assert r.errors == 0 and r.accuracy >= floor, (name, r.accuracy)
+    try:
+        real = realdata.load_real("factcheck-gpt", "dev").claims
+    except realdata.RealDataMissing:
+        pytest.skip("data/real not present")
+    r = cal.calibrate_claims(get_judge("verifier"), real)
+    assert r.errors == 0 and r.accuracy >= 0.59, r.accuracy
