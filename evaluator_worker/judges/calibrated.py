@@ -72,13 +72,18 @@ class ConfidenceMap:
 
     @classmethod
     def load(cls, path: str | Path) -> "ConfidenceMap":
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read confidence map {path}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"confidence map {path}: expected a JSON object")
-        return cls.from_json(data)
+        return cls.from_json(read_json_object(path, "confidence map"))
+
+
+def read_json_object(path: str | Path, what: str) -> dict[str, Any]:
+    """A fitted map file's JSON object; ``ConfigError`` naming ``what`` when it can't be read or isn't one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{what} {path}: expected a JSON object")
+    return data
 
 
 def shipped_map(judge_name: str) -> ConfidenceMap | None:

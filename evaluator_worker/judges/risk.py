@@ -28,7 +28,6 @@ Pure Python, like :mod:`evaluator_worker.judges.calibrated`: no numpy on the wor
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from evaluator_worker.errors import ConfigError
-from evaluator_worker.judges.calibrated import SHIPPED_DIR, ConfidenceMap
+from evaluator_worker.judges.calibrated import SHIPPED_DIR, ConfidenceMap, read_json_object
 
 __all__ = [
     "AGGREGATORS",
@@ -151,13 +150,7 @@ class RiskMap:
 
     @classmethod
     def load(cls, path: str | Path) -> "RiskMap":
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read risk map {path}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"risk map {path}: expected a JSON object")
-        return cls.from_json(data)
+        return cls.from_json(read_json_object(path, "risk map"))
 
 
 #: judges without a fitted file: verdict-based, max, 0.5 = the any-claim rule (not fitted)
