@@ -2,7 +2,7 @@
 
 For release audits and backfills, where completeness matters more than freshness:
 the same prompts and parsing as the online ``anthropic`` judge
-(:meth:`LLMJudge.extract_request` / ``verify_request`` as ``messages_params``), sent as Message Batches
+(:meth:`ToolWire.extract_request` / ``verify_request`` as ``messages_params``), sent as Message Batches
 (50% of the online price, results within 24 h), written like ``claimwatch score``.
 
 Rounds: every round submits one batch with whatever is ready (claim extraction for
@@ -161,7 +161,7 @@ class Audit:
             if key not in s.claims:
                 cid = f"{key}-x"
                 if cid not in busy:
-                    out[cid] = messages_params(self.judge.extract_request(t.answer, t.question))
+                    out[cid] = messages_params(self.judge.wire.extract_request(t.answer, t.question))
                 continue
             claims = _claims(s, key)
             got = s.verdicts.get(key, {})
@@ -173,7 +173,7 @@ class Audit:
                 if cid not in busy:
                     s.parts[cid] = [c.id for c in part]
                     out[cid] = messages_params(
-                        self.judge.verify_request(
+                        self.judge.wire.verify_request(
                             part,
                             [c.content for c in t.contexts],
                             t.question,
@@ -241,16 +241,16 @@ class Audit:
             return
         try:
             if what == "x":
-                parsed = self.judge.parse_extract(tool_input(message, prompts.EXTRACT_TOOL_NAME))
-                self.state.claims[key] = [list(c) for c in self.judge.extracted_claims(parsed)]
+                parsed = self.judge.wire.parse_extract(tool_input(message, prompts.EXTRACT_TOOL_NAME))
+                self.state.claims[key] = [list(c) for c in self.judge.wire.extracted_claims(parsed)]
             else:
                 by_id = {c.id: c for c in _claims(self.state, key)}
                 contexts = [c.content for c in t.contexts]
                 got = self.state.verdicts.setdefault(key, {})
-                for w in self.judge.parse_verdicts(tool_input(message, prompts.VERIFY_TOOL_NAME)):
+                for w in self.judge.wire.parse_verdicts(tool_input(message, prompts.VERIFY_TOOL_NAME)):
                     claim = by_id.get(w.claim_id)
                     if claim is not None and claim.id not in got:
-                        got[claim.id] = self.judge.to_verdict(claim, w, contexts).model_dump(mode="json")
+                        got[claim.id] = self.judge.wire.to_verdict(claim, w, contexts).model_dump(mode="json")
                 if any(c not in got for c in self.state.parts.get(cid, [])):  # partly answered: the rest go again
                     self._retry_or_fail(cid, "verdicts missing")
         except Exception as exc:  # malformed output (the judge's _Malformed), validation errors

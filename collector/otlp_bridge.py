@@ -23,9 +23,14 @@ not arrived yet keeps its partition's committed offset from moving past it, so
 after a crash or a rebalance the next owner re-reads it and re-assembles the
 trace. The price is an occasional duplicate record (the worker's dedupe window
 drops it). While the sink's queue is full (the output cluster is slow or
-down) the bridge pauses its partitions instead of dropping records. On a rebalance the bridge emits what is complete, flushes, commits
-and forgets its open traces, which the new owner rebuilds from the uncommitted
-messages.
+down) the bridge pauses its partitions instead of dropping records. On a
+rebalance the bridge emits what is complete, flushes, commits and forgets its
+open traces, which the new owner rebuilds from the uncommitted messages.
+
+The consumer-group loop is :class:`contract.group.GroupMember`, the one the
+evaluator worker runs: the bridge supplies its work (decode and add spans per
+message, emit complete traces, pause while the sink is full), its rebalance
+hooks and the producer flush that must succeed before a commit.
 
 Metrics (registry of the process): the collector's ``claimwatch_collector_*``
 pipeline metrics plus ``claimwatch_collector_otlp_requests_total{source="kafka",code}``
@@ -39,7 +44,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from kafka import KafkaConsumer, TopicPartition
+from kafka import TopicPartition
 from prometheus_client import CollectorRegistry
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -47,7 +52,7 @@ from collector import otlp
 from collector.config import CollectorSettings
 from collector.pipeline import OtlpIngest
 from collector.sink import ProducerFactory
-from contract.group import GroupListener, commit_offsets, off_loop
+from contract.group import GroupMember
 from contract.logs import get_logger
 from contract.offsets import OffsetLedger
 
@@ -84,47 +89,43 @@ class OffsetTracker:
 
     The commit rule is the worker's (:class:`contract.offsets.OffsetLedger`: one past the contiguous prefix
     of finished messages); a message is finished when it fed no trace, or when every trace it fed is no
-    longer open in the assembler (checked, oldest first, when a commit is due).
+    longer open in the assembler (checked, oldest first, by ``settle`` before a commit). The bridge's
+    ``GroupMember`` commits through ``ledger``.
     """
 
-    def __init__(self, is_open: Callable[[int], bool]) -> None:
+    def __init__(self, is_open: Callable[[int], bool], lock: threading.RLock | None = None) -> None:
         self._is_open = is_open
-        self._ledger = OffsetLedger()
+        self.ledger = OffsetLedger()
         self._open: dict[TopicPartition, collections.deque[tuple[int, tuple[int, ...]]]] = {}
         #: the poll thread adds, the rebalance hooks (kafka-python's IO thread) commit and forget
-        self._lock = threading.RLock()
+        self._lock = lock or threading.RLock()
 
     def add(self, tp: TopicPartition, offset: int, trace_ids: tuple[int, ...]) -> None:
         """Record one consumed message and the trace ids it fed."""
         with self._lock:
             try:
-                self._ledger.track(tp, offset)
+                self.ledger.track(tp, offset)
             except ValueError:  # the consumer went back (a seek or an offset reset): start the partition over
                 self.forget([tp])
-                self._ledger.track(tp, offset)
+                self.ledger.track(tp, offset)
             if trace_ids:
                 self._open.setdefault(tp, collections.deque()).append((offset, trace_ids))
             else:
-                self._ledger.finish(tp, offset)
+                self.ledger.finish(tp, offset)
 
-    def committable(self) -> dict[TopicPartition, int]:
-        """Per partition, the offset to commit now (only those that moved since the last commit)."""
+    def settle(self) -> None:
+        """Finish the messages (oldest first, per partition) whose traces all left the assembler."""
         with self._lock:
             for tp, queue in self._open.items():
                 while queue and not any(self._is_open(t) for t in queue[0][1]):
-                    self._ledger.finish(tp, queue.popleft()[0])
-            return self._ledger.to_commit()
-
-    def committed(self, offsets: dict[TopicPartition, int]) -> None:
-        with self._lock:
-            self._ledger.committed(dict(offsets))
+                    self.ledger.finish(tp, queue.popleft()[0])
 
     def forget(self, partitions: list[TopicPartition] | None = None) -> None:
         """Drop state for ``partitions`` (all when None): they were revoked."""
         with self._lock:
-            for tp in list(self._ledger.tracked()) if partitions is None else partitions:
+            for tp in list(self.ledger.tracked()) if partitions is None else partitions:
                 self._open.pop(tp, None)
-                self._ledger.forget(tp)
+                self.ledger.forget(tp)
 
 
 class OtlpBridge(OtlpIngest):
@@ -151,84 +152,82 @@ class OtlpBridge(OtlpIngest):
             redact=redact,
         )
         self.settings = settings or BridgeSettings()
-        self.offsets = OffsetTracker(self.pipeline.is_buffered)
-        self._consumer = consumer
-        self._clock = clock
+        #: guards the offsets and the assembler between the poll thread and the rebalance hooks (IO thread)
+        self._lock = threading.RLock()
+        self.offsets = OffsetTracker(self.pipeline.is_buffered, self._lock)
         self._stop = threading.Event()
-        self._last_commit = clock()
+        self._sink_full = False
         self.messages = 0
+        timeout_s = self.collector_settings.flush_timeout_s
+        self._member = GroupMember(
+            self.settings,
+            self.settings.source_topic,
+            self.collector_settings.kafka,
+            ledger=self.offsets.ledger,
+            lock=self._lock,
+            revoked=self._revoked,
+            assigned=self._assigned,
+            commit_interval_s=self.settings.commit_interval_s,
+            name="bridge",
+            consumer=consumer,
+            clock=clock,
+            settle=self.offsets.settle,
+            flush=lambda: bool(self.sink.force_flush(timeout_s)),
+            flush_timeout_s=timeout_s,
+        )
 
     # -- lifecycle -------------------------------------------------------------
     def stop(self) -> None:
         """Finish the current batch, emit, flush, commit and leave (SIGTERM handler)."""
         self._stop.set()
 
-    def _ensure_consumer(self) -> Any:
-        if self._consumer is None:
-            s = self.settings
-            self._consumer = KafkaConsumer(
-                group_id=s.group_id,
-                enable_auto_commit=False,
-                auto_offset_reset=s.auto_offset_reset,
-                session_timeout_ms=s.session_timeout_ms,
-                heartbeat_interval_ms=s.heartbeat_interval_ms,
-                max_poll_interval_ms=s.max_poll_interval_ms,
-                max_poll_records=s.max_poll_records,
-                **self.collector_settings.kafka.client_kwargs(),
-            )
-            self._consumer.subscribe([s.source_topic], listener=GroupListener(self._revoked, self._assigned))
-        return self._consumer
-
     def run(self, *, max_messages: int | None = None, idle_timeout_s: float | None = None) -> int:
-        """Consume until ``stop()``, ``max_messages``, or idle (after assignment) for ``idle_timeout_s``."""
-        consumer = self._ensure_consumer()
-        idle_since: float | None = None
+        """Consume until ``stop()``, ``max_messages``, or idle for ``idle_timeout_s`` (counted from the
+        later of the start and the latest assignment); returns the messages handled."""
         try:
-            while not self._stop.is_set():
-                got = self.step()
-                now = self._clock()
-                if got or idle_since is None and consumer.assignment():
-                    idle_since = now
-                elif idle_timeout_s is not None and idle_since is not None and now - idle_since > idle_timeout_s:
-                    break
-                if max_messages is not None and self.messages >= max_messages:
-                    break
+            self._member.run(self, self._stop.is_set, max_items=max_messages, idle_timeout_s=idle_timeout_s)
         finally:
             self.close()
         return self.messages
 
     def step(self) -> int:
-        """One poll: decode, add spans, emit complete traces, commit when due; returns messages handled."""
-        consumer = self._ensure_consumer()
-        self._backpressure(consumer)
-        batch = consumer.poll(timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.max_poll_records)
-        n = 0
-        for tp, messages in batch.items():
-            for msg in messages:
-                self.offsets.add(tp, msg.offset, self._handle(msg.value))
-                n += 1
-        self.messages += n
-        self.pipeline.pop_complete()
-        if self._clock() - self._last_commit >= self.settings.commit_interval_s:
-            self.commit()
-        return n
+        """One round of the group loop: emit complete traces, commit when due, pause or resume, poll, decode
+        and add spans; returns messages handled."""
+        return self._member.round(self)
 
-    def _backpressure(self, consumer: Any) -> None:
+    # -- the group loop's work (contract.group.GroupWork) -------------------------
+    def tick(self) -> None:
+        """Emit the traces that are complete."""
+        with self._lock:
+            self.pipeline.pop_complete()
+
+    def full(self) -> bool:
         """Pause fetching while the sink's queue is full (output Kafka slow or down); resume when it drains.
 
         Only ``sink_full`` pauses: pausing on a full assembler could wait for roots
         that sit behind the pause; those traces are evicted by the TTL instead.
         """
         full = self.pipeline.saturation() == "sink_full"
-        paused = consumer.paused()
-        if full and not paused:
-            assigned = list(consumer.assignment())
-            if assigned:
-                consumer.pause(*assigned)
-                log.warning("bridge_paused_sink_full", partitions=len(assigned))
-        elif not full and paused:
-            consumer.resume(*paused)
-            log.info("bridge_resumed")
+        if full != self._sink_full:
+            if full:
+                log.warning("bridge_paused_sink_full")
+            else:
+                log.info("bridge_resumed")
+            self._sink_full = full
+        return full
+
+    def busy(self) -> bool:
+        return False
+
+    def room(self) -> int | None:
+        return None
+
+    def take(self, tp: Any, records: list[Any]) -> int:
+        """Decode each message, add its spans, track its offset (under the lock, from the member's loop)."""
+        for msg in records:
+            self.offsets.add(tp, msg.offset, self._handle(msg.value))
+        self.messages += len(records)
+        return len(records)
 
     def _handle(self, value: bytes | None) -> tuple[int, ...]:
         try:
@@ -254,16 +253,7 @@ class OtlpBridge(OtlpIngest):
 
     def commit(self) -> bool:
         """Flush produced records, then commit every offset whose traces are done; False if the flush failed."""
-        self._last_commit = self._clock()
-        offsets = self.offsets.committable()
-        if not offsets or self._consumer is None:
-            return True
-        if not self.sink.force_flush(self.collector_settings.flush_timeout_s):
-            log.warning("bridge_flush_failed_commit_skipped", partitions=len(offsets))
-            return False
-        self._consumer.commit(commit_offsets(offsets))
-        self.offsets.committed(offsets)
-        return True
+        return self._member.commits.commit()
 
     async def _assigned(self, assigned: list[TopicPartition]) -> None:
         log.info("bridge_partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
@@ -276,52 +266,34 @@ class OtlpBridge(OtlpIngest):
         """
         if not lost:
             try:
-                await self._commit_on_loop()
-            except Exception as exc:  # the group may already have moved on
-                log.warning("bridge_commit_on_revoke_failed", error=type(exc).__name__, detail=str(exc)[:200])
-        dropped = self.pipeline.drop_incomplete()
-        self.offsets.forget(None)
+                with self._lock:
+                    self.pipeline.pop_complete(flush=True)
+            except Exception as exc:
+                log.warning("bridge_emit_on_revoke_failed", error=type(exc).__name__, detail=str(exc)[:200])
+            await self._member.commits.commit_on_loop()  # logs and counts its own failure
+        with self._lock:
+            dropped = self.pipeline.drop_incomplete()
+            self.offsets.forget(None)
         log.info(
             "bridge_partitions_lost" if lost else "bridge_partitions_revoked",
             partitions=sorted(tp.partition for tp in revoked),
             open_traces_left_to_next_owner=dropped,
         )
 
-    async def _commit_on_loop(self) -> bool:
-        """``commit()`` for a rebalance hook: the producer flush on a helper thread, the commit awaited."""
-        self.pipeline.pop_complete(flush=True)
-        offsets = self.offsets.committable()
-        if not offsets or self._consumer is None:
-            return True
-        timeout_s = self.collector_settings.flush_timeout_s
-        flushed: list[bool] = []
-        await off_loop(
-            lambda: flushed.append(bool(self.sink.force_flush(timeout_s))), timeout_s + 1.0, "claimwatch-bridge-flush"
-        )
-        if not (flushed and flushed[0]):
-            log.warning("bridge_flush_failed_commit_skipped", partitions=len(offsets))
-            return False
-        await self._consumer.commit_async(commit_offsets(offsets))
-        self.offsets.committed(offsets)
-        return True
-
     def close(self) -> None:
         """Emit complete traces, flush, commit, close the consumer and the sink."""
         try:
-            self.pipeline.pop_complete(flush=True)
+            with self._lock:
+                self.pipeline.pop_complete(flush=True)
             self.commit()
         except Exception as exc:
             log.warning("bridge_final_commit_failed", error=type(exc).__name__, detail=str(exc)[:200])
-        left = self.pipeline.drop_incomplete()
-        # their messages stay uncommitted: the revoke hook that closing the consumer runs must not read the
-        # dropped traces as finished
-        self.offsets.forget(None)
+        with self._lock:
+            left = self.pipeline.drop_incomplete()
+            # their messages stay uncommitted: the revoke hook that closing the consumer runs must not read the
+            # dropped traces as finished
+            self.offsets.forget(None)
         if left:
             log.info("bridge_open_traces_left_uncommitted", traces=left)
-        if self._consumer is not None:
-            try:
-                self._consumer.close()
-            except Exception as exc:  # pragma: no cover
-                log.warning("bridge_consumer_close_failed", error=type(exc).__name__)
-            self._consumer = None
+        self._member.close()
         self.sink.shutdown(self.collector_settings.flush_timeout_s)

@@ -20,8 +20,10 @@ does not depend on judge latency::
 
 The parts (each module's docstring says more): ``jobs`` (a record's states, the in-flight table,
 the judging threads), ``records`` (one record's path), ``writer`` (result writes, acknowledgements,
-re-sends, stall warnings), ``partitions`` (assignment, revoke with drain, commits, lag), ``seams``
-(the consumer/producer protocols). ``Worker`` composes them and runs the loop.
+re-sends, stall warnings), ``partitions`` (revoke with drain, dedupe seeding, lag), ``seams``
+(the consumer/producer protocols). The poll loop is ``contract.group.GroupMember`` (the OTLP bridge
+runs the same one): ``Worker`` composes the parts and is the member's work (``tick``, ``full``,
+``busy``, ``room``, ``take``).
 
 Guarantees:
 
@@ -64,18 +66,12 @@ __all__ = ["Worker", "make_consumer", "make_producer", "read_result_keys"]
 
 log = get_logger(__name__)
 
-#: how long the loop blocks in poll() while answers are in flight (completions are collected between polls)
-BUSY_POLL_MS = 50
-#: while every slot is taken: wait this long for a completion between checks, and still poll
-#: (partitions paused) at least this often to stay in the group
-FULL_WAIT_S = 0.05
-POLL_KEEPALIVE_S = 1.0
 #: answers queued per thread for CPU-bound judges (their max_in_flight)
 CPU_QUEUE_PER_THREAD = 32
 
 
 class Worker:
-    """One member of the evaluator consumer group: the parts composed, and the poll loop."""
+    """One member of the evaluator consumer group: the parts composed, and the work of its group loop."""
 
     def __init__(
         self,
@@ -105,7 +101,6 @@ class Worker:
         #: guards the loop's state: the poll thread and the rebalance listener (IO thread) both use it
         self._lock = threading.RLock()
         self._halt = Halt()
-        self._last_poll = 0.0
         if evaluator.io_bound and evaluator.caller.limiter is None:
             evaluator.caller.limiter = AdaptiveLimiter(
                 self.flow.max_in_flight,
@@ -129,12 +124,14 @@ class Worker:
             self._table,
             self._lock,
             self._halt,
-            lambda: self._pump(commit=False),
+            self.tick,
             clock,
             seed_dedupe,
             lag_interval_s,
+            consumer,
+            self._wake,
         )
-        self._partitions.consumer = consumer
+        self._member = self._partitions.member
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -158,8 +155,7 @@ class Worker:
         self._writer.tap.attach()
         if self._writer.producer is None:
             self._writer.producer = make_producer(self.settings)
-        if self._partitions.consumer is None:
-            self._partitions.subscribe()
+        self._member.ensure_consumer()
         if self._records.pool is None:
             # network judges: wake the loop for every judged answer (threads mostly wait on sockets);
             # CPU-bound judges: only when their queue runs low, so the loop works in batches and the
@@ -173,13 +169,11 @@ class Worker:
         Raises the fatal error (``JudgeError`` with ``fatal``, ``ConfigError``, ``WorkerFatal``)
         after committing what is durable and leaving the group.
 
-        Threading: the loop's state is guarded by ``self._lock``, taken for each step and
-        never held across a blocking consumer call (poll, commit, offsets), because the
-        rebalance listener runs on kafka-python's IO thread and takes the same lock.
+        The loop is the group member's (``contract.group.GroupMember.run``); this worker is its work.
+        Threading: the loop's state is guarded by ``self._lock``, never held across a blocking consumer
+        call (poll, commit, offsets), because the rebalance listener (kafka-python's IO thread) takes it too.
         """
         self._ensure_clients()
-        consumer, parts, c = self._partitions.consumer, self._partitions, self.settings.consumer
-        assert consumer is not None
         self.metrics.up.set(1)
         self.metrics.set_judge(self.evaluator.judge.name)  # which judge the gate's counts come from
         lim = self.evaluator.caller.limiter
@@ -189,41 +183,21 @@ class Worker:
             (lambda: lim.limit) if lim is not None else None,
             self.oldest_unacked_write_age,
         )
-        idle_since = self._clock()
+
+        def halted() -> bool:
+            return self._halt.error is not None
+
+        def done() -> bool:
+            return self._stop.is_set() or halted() or (max_records is not None and self.processed >= max_records)
+
+        def finished() -> bool:
+            with self._lock:
+                return not self._table.pending() or halted()
+
         try:
-            while not self._stop.is_set() and self._halt.error is None:
-                self._wake.clear()
-                self._pump()
-                if self._halt.error is not None:
-                    break
-                with self._lock:
-                    parts.flow_control(
-                        self._table.judging >= self._max_in_flight
-                        or self._writer.unacked >= self.flow.max_unacked_writes
-                    )
-                    busy, free, full = self._busy(), self._max_in_flight - self._table.judging, parts.paused
-                if full and self._clock() - self._last_poll < POLL_KEEPALIVE_S:
-                    # nothing to fetch for: wait for judged answers instead of blocking in poll()
-                    self._wake.wait(FULL_WAIT_S)
-                    continue
-                timeout_ms = 0 if full else (min(BUSY_POLL_MS, c.poll_timeout_ms) if busy else c.poll_timeout_ms)
-                batch = consumer.poll(timeout_ms=timeout_ms, max_records=max(1, min(c.max_poll_records, free)))
-                self._last_poll = now = self._clock()
-                if batch:
-                    with self._lock:
-                        for tp, messages in batch.items():
-                            for msg in messages:
-                                self._records.admit(tp, msg, now)
-                    idle_since = now
-                elif busy:
-                    idle_since = now
-                elif idle_timeout_s is not None and now - idle_since > idle_timeout_s:
-                    break
-                parts.update_lag()
-                if max_records is not None and self.processed >= max_records:
-                    break
-            if self._halt.error is None:
-                self._drain(self.flow.drain_timeout_s)
+            self._member.run(self, done, idle_timeout_s=idle_timeout_s)
+            if not halted():
+                self._member.drain(self, finished, self.flow.drain_timeout_s)
         finally:
             self._finish_run()
         if self._halt.error is not None:
@@ -233,8 +207,8 @@ class Worker:
     def _finish_run(self) -> None:
         """Commit what is durable, give up the rest, leave the group, close the clients."""
         try:
-            self._pump(commit=False)
-            self._partitions.commit()
+            self.tick()
+            self._member.commits.commit()
         except Exception as exc:
             log.warning("worker_final_commit_failed", error=str(exc)[:300])
         with self._lock:
@@ -247,51 +221,35 @@ class Worker:
         if self._records.pool is not None:
             self._records.pool.shutdown()
             self._records.pool = None
-        self._partitions.close()
+        self._member.close()
         self._writer.close()
 
-    # -- the loop's steps ----------------------------------------------------------
-    def _busy(self) -> bool:
-        return bool(self._table.judging or self._writer.busy())
-
-    def _pump(self, commit: bool = True) -> None:
-        """Collect judged answers and acknowledgements, re-send due writes, commit when it is time."""
+    # -- the group loop's work (contract.group.GroupWork) ---------------------------------------
+    def tick(self) -> None:
+        """Collect judged answers and acknowledgements, re-send due writes, watch for stalled writes."""
         with self._lock:
             self._records.collect_judged()
             self._writer.collect(self._records.durable)
             self._writer.resend_due()
             self._writer.watch_stall()
-        if commit:
-            self._partitions.commit(due_only=True)
 
-    def _drain(self, timeout_s: float) -> None:
-        """On stop: run the loop's steps until every job is done or time is up.
+    def full(self) -> bool:
+        """Fetching pauses while ``max_in_flight`` answers are judged or ``max_unacked_writes`` await the broker."""
+        with self._lock:
+            return self._table.judging >= self._max_in_flight or self._writer.unacked >= self.flow.max_unacked_writes
 
-        Keeps polling with every partition paused, so the group membership outlives a drain
-        longer than ``max_poll_interval_ms``; records such a poll returns (a partition assigned
-        meanwhile) are left uncommitted for the next owner.
-        """
-        deadline = self._clock() + timeout_s
-        consumer = self._partitions.consumer
-        assert consumer is not None
+    def busy(self) -> bool:
+        return bool(self._table.judging or self._writer.busy())
 
-        def pending() -> bool:
-            with self._lock:
-                return self._table.pending()
+    def room(self) -> int:
+        return self._max_in_flight - self._table.judging
 
-        while pending() and self._halt.error is None and self._clock() < deadline:
-            self._pump()
-            if not pending():
-                break
-            try:
-                with self._lock:
-                    assigned = consumer.assignment()
-                    if assigned:
-                        consumer.pause(*assigned)
-                consumer.poll(timeout_ms=20, max_records=1)
-            except Exception as exc:
-                log.debug("worker_drain_poll_failed", error=str(exc)[:200])
-                time.sleep(0.02)
+    def take(self, tp: Any, records: list[Any]) -> int:
+        """Admit fetched records (under the lock, from the member's loop)."""
+        now = self._clock()
+        for msg in records:
+            self._records.admit(tp, msg, now)
+        return len(records)
 
     # -- one record, synchronously (tests, tools) ------------------------------------------
     def handle_now(self, msg: Any) -> None:
@@ -305,11 +263,11 @@ class Worker:
         tp = TopicPartition(msg.topic, msg.partition)
         self._table.ledger.forget(tp)
         self._records.admit(tp, msg, self._clock())
-        while self._busy() and self._halt.error is None:
+        while self.busy() and self._halt.error is None:
             self._records.collect_judged()
             self._writer.collect(self._records.durable)
             self._writer.resend_due()
-            if self._busy():
+            if self.busy():
                 time.sleep(0.0005)
         self._table.clear(tp)
         fatal = self._halt.take()

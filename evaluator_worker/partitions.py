@@ -1,4 +1,8 @@
-"""The worker's partitions: assignment (dedupe seeding), revoke with drain, commits, pause/resume, lag.
+"""The worker's side of its consumer-group membership: revoke with drain, assignment (dedupe seeding), lag.
+
+The group loop itself (consumer, listener, poll, pause/resume, timed commits through the ``OffsetLedger``)
+is :class:`contract.group.GroupMember`, the one the OTLP bridge runs too; :class:`Partitions` builds it
+with the worker's hooks.
 
 Commits: per partition, the contiguous prefix of finished offsets (``OffsetLedger``), so an offset
 is committed only when the result or dead letter of every record up to it was acknowledged by the
@@ -20,10 +24,8 @@ import time
 from typing import Any, Callable
 
 from kafka import KafkaConsumer, TopicPartition
-from kafka.errors import KafkaError
 
-from contract.errors import ClaimwatchError
-from contract.group import GroupListener, commit_offsets, loop_sleep, off_loop
+from contract.group import GroupMember, loop_sleep, make_group_consumer, off_loop
 from contract.logs import get_logger
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.jobs import Halt, JobTable
@@ -32,24 +34,10 @@ from evaluator_worker.seams import Consumer
 
 log = get_logger("evaluator_worker.consumer")
 
-#: commit timeout (a stalled broker must not hold the loop for long)
-COMMIT_TIMEOUT_MS = 5_000
-#: lag lookups must not hold the loop when the broker stalls
-LAG_TIMEOUT_MS = 1_000
-
 
 def make_consumer(settings: WorkerSettings) -> KafkaConsumer:
-    c = settings.consumer
-    return KafkaConsumer(
-        group_id=c.group_id,
-        enable_auto_commit=False,
-        auto_offset_reset=c.auto_offset_reset,
-        session_timeout_ms=c.session_timeout_ms,
-        heartbeat_interval_ms=c.heartbeat_interval_ms,
-        max_poll_interval_ms=c.max_poll_interval_ms,
-        max_poll_records=c.max_poll_records,
-        **settings.kafka.client_kwargs(),
-    )
+    """The worker's group consumer (what :class:`GroupMember` builds when none is given)."""
+    return make_group_consumer(settings.consumer, settings.kafka)
 
 
 def read_result_keys(
@@ -64,6 +52,7 @@ def read_result_keys(
     Results are keyed by trace id like the traces, so when both topics have the
     same partition count a trace's result lives on the same partition number and
     only the assigned ``partitions`` are read; otherwise every partition is.
+    Every broker call is bounded by ``timeout_s`` (what was read by then is returned).
     """
     topic = settings.results_topic
     if not topic or limit <= 0:
@@ -79,8 +68,10 @@ def read_result_keys(
         if not parts:
             return []
         reader.assign(parts)
-        ends = reader.end_offsets(parts)
-        begins = reader.beginning_offsets(parts)
+        deadline = time.monotonic() + timeout_s
+        call_ms = max(100, int(timeout_s * 1000 / 2))
+        ends = reader.end_offsets(parts, timeout_ms=call_ms)
+        begins = reader.beginning_offsets(parts, timeout_ms=call_ms)
         per = max(1, limit // len(parts))
         todo = {}
         for tp in parts:
@@ -89,7 +80,6 @@ def read_result_keys(
                 reader.seek(tp, start)
                 todo[tp] = ends[tp]
         keys: list[str] = []
-        deadline = time.monotonic() + timeout_s
         while todo and time.monotonic() < deadline:
             batch = reader.poll(timeout_ms=200)
             for tp, msgs in batch.items():
@@ -104,7 +94,7 @@ def read_result_keys(
 
 
 class Partitions:
-    """The consumer's side of the worker: what is assigned, paused, committed, and how far behind it is."""
+    """The worker's group membership: the :class:`GroupMember` with its hooks (revoke with drain, seeding, lag)."""
 
     def __init__(
         self,
@@ -113,57 +103,44 @@ class Partitions:
         table: JobTable,
         lock: threading.RLock,
         halt: Halt,
-        pump: Callable[[], None],
+        collect: Callable[[], None],
         clock: Callable[[], float],
         seed: Callable[[list[int]], list[str]] | None,
         lag_interval_s: float,
+        consumer: Consumer | None,
+        wake: threading.Event,
     ) -> None:
         self.settings = settings
-        self.consumer: Consumer | None = None
-        self.paused = False
-        self.last_commit = 0.0
         self._records = records
         self._metrics = records.metrics
         self._table = table
         self._lock = lock
         self._halt = halt
-        self._pump = pump  # collect judged answers and acknowledgements, without committing
+        self._collect = collect  # collect judged answers and acknowledgements (no consumer call, no commit)
         self._clock = clock
         self._seed = seed
-        self._lag_interval_s = lag_interval_s
-        self._last_lag = 0.0
-
-    def subscribe(self) -> None:
-        """Build the group consumer and join the group on the worker's topic."""
-        self.consumer = make_consumer(self.settings)
-        self.consumer.subscribe(
-            [self.settings.topic],
-            listener=GroupListener(lambda parts, lost: self.revoke(parts, lost=lost), self._assigned),
+        self.member = GroupMember(
+            settings.consumer,
+            settings.topic,
+            settings.kafka,
+            ledger=table.ledger,
+            lock=lock,
+            revoked=lambda parts, lost: self.revoke(parts, lost=lost),
+            assigned=self._assigned,
+            commit_interval_s=settings.flow.commit_interval_s,
+            name="worker",
+            consumer=consumer,
+            clock=clock,
+            wake=wake,
+            on_commit_failed=lambda exc: self._metrics.commit_failures.inc(),
+            on_lag=self._metrics.consumer_lag.labels(settings.topic).set,
+            lag_interval_s=lag_interval_s,
         )
 
-    def commit(self, due_only: bool = False) -> bool:
-        """Commit the durable prefixes (poll thread; never under the lock: commit() blocks on the IO loop)."""
-        if due_only and self._clock() - self.last_commit < self.settings.flow.commit_interval_s:
-            return True
-        self.last_commit = self._clock()
-        with self._lock:
-            offsets = self._table.ledger.to_commit()
-        if not offsets or self.consumer is None:
-            return True
-        try:
-            self.consumer.commit(commit_offsets(offsets), timeout_ms=COMMIT_TIMEOUT_MS)
-        except (KafkaError, ClaimwatchError) as exc:
-            # CommitFailedError (the group moved on: the rebalance listener takes it from here),
-            # KafkaTimeoutError (stalled broker): nothing is lost, the next commit carries the same offsets
-            self._commit_failed(exc)
-            return False
-        with self._lock:
-            self._table.ledger.committed(offsets)
-        return True
-
-    def _commit_failed(self, exc: BaseException) -> None:
-        log.warning("worker_commit_failed", error=repr(exc)[:300])
-        self._metrics.commit_failures.inc()
+    @property
+    def consumer(self) -> Consumer | None:
+        consumer: Consumer | None = self.member.consumer
+        return consumer
 
     async def revoke(self, revoked: list[Any], *, lost: bool) -> None:
         """Finish (or give up) the revoked partitions' answers, on kafka-python's IO loop.
@@ -182,22 +159,14 @@ class Partitions:
             drain_s = min(self.settings.flow.drain_timeout_s, self.settings.consumer.max_poll_interval_ms / 2000.0)
             deadline = started + drain_s
             while True:
-                self._pump()
+                self._collect()
                 with self._lock:
                     pending = self._table.pending(parts)
                 if not pending or self._halt.error is not None or self._clock() >= deadline:
                     break
                 await loop_sleep(0.02)
-        if not lost and self.consumer is not None:
-            with self._lock:
-                offsets = {tp: o for tp, o in self._table.ledger.to_commit().items() if tp in parts}
-            if offsets:
-                try:
-                    await self.consumer.commit_async(commit_offsets(offsets))
-                    with self._lock:
-                        self._table.ledger.committed(offsets)
-                except Exception as exc:
-                    self._commit_failed(exc)
+        if not lost:
+            await self.member.commits.commit_on_loop(parts)
         with self._lock:
             left = self._table.count(parts)
             for tp in parts:
@@ -217,77 +186,36 @@ class Partitions:
         log.info("worker_partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
         await self.assigned([tp.partition for tp in assigned])
 
+    def seed_timeout_s(self) -> float:
+        """How long an assignment waits for the seed: a third of ``max_poll_interval_ms`` (at most 10 s).
+
+        A rebalance's hooks hold the member's ``poll()``; the revoke drain (at most half) plus the seed (at most
+        a third) stay below the interval the group allows a member between polls. A seed still running then
+        goes on in the background (its keys are added when it ends) and is logged as slow.
+        """
+        return min(10.0, self.settings.consumer.max_poll_interval_ms / 3000.0)
+
     async def assigned(self, partitions: list[int]) -> None:
         """Seed the dedupe window from the results topic on a helper thread (this runs on the IO loop)."""
-        await off_loop(lambda: self._seed_dedupe(partitions), 10.0, "claimwatch-dedupe-seed")
+        timeout_s = self.seed_timeout_s()
+        if not await off_loop(lambda: self._seed_dedupe(partitions, timeout_s), timeout_s, "claimwatch-dedupe-seed"):
+            log.warning("worker_dedupe_seed_slow", partitions=partitions, waited_s=round(timeout_s, 2))
 
-    def _seed_dedupe(self, partitions: list[int]) -> None:
+    def _seed_dedupe(self, partitions: list[int], timeout_s: float) -> None:
         try:
             if self._seed is not None:
                 keys = self._seed(partitions)
             else:
-                source = self.consumer.partitions_for_topic(self.settings.topic) if self.consumer is not None else None
+                consumer = self.member.consumer
+                source = consumer.partitions_for_topic(self.settings.topic) if consumer is not None else None
                 keys = read_result_keys(
                     self.settings,
                     partitions,
                     self.settings.dedupe_seed_records,
+                    timeout_s=timeout_s,
                     source_partitions=len(source or ()) or None,
                 )
             self._records.dedupe.update(keys)
             log.info("worker_dedupe_seeded", ids=len(keys))
         except Exception as exc:  # never block the assignment on this
             log.warning("worker_dedupe_seed_failed", error=str(exc)[:300])
-
-    def flow_control(self, full: bool) -> None:
-        """Pause every assigned partition while judging or unacknowledged writes are at their bound.
-
-        Paused partitions keep what was already fetched; while paused, the loop waits for
-        completions and polls only every ``POLL_KEEPALIVE_S`` to stay in the group.
-        """
-        assert self.consumer is not None
-        try:
-            if full:
-                assigned = self.consumer.assignment()
-                if assigned:
-                    self.consumer.pause(*assigned)
-            elif self.paused:
-                paused = self.consumer.paused()
-                if paused:
-                    self.consumer.resume(*paused)
-            self.paused = full
-        except Exception as exc:  # a consumer mid-rebalance: try again next round
-            log.debug("worker_pause_resume_failed", error=str(exc)[:200])
-
-    def update_lag(self) -> None:
-        """Lag is computed here, on the poll thread, because the consumer is not thread-safe (not at scrape time)."""
-        now = self._clock()
-        if now - self._last_lag < self._lag_interval_s:
-            return
-        self._last_lag = now
-        topic = self.settings.topic
-        try:
-            assert self.consumer is not None
-            assigned = list(self.consumer.assignment())
-            if not assigned:
-                self._metrics.consumer_lag.labels(topic).set(0)
-                return
-            ends = self.consumer.end_offsets(assigned, timeout_ms=LAG_TIMEOUT_MS)
-            lag = 0
-            for tp in assigned:
-                # fetch position plus the records handed out and not finished (added below)
-                pos = self.consumer.position(tp, timeout_ms=LAG_TIMEOUT_MS)
-                lag += max(0, ends.get(tp, pos) - pos)
-            with self._lock:
-                lag += self._table.ledger.unfinished()
-            self._metrics.consumer_lag.labels(topic).set(lag)
-        except Exception as exc:
-            log.debug("worker_lag_update_failed", error=str(exc)[:200])
-
-    def close(self) -> None:
-        if self.consumer is None:
-            return
-        try:
-            self.consumer.close(autocommit=False)
-        except Exception as exc:
-            log.warning("worker_consumer_close_failed", error=str(exc)[:300])
-        self.consumer = None

@@ -89,6 +89,16 @@ class Usage:
             retries=self.retries + other.retries,
         )
 
+    def add(self, other: "Usage") -> None:
+        """Add ``other``'s calls, tokens, cost and retries to this one (in place; the model stays)."""
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_creation_tokens += other.cache_creation_tokens
+        self.cost_usd += other.cost_usd
+        self.retries += other.retries
+
 
 @dataclass
 class Extraction:

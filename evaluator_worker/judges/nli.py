@@ -50,72 +50,38 @@ import bisect
 import os
 import re
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from evaluator_worker.errors import ConfigError, JudgeError
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.claims import extract_claims, sentence_spans
-
-__all__ = ["NLIJudge", "resolve_labels", "sentence_windows", "LABEL_NAMES"]
-
-#: canonical label -> the id2label spellings that mean it (compared lower-case, letters only)
-LABEL_NAMES: dict[str, frozenset[str]] = {
-    "entailment": frozenset({"entailment", "entail", "entails", "entailed"}),
-    "neutral": frozenset({"neutral"}),
-    "contradiction": frozenset({"contradiction", "contradict", "contradicts", "contradicted", "contradictory"}),
-}
-#: 2-label models: the names of the class that is not entailment (``-2c`` NLI checkpoints)
-NOT_ENTAILMENT = frozenset({"notentailment", "nonentailment", "notentailed", "noentailment"})
-#: 2-label verifiers (MiniCheck style): the names of the "supported" class and of the other one
-SUPPORT_NAMES = frozenset({"supported", "support", "consistent", "faithful", "grounded", "factual"})
-NOT_SUPPORT_NAMES = frozenset(
-    {
-        "unsupported",
-        "notsupported",
-        "inconsistent",
-        "unfaithful",
-        "hallucinated",
-        "hallucination",
-        "ungrounded",
-        "nonfactual",
-        "notfactual",
-    }
+from evaluator_worker.judges.nli_models import (
+    KINDS,
+    LABEL_NAMES,
+    MODEL_HINT,
+    LoadedModel,
+    binary_support_index,
+    detect_kind,
+    eos_token,
+    load_model,
+    resolve_labels,
+    two_label_entailment_index,
 )
-_GENERIC_LABEL = re.compile(r"^label[01]$")
+
+__all__ = [
+    "NLIJudge",
+    "resolve_labels",
+    "sentence_windows",
+    "LABEL_NAMES",
+    "KINDS",
+    "detect_kind",
+    "binary_support_index",
+    "two_label_entailment_index",
+    "minicheck_input",
+]
+
 #: premise tokens a claim must leave room for (less than this: the claim is not judged, not cut)
 MIN_PREMISE_TOKENS = 16
-
-_MODEL_HINT = (
-    "set CLAIMWATCH_NLI_MODEL to a local directory holding a saved NLI model "
-    "(config.json, weights, tokenizer files; e.g. from save_pretrained), or to a Hugging Face id "
-    "that is already in the local cache (HF_HOME) when the machine has no network"
-)
-
-
-def resolve_labels(id2label: Mapping[Any, str]) -> dict[str, int]:
-    """Map ``{"entailment": i, "contradiction": j, ["neutral": k]}`` from a model config's ``id2label``.
-
-    Accepts any case and order (``ENTAILMENT``, ``Contradiction``, ``neutral`` ...). Raises
-    ``ConfigError`` when a label is unknown (e.g. ``LABEL_0``), repeated, or when entailment or
-    contradiction is missing: guessing the order would silently invert verdicts.
-    """
-    found: dict[str, int] = {}
-    for raw_id, raw_name in dict(id2label).items():
-        key = re.sub(r"[^a-z]", "", str(raw_name).lower())
-        canon = next((c for c, names in LABEL_NAMES.items() if key in names), None)
-        if canon is None or canon in found:
-            problem = f"unknown label {raw_name!r}" if canon is None else f"label {canon!r} appears twice"
-            raise ConfigError(
-                f"cannot map the NLI model's labels {dict(id2label)!r}: {problem}; expected entailment, "
-                "neutral and contradiction (any case/order) in config.json id2label, or pass "
-                "labels={'entailment': i, 'neutral': j, 'contradiction': k}"
-            )
-        found[canon] = int(raw_id)
-    missing = [c for c in ("entailment", "contradiction") if c not in found]
-    if missing:
-        raise ConfigError(f"the NLI model's labels {dict(id2label)!r} lack {', '.join(missing)}")
-    return found
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -174,23 +140,6 @@ def sentence_window_spans(
     return windows
 
 
-@dataclass
-class _Loaded:
-    """The model and what was read from it at load time."""
-
-    tokenizer: Any
-    model: Any
-    torch: Any
-    device: Any
-    labels: dict[str, int]
-    max_length: int
-    special_tokens: int
-    #: nli | nli2 | binary | seq2seq | hhem (two-way kinds score "supported" only: contradiction index -1)
-    kind: str = "nli"
-    #: binary: the class index that means supported (from id2label, else the support_label setting)
-    support_index: int = 1
-
-
 class NLIJudge(JudgeBase):
     """Cross-encoder NLI judge (see the module docstring). Implements ``Judge``.
 
@@ -224,15 +173,9 @@ class NLIJudge(JudgeBase):
         document: str = "auto",
         chunk_tokens: int = 400,
     ) -> None:
-        if not model or not str(model).strip():
-            raise ConfigError(f"the nli judge needs a model: {_MODEL_HINT}")
-        if batch_size < 1:
-            raise ConfigError("batch_size must be >= 1")
-        if max_length < 16:
-            raise ConfigError("max_length must be >= 16 tokens")
-        for label, value in (("entail_threshold", entail_threshold), ("contradict_threshold", contradict_threshold)):
-            if not 0.0 < value <= 1.0:
-                raise ConfigError(f"{label} must be in (0, 1], got {value}")
+        _check_options(
+            model, batch_size, max_length, (entail_threshold, contradict_threshold), kind, document, chunk_tokens
+        )
         self.model_name = str(model)
         self.device = device
         self.batch_size = batch_size
@@ -245,23 +188,17 @@ class NLIJudge(JudgeBase):
             local_files_only = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
         self.local_files_only = local_files_only
         self.window_overlap = window_overlap
-        if kind not in KINDS:
-            raise ConfigError(f"kind {kind!r}: choose one of {', '.join(KINDS)}")
         self.kind = kind
         #: binary models: the "supported" class; None = read it from id2label (generic LABEL_0/1: 1, as MiniCheck)
         self.support_label = support_label
         #: (unsupported, supported) token ids a seq2seq scorer answers with
         self.seq2seq_token_ids = seq2seq_token_ids
-        if document not in DOCUMENT_MODES:
-            raise ConfigError(f"document {document!r}: choose one of {', '.join(DOCUMENT_MODES)}")
-        if chunk_tokens < 16:
-            raise ConfigError("chunk_tokens must be >= 16")
         #: joined: all contexts as one document cut into chunk_tokens pieces (MiniCheck's way: a claim that needs
         #: two adjacent chunks can be supported); per_chunk: each context windowed alone; auto: joined for
         #: the MiniCheck kinds (binary, seq2seq), per_chunk for NLI and HHEM
         self.document = document
         self.chunk_tokens = chunk_tokens
-        self._loaded: _Loaded | None = None
+        self._loaded: LoadedModel | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ loading
@@ -271,98 +208,20 @@ class NLIJudge(JudgeBase):
         self._get()
         return self
 
-    def _get(self) -> _Loaded:
+    def _get(self) -> LoadedModel:
         if self._loaded is None:
             with self._lock:
                 if self._loaded is None:
-                    self._loaded = self._load()
+                    self._loaded = load_model(
+                        self.model_name,
+                        kind=self.kind,
+                        device=self.device,
+                        max_length=self.max_length,
+                        labels=self.labels,
+                        support_label=self.support_label,
+                        local_files_only=self.local_files_only,
+                    )
         return self._loaded
-
-    def _load(self) -> _Loaded:
-        source = os.path.expanduser(self.model_name)
-        looks_local = os.path.isabs(source) or source.startswith((".", "~")) or os.path.exists(source)
-        if looks_local and not os.path.isdir(source):
-            raise ConfigError(f"NLI model directory {source!r} does not exist: {_MODEL_HINT}")
-        try:
-            import torch
-            from transformers import (
-                AutoConfig,
-                AutoModelForSeq2SeqLM,
-                AutoModelForSequenceClassification,
-                AutoTokenizer,
-            )
-        except ImportError as exc:
-            raise ConfigError(
-                f"the nli judge needs torch and transformers ({exc}); install them with "
-                "`pip install 'claimwatch[nli]'` (CPU-only torch: see docs/nli-judge.md)"
-            ) from exc
-        local = {"local_files_only": self.local_files_only}
-        tokenizer: Any
-        try:
-            config = AutoConfig.from_pretrained(source, trust_remote_code=self.kind == "hhem", **local)
-            kind = self.kind if self.kind != "auto" else detect_kind(config)
-            if kind == "hhem":  # HHEM brings its own code and tokenization (predict); runs as shipped
-                model = _load_remote_code_model(AutoModelForSequenceClassification, source, self.model_name, local)
-                tokenizer = None
-            else:
-                tokenizer = AutoTokenizer.from_pretrained(source, **local)
-                auto = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForSequenceClassification
-                model = auto.from_pretrained(source, **local)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(
-                f"cannot load NLI model {self.model_name!r} ({type(exc).__name__}: {exc}); {_MODEL_HINT}"
-            ) from exc
-        if kind not in ("nli", "nli2"):
-            device = self._device(torch)
-            model.to(device)
-            model.eval()
-            two_way = {"entailment": 1, "contradiction": -1}
-            support = binary_support_index(model.config, self.support_label) if kind == "binary" else 1
-            length = self.max_length
-            if tokenizer is not None:
-                limit = getattr(tokenizer, "model_max_length", None)
-                if isinstance(limit, int) and 0 < limit < 100_000:
-                    length = min(length, limit)
-            special = 2 if tokenizer is None else _single_overhead(tokenizer, kind == "seq2seq")
-            return _Loaded(tokenizer, model, torch, device, two_way, length, special, kind, support)
-        if kind == "nli2" and self.labels is None:
-            labels = {"entailment": two_label_entailment_index(model.config.id2label), "contradiction": -1}
-        else:
-            labels = dict(self.labels) if self.labels is not None else resolve_labels(model.config.id2label)
-        if self.labels is not None:
-            need = {"entailment"} if kind == "nli2" else {"entailment", "contradiction"}
-            if kind == "nli2":
-                labels.setdefault("contradiction", -1)
-            if not need <= set(labels) or any(not 0 <= labels[k] < model.config.num_labels for k in need):
-                raise ConfigError(
-                    f"labels={labels!r} must give {' and '.join(sorted(need))} indices < {model.config.num_labels}"
-                )
-        device = self._device(torch)
-        model.to(device)
-        model.eval()
-        limit = getattr(tokenizer, "model_max_length", None)
-        max_length = self.max_length
-        if isinstance(limit, int) and 0 < limit < 100_000:
-            max_length = min(max_length, limit)
-        positions = getattr(model.config, "max_position_embeddings", None)
-        if isinstance(positions, int) and positions > 0:
-            max_length = min(max_length, positions)
-        special = tokenizer.num_special_tokens_to_add(pair=True)
-        return _Loaded(tokenizer, model, torch, device, labels, max_length, special, kind)
-
-    def _device(self, torch: Any) -> Any:
-        name = self.device
-        if name == "auto":
-            if torch.cuda.is_available():
-                name = "cuda"
-            elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-                name = "mps"
-            else:
-                name = "cpu"
-        try:
-            return torch.device(name)
-        except (RuntimeError, ValueError) as exc:
-            raise ConfigError(f"invalid device {self.device!r}: {exc}") from exc
 
     # ------------------------------------------------------------------ claims
 
@@ -463,7 +322,7 @@ class NLIJudge(JudgeBase):
             reason=f"best entailment {pe:.3f} < {self.entail_threshold}, best contradiction {pc:.3f} < {self.contradict_threshold}",
         )
 
-    def _windows(self, loaded: _Loaded, longest_claim: int, contexts: Sequence[str]) -> list[tuple[int, str]]:
+    def _windows(self, loaded: LoadedModel, longest_claim: int, contexts: Sequence[str]) -> list[tuple[int, str]]:
         """Every premise to score: whole chunks, or sentence windows of chunks too long for ``max_length``.
 
         The budget leaves room for the longest claim and every token the input format adds, and each
@@ -486,12 +345,14 @@ class NLIJudge(JudgeBase):
                 out.append((i, clip_to_tokens(window, budget, loaded.tokenizer)))
         return out
 
-    def _joined(self, loaded: _Loaded) -> bool:
+    def _joined(self, loaded: LoadedModel) -> bool:
         if self.document == "auto":
             return loaded.kind in ("binary", "seq2seq")
         return self.document == "joined"
 
-    def _score(self, loaded: _Loaded, premises: list[str], hypotheses: list[str], usage: Usage) -> list[list[float]]:
+    def _score(
+        self, loaded: LoadedModel, premises: list[str], hypotheses: list[str], usage: Usage
+    ) -> list[list[float]]:
         """Class probabilities per (premise, hypothesis) pair, batched by similar length.
 
         Two-way kinds return ``[p_unsupported, p_supported]`` rows (``labels["entailment"] == 1``);
@@ -525,7 +386,7 @@ class NLIJudge(JudgeBase):
         return [row if row is not None else [] for row in out]  # every index is filled by its batch
 
     def _score_two_way(
-        self, loaded: _Loaded, premises: list[str], hypotheses: list[str], usage: Usage
+        self, loaded: LoadedModel, premises: list[str], hypotheses: list[str], usage: Usage
     ) -> list[list[float]]:
         """``[1 - p_support, p_support]`` per pair for the binary, seq2seq and hhem interfaces."""
         torch, tok, model = loaded.torch, loaded.tokenizer, loaded.model
@@ -540,7 +401,9 @@ class NLIJudge(JudgeBase):
                         support = [float(x) for x in (scores.tolist() if hasattr(scores, "tolist") else scores)]
                     else:
                         texts = [
-                            minicheck_input(premises[k], hypotheses[k], _eos(tok), seq2seq=loaded.kind == "seq2seq")
+                            minicheck_input(
+                                premises[k], hypotheses[k], eos_token(tok), seq2seq=loaded.kind == "seq2seq"
+                            )
                             for k in idx
                         ]
                         enc = tok(
@@ -568,10 +431,35 @@ class NLIJudge(JudgeBase):
         return out
 
 
-#: the model interfaces the judge drives (see the module docstring)
-KINDS = ("auto", "nli", "nli2", "binary", "seq2seq", "hhem")
 #: how contexts become premises (see ``NLIJudge.document``)
 DOCUMENT_MODES = ("auto", "joined", "per_chunk")
+
+
+def _check_options(
+    model: str,
+    batch_size: int,
+    max_length: int,
+    thresholds: tuple[float, float],
+    kind: str,
+    document: str,
+    chunk_tokens: int,
+) -> None:
+    """``ConfigError`` for an NLI judge setting out of range (checked at construction, before any model loads)."""
+    if not model or not str(model).strip():
+        raise ConfigError(f"the nli judge needs a model: {MODEL_HINT}")
+    if batch_size < 1:
+        raise ConfigError("batch_size must be >= 1")
+    if max_length < 16:
+        raise ConfigError("max_length must be >= 16 tokens")
+    for label, value in zip(("entail_threshold", "contradict_threshold"), thresholds):
+        if not 0.0 < value <= 1.0:
+            raise ConfigError(f"{label} must be in (0, 1], got {value}")
+    if kind not in KINDS:
+        raise ConfigError(f"kind {kind!r}: choose one of {', '.join(KINDS)}")
+    if document not in DOCUMENT_MODES:
+        raise ConfigError(f"document {document!r}: choose one of {', '.join(DOCUMENT_MODES)}")
+    if chunk_tokens < 16:
+        raise ConfigError("chunk_tokens must be >= 16")
 
 
 def join_contexts(contexts: Sequence[str]) -> tuple[str, list[int]]:
@@ -584,165 +472,11 @@ def join_contexts(contexts: Sequence[str]) -> tuple[str, list[int]]:
     return "\n\n".join(parts), starts
 
 
-def _label_key(name: Any) -> str:
-    return re.sub(r"[^a-z0-9]", "", str(name).lower())
-
-
-def detect_kind(config: Any) -> str:
-    """The interface a model config implies, from ``architectures`` and ``id2label``.
-
-    HHEM remote code -> ``hhem``; a sequence-classification head -> a classifier even on an
-    encoder-decoder (BART-MNLI is NLI, not a seq2seq scorer); an encoder-decoder without one
-    (``T5ForConditionalGeneration``, MiniCheck-Flan-T5) -> ``seq2seq``; 2 labels named entailment /
-    not-entailment -> ``nli2``; other 2-label models -> ``binary``; else 3-label ``nli``.
-    """
-    if (
-        "hhem" in str(getattr(config, "model_type", "")).lower()
-        or "hhem" in str(getattr(config, "auto_map", "")).lower()
-    ):
-        return "hhem"
-    architectures = [str(a) for a in (getattr(config, "architectures", None) or [])]
-    classifier = any(a.endswith("ForSequenceClassification") for a in architectures)
-    if not classifier and (
-        getattr(config, "is_encoder_decoder", False)
-        or any(a.endswith("ForConditionalGeneration") for a in architectures)
-    ):
-        return "seq2seq"
-    if getattr(config, "num_labels", 3) != 2:
-        return "nli"
-    keys = {_label_key(v) for v in dict(getattr(config, "id2label", None) or {}).values()}
-    if keys & LABEL_NAMES["entailment"] and keys & (
-        NOT_ENTAILMENT | LABEL_NAMES["neutral"] | LABEL_NAMES["contradiction"]
-    ):
-        return "nli2"
-    return "binary"
-
-
-def two_label_entailment_index(id2label: Mapping[Any, str]) -> int:
-    """The entailment class of a 2-label NLI model; ``ConfigError`` when the labels do not say which."""
-    hits = [int(i) for i, name in dict(id2label).items() if _label_key(name) in LABEL_NAMES["entailment"]]
-    if len(hits) != 1 or len(dict(id2label)) != 2:
-        raise ConfigError(
-            f"cannot tell the entailment class of the 2-label model's labels {dict(id2label)!r}: pass "
-            "labels={'entailment': i}"
-        )
-    return hits[0]
-
-
-def binary_support_index(config: Any, support_label: int | None) -> int:
-    """The "supported" class of a 2-label verifier: the setting, else ``id2label``'s names, else 1 for generic labels.
-
-    MiniCheck's RoBERTa/DeBERTa checkpoints keep the generic ``LABEL_0``/``LABEL_1`` and read class 1 as
-    supported (``minicheck/inference.py``). Labels with other names (a sentiment or topic model) are
-    refused: guessing would silently invert verdicts.
-    """
-    n = int(getattr(config, "num_labels", 2))
-    if support_label is not None:
-        if not 0 <= support_label < n:
-            raise ConfigError(f"support_label {support_label} is not a class of a {n}-label model")
-        return support_label
-    id2label = {int(i): _label_key(v) for i, v in dict(getattr(config, "id2label", None) or {}).items()}
-    support = [i for i, k in id2label.items() if k in SUPPORT_NAMES]
-    other = [i for i, k in id2label.items() if k in NOT_SUPPORT_NAMES]
-    if len(support) == 1 and len(other) == n - 1:
-        return support[0]
-    if not id2label or all(_GENERIC_LABEL.match(k) for k in id2label.values()):
-        return 1
-    raise ConfigError(
-        f"cannot tell which of the 2-label model's classes {dict(getattr(config, 'id2label', {}))!r} "
-        "means supported: set CLAIMWATCH_NLI_SUPPORT_LABEL (or support_label=) to its index"
-    )
-
-
 def minicheck_input(premise: str, claim: str, eos: str, *, seq2seq: bool = False) -> str:
     """MiniCheck's model input: the document and the claim joined by the tokenizer's eos token
     (``"predict: "`` first for Flan-T5); Liyan06/MiniCheck ``minicheck/inference.py`` ``batch_tokenize``."""
     text = eos.join([premise, claim])
     return "predict: " + text if seq2seq else text
-
-
-def _completed_post_init(cls: Any) -> Any:
-    """``cls`` (a model class shipped as remote code) whose ``__init__`` ends with ``post_init()`` when it did not.
-
-    transformers 5 registers a model's tied weights (``all_tied_weights_keys``, its children's included) in
-    ``post_init``; a class written for 4.x that never calls it (HHEM-2.1-open's wrapper around a T5 classifier)
-    fails to load (``AttributeError: all_tied_weights_keys``), and patched to an empty mapping it loads the T5
-    embedding stored once as missing, i.e. random. Completing the constructor lets transformers tie the
-    embedding as the checkpoint intends; the model's file itself is loaded unchanged.
-    """
-    if getattr(cls, "_claimwatch_post_init", False):
-        return cls
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        cls.__init__(self, *args, **kwargs)
-        if "all_tied_weights_keys" not in vars(self) and hasattr(self, "post_init"):
-            self.post_init()
-
-    return type(
-        cls.__name__,
-        (cls,),
-        {
-            "__init__": __init__,
-            "_claimwatch_post_init": True,
-            "__module__": cls.__module__,
-            "__qualname__": cls.__qualname__,
-        },
-    )
-
-
-def _remote_class(source: str, local: dict[str, Any]) -> Any:
-    """The sequence-classification class a remote-code model's config names (``auto_map``), or None."""
-    from transformers import AutoConfig
-    from transformers.dynamic_module_utils import get_class_from_dynamic_module
-
-    config = AutoConfig.from_pretrained(source, trust_remote_code=True, **local)
-    ref = (getattr(config, "auto_map", None) or {}).get("AutoModelForSequenceClassification")
-    if not ref:
-        return None
-    return get_class_from_dynamic_module(ref, source, **local)
-
-
-def _load_remote_code_model(auto: Any, source: str, name: str, local: dict[str, Any]) -> Any:
-    """A ``trust_remote_code`` model (HHEM), or one clear ``ConfigError``: its code failing under this transformers
-    version even with its ``post_init`` completed (:func:`_completed_post_init`), or weights left missing (a model
-    scoring with randomly initialised weights would give confident nonsense with only a warning)."""
-    try:
-        cls = _remote_class(source, local)
-        loader = auto if cls is None else _completed_post_init(cls)
-        model, info = loader.from_pretrained(source, trust_remote_code=True, output_loading_info=True, **local)
-    except (OSError, ValueError):
-        raise
-    except Exception as exc:  # the model's own code: any error it raises is a start-up error, not a traceback
-        raise ConfigError(
-            f"the model code shipped with {name!r} fails under transformers "
-            f"{_transformers_version()} ({type(exc).__name__}: {str(exc)[:200]}); use a transformers "
-            "version its authors support, or a model without remote code"
-        ) from exc
-    missing = [k for k in (info or {}).get("missing_keys", []) if not k.endswith("position_ids")]
-    if missing:
-        raise ConfigError(
-            f"{name!r} loaded with {len(missing)} weight(s) missing (e.g. {missing[0]!r}): it would "
-            "score with random weights; re-save the model or use a transformers version that ties "
-            "its shared weights"
-        )
-    return model
-
-
-def _transformers_version() -> str:
-    try:
-        import transformers
-
-        return str(transformers.__version__)
-    except ImportError:  # pragma: no cover - checked before loading
-        return "?"
-
-
-def _single_overhead(tokenizer: Any, seq2seq: bool) -> int:
-    """Tokens a one-sequence verifier input adds around premise and claim: specials, the eos joiner, the prefix."""
-    added = tokenizer.num_special_tokens_to_add(pair=False)
-    joiner = len(tokenizer(_eos(tokenizer), add_special_tokens=False)["input_ids"])
-    prefix = len(tokenizer("predict:", add_special_tokens=False)["input_ids"]) if seq2seq else 0
-    return added + joiner + prefix + 1  # +1: a word may tokenize differently at a join
 
 
 def _counter(tokenizer: Any) -> Callable[[list[str]], list[int]]:
@@ -772,10 +506,6 @@ def clip_to_tokens(text: str, budget: int, tokenizer: Any) -> str:
     while words and len(tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]) > budget:
         words = words[: max(1, len(words) * 9 // 10)] if len(words) > 1 else []
     return " ".join(words)
-
-
-def _eos(tokenizer: Any) -> str:
-    return str(getattr(tokenizer, "eos_token", None) or getattr(tokenizer, "sep_token", None) or " ")
 
 
 def _unit(p: float) -> float:

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 from prometheus_client import start_http_server
+from structlog.testing import capture_logs
 
 from claimwatch.embedded import free_port
 from contract.record import RagTrace
@@ -223,3 +224,29 @@ def _up(url: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def test_a_slow_dedupe_seed_is_waited_for_a_third_of_the_poll_interval_then_the_worker_goes_on(
+    kafka_bootstrap, topic_name
+):
+    """A dedupe seed that hangs holds the assignment a third of max_poll_interval only (logged as slow); the worker stays
+    in its group (assigned and seeded once) and judges its records."""
+    create_topic(kafka_bootstrap, topic_name, partitions=1)
+    produce(kafka_bootstrap, topic_name, [_record(i, "v1", "Good claim.") for i in range(3)])
+    settings = worker_settings(kafka_bootstrap, topic_name)
+    seeds: list[list[int]] = []
+
+    def hanging_seed(partitions: list[int]) -> list[str]:
+        seeds.append(partitions)
+        time.sleep(30.0)  # past max_poll_interval_ms (10 s)
+        return []
+
+    metrics = WorkerMetrics()
+    with capture_logs() as logs:
+        Worker(settings, Evaluator(TagJudge(), metrics), seed_dedupe=hanging_seed).run(
+            idle_timeout_s=12.0, max_records=3
+        )
+    assert metrics.registry.get_sample_value("claimwatch_records_total", {"outcome": "processed"}) == 3
+    assert seeds == [[0]], "assigned (and seeded) once: never sent out of the group and re-assigned"
+    slow = [e for e in logs if e["event"] == "worker_dedupe_seed_slow"]
+    assert len(slow) == 1 and slow[0]["waited_s"] == round(10.0 / 3, 2)
