@@ -37,17 +37,19 @@ WORLD_KNOWLEDGE = {
     "hist-canal": "The canal made New York City the country's leading port.",
 }
 
-_HEDGES = [
-    (re.compile(r"\breduces\b"), "may reduce"),
-    (re.compile(r"\bhelps\b"), "might help"),
-    (re.compile(r"\bsupports\b"), "may support"),
-    (re.compile(r"\blast up to\b"), "may last up to"),
-    (re.compile(r"\btakes\b"), "can take"),
-    (re.compile(r"\bgives\b"), "may give"),
-    (re.compile(r"\btracks\b"), "may track"),
-    (re.compile(r"\bis\b"), "is probably"),
-    (re.compile(r"\bwas\b"), "was reportedly"),
-    (re.compile(r"\bneeds\b"), "may need"),
+#: certainty the context does not give ("always reduces" where it "reduces"); adding a hedge ("may reduce")
+#: would make the claim weaker than the context, which is not a hallucination
+_CERTAINTY = [
+    (re.compile(r"\breduces\b"), "always reduces"),
+    (re.compile(r"\bhelps\b"), "always helps"),
+    (re.compile(r"\bsupports\b"), "definitely supports"),
+    (re.compile(r"\blast up to\b"), "always last exactly"),
+    (re.compile(r"\btakes\b"), "always takes"),
+    (re.compile(r"\bgives\b"), "always gives"),
+    (re.compile(r"\btracks\b"), "precisely tracks"),
+    (re.compile(r"\bis\b"), "is always"),
+    (re.compile(r"\bwas\b"), "was definitely"),
+    (re.compile(r"\bneeds\b"), "always needs"),
 ]
 
 _NEGATIONS = [
@@ -115,10 +117,11 @@ def knowledge_insertion(sentences: list[str], q: Question, rng: random.Random) -
 
 
 def hedge_inflation(sentences: list[str], q: Question, rng: random.Random) -> list[str] | None:
+    """Certainty inflated past the context: one sentence made absolute ("always", "definitely", "exactly")."""
     for i, s in enumerate(sentences):
         if _SPEAKER.match(s):
             continue
-        new = _first_sub(_HEDGES, s)
+        new = _first_sub(_CERTAINTY, s)
         if new:
             out = list(sentences)
             out[i] = new

@@ -64,7 +64,7 @@ JUDGE_FITNESS: dict[str, Fitness] = {
     for f in (
         _unfit(
             "heuristic",
-            "answer AUC 0.54-0.72 vs answer length 0.52-0.58 on the same rows; 65-79% of faithful answers "
+            "answer AUC 0.55-0.74 vs answer length 0.52-0.58 on the same rows; 59-79% of faithful answers "
             "flagged; 21% of contradictions found",
         ),
         _unfit(

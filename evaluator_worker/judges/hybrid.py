@@ -14,7 +14,7 @@ judge revisits exactly those verdicts, and nothing else:
 3. Promote to SUPPORTED only when the best cosine similarity is at least ``threshold``, the
    heuristic's word coverage is at least ``min_coverage``, and the claim adds nothing the
    evidence lacks (``guard_reason``): no negation the evidence does not share (or the reverse),
-   no hedge or approximation/generalisation word ("roughly", "usually") the evidence lacks, no
+   no certainty the evidence hedges, no approximation/generalisation word ("roughly", "usually") it lacks, no
    ordinal ("fourth") or name absent from the context. Otherwise the heuristic's UNSUPPORTED
    stands.
 
@@ -261,8 +261,10 @@ def guard_reason(claim: str, evidence: str, context_text: str) -> str | None:
     """
     if _neg(claim) != _neg(evidence):
         return "negation differs from the evidence"
-    if cu.hedge_cues(claim) and not cu.hedge_cues(evidence):
-        return f"claim hedges ('{cu.hedge_cues(claim)[0]}'), evidence asserts"
+    if cu.hedge_cues(evidence) and not cu.hedge_cues(claim):
+        # asserting what the evidence hedges adds certainty; hedging what it asserts adds nothing
+        # (the heuristic's hedge rule, same failure type)
+        return f"evidence hedges ('{cu.hedge_cues(evidence)[0]}'), claim asserts"
     ev_words = _words(evidence)
     for m in _QUALIFIERS.finditer(claim):
         if m.group(0).lower() not in ev_words:
@@ -390,7 +392,7 @@ class HybridJudge(JudgeBase):
             context_index=chunk,
             confidence=round(max(0.5, conf), 3),
             reason=f"paraphrase: embedding similarity {sim:.2f} with the evidence, {cov:.0%} of terms, "
-            "no number, name, negation or hedge added",
+            "no number, name, negation or certainty added",
         )
 
     def _cached(self, texts: list[str]):

@@ -56,8 +56,8 @@ def test_verify_adds_verdict_and_evidence(tmp_path):
     src.write_text(
         json.dumps(
             {
-                "claim": "Atorvastatin may reduce LDL cholesterol.",
-                "context": ["Atorvastatin reduces LDL cholesterol in adults."],
+                "claim": "Atorvastatin reduces LDL cholesterol.",
+                "context": ["Atorvastatin may reduce LDL cholesterol in adults."],
                 "kind": "hedge",
             }
         )

@@ -50,9 +50,15 @@ def test_seed_quote_given_to_wrong_speaker_is_contradicted():
     assert v.evidence == ctx[0]
 
 
-def test_seed_may_reduce_vs_reduces_is_unsupported():
-    """'may reduce' when the context says 'reduces' -> UNSUPPORTED (hedge inflation)."""
+def test_seed_may_reduce_vs_reduces_is_supported():
+    """'may reduce' when the context says 'reduces' -> SUPPORTED: a hedged claim is weaker than the assertion (issue 28)."""
     v = judge_one("Regular exercise may reduce blood pressure.", ["Regular exercise reduces blood pressure."])
+    assert v.verdict is Verdict.SUPPORTED
+
+
+def test_seed_reduces_vs_may_reduce_is_unsupported():
+    """'reduces' when the context says 'may reduce' -> UNSUPPORTED (certainty the context does not give)."""
+    v = judge_one("Regular exercise reduces blood pressure.", ["Regular exercise may reduce blood pressure."])
     assert v.verdict is Verdict.UNSUPPORTED
     assert "may" in v.reason
 

@@ -129,11 +129,13 @@ def test_new_name_or_number_is_not_promoted():
 
 
 def test_guard_reason_catches_added_content():
-    """guard_reason names negation, hedge, qualifier, ordinal, duration and name additions; None when clean."""
+    """guard_reason names negation, certainty over a hedge, qualifier, ordinal, duration and name additions; None when clean."""
     ev = "The braise can be made up to two days ahead and reheated gently."
     assert guard_reason("You can prepare the braise two days in advance.", ev, ev) is None
     assert "negation" in guard_reason("You cannot prepare the braise two days in advance.", ev, ev)
-    assert "hedge" in guard_reason("You might prepare the braise two days in advance.", ev, ev)
+    assert guard_reason("You might prepare the braise two days in advance.", ev, ev) is None, "a hedge adds nothing"
+    hedged = "The braise may be made up to two days ahead."
+    assert "hedge" in guard_reason("The braise is made up to two days ahead.", hedged, hedged)
     assert "usually" in guard_reason("The braise is usually made two days ahead.", ev, ev)
     assert "ordinal" in guard_reason("The braise is reheated on the fourth day.", ev, ev)
     assert "duration" in guard_reason("You can make the braise up to a week ahead.", ev, ev)

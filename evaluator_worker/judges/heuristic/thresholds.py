@@ -141,7 +141,6 @@ class Confidences:
     #: names missing from the context: base + step per missing name (up to two)
     missing_name_base: float = 0.7
     missing_name_step: float = 0.1
-    hedge_claim: float = 0.75
     hedge_context: float = 0.7
     hedge_future: float = 0.7
     intensifier: float = 0.65
