@@ -62,10 +62,12 @@ from evaluator_worker.judges.nli_models import (
     LoadedModel,
     binary_support_index,
     detect_kind,
-    eos_token,
     load_model,
+    minicheck_input,
     resolve_labels,
+    score_pairs,
     two_label_entailment_index,
+    unit,
 )
 
 __all__ = [
@@ -289,7 +291,7 @@ class NLIJudge(JudgeBase):
         loaded = self._get()
         rows = self._score(loaded, [d for d, _ in pairs], [c for _, c in pairs], Usage(model=self.model_name))
         ent = loaded.labels["entailment"]
-        return [_unit(row[ent]) for row in rows]
+        return [unit(row[ent]) for row in rows]
 
     def _decide(
         self, claim: Claim, windows: list[tuple[int, str]], best_e: int, pe: float, best_c: int, pc: float
@@ -302,7 +304,7 @@ class NLIJudge(JudgeBase):
                 verdict=Verdict.SUPPORTED,
                 evidence=text,
                 context_index=ctx,
-                confidence=_unit(pe),
+                confidence=unit(pe),
                 reason=f"entailment {pe:.3f} >= {self.entail_threshold} in context {ctx}",
             )
         if pc >= self.contradict_threshold:
@@ -312,13 +314,13 @@ class NLIJudge(JudgeBase):
                 verdict=Verdict.CONTRADICTED,
                 evidence=text,
                 context_index=ctx,
-                confidence=_unit(pc),
+                confidence=unit(pc),
                 reason=f"contradiction {pc:.3f} >= {self.contradict_threshold} in context {ctx}",
             )
         return ClaimVerdict(
             claim_id=claim.id,
             verdict=Verdict.UNSUPPORTED,
-            confidence=_unit(1.0 - pe),
+            confidence=unit(1.0 - pe),
             reason=f"best entailment {pe:.3f} < {self.entail_threshold}, best contradiction {pc:.3f} < {self.contradict_threshold}",
         )
 
@@ -353,82 +355,13 @@ class NLIJudge(JudgeBase):
     def _score(
         self, loaded: LoadedModel, premises: list[str], hypotheses: list[str], usage: Usage
     ) -> list[list[float]]:
-        """Class probabilities per (premise, hypothesis) pair, batched by similar length.
-
-        Two-way kinds return ``[p_unsupported, p_supported]`` rows (``labels["entailment"] == 1``);
-        ``nli2`` returns the model's own rows, read at its entailment index.
-        """
-        if loaded.kind not in ("nli", "nli2"):
-            return self._score_two_way(loaded, premises, hypotheses, usage)
-        torch, tok = loaded.torch, loaded.tokenizer
-        order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
-        out: list[list[float] | None] = [None] * len(premises)
+        """Class probabilities per (premise, hypothesis) pair (:func:`~evaluator_worker.judges.nli_models.score_pairs`)."""
         try:
-            with torch.inference_mode():
-                for start in range(0, len(order), self.batch_size):
-                    idx = order[start : start + self.batch_size]
-                    enc = tok(  # (premise, claim) order; only the premise may be truncated (it is clipped to fit)
-                        [premises[k] for k in idx],
-                        [hypotheses[k] for k in idx],
-                        padding=True,
-                        truncation="only_first",
-                        max_length=loaded.max_length,
-                        return_tensors="pt",
-                    ).to(loaded.device)
-                    logits = loaded.model(**enc).logits.float()
-                    rows = torch.softmax(logits, dim=-1).cpu().tolist()
-                    usage.calls += 1
-                    usage.input_tokens += int(enc["attention_mask"].sum())
-                    for k, row in zip(idx, rows):
-                        out[k] = row
+            return score_pairs(
+                loaded, premises, hypotheses, usage, batch_size=self.batch_size, seq2seq_ids=self.seq2seq_token_ids
+            )
         except RuntimeError as exc:  # out of memory, device errors: the answer's claims become ERROR
             raise JudgeError(f"NLI model {self.model_name!r} failed: {exc}") from exc
-        return [row if row is not None else [] for row in out]  # every index is filled by its batch
-
-    def _score_two_way(
-        self, loaded: LoadedModel, premises: list[str], hypotheses: list[str], usage: Usage
-    ) -> list[list[float]]:
-        """``[1 - p_support, p_support]`` per pair for the binary, seq2seq and hhem interfaces."""
-        torch, tok, model = loaded.torch, loaded.tokenizer, loaded.model
-        order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
-        out: list[list[float]] = [[] for _ in premises]
-        try:
-            with torch.inference_mode():
-                for start in range(0, len(order), self.batch_size):
-                    idx = order[start : start + self.batch_size]
-                    if loaded.kind == "hhem":
-                        scores = model.predict([(premises[k], hypotheses[k]) for k in idx])
-                        support = [float(x) for x in (scores.tolist() if hasattr(scores, "tolist") else scores)]
-                    else:
-                        texts = [
-                            minicheck_input(
-                                premises[k], hypotheses[k], eos_token(tok), seq2seq=loaded.kind == "seq2seq"
-                            )
-                            for k in idx
-                        ]
-                        enc = tok(
-                            texts, padding=True, truncation=True, max_length=loaded.max_length, return_tensors="pt"
-                        ).to(loaded.device)
-                        usage.input_tokens += int(enc["attention_mask"].sum())
-                        if loaded.kind == "seq2seq":
-                            start_ids = torch.zeros(
-                                (enc["input_ids"].size(0), 1), dtype=torch.long, device=loaded.device
-                            )
-                            logits = model(
-                                input_ids=enc["input_ids"],
-                                attention_mask=enc["attention_mask"],
-                                decoder_input_ids=start_ids,
-                            ).logits[:, 0, list(self.seq2seq_token_ids)]
-                            support = torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
-                        else:
-                            probs = torch.softmax(model(**enc).logits.float(), dim=-1)
-                            support = probs[:, loaded.support_index].cpu().tolist()
-                    usage.calls += 1
-                    for k, p in zip(idx, support):
-                        out[k] = [1.0 - _unit(p), _unit(p)]
-        except RuntimeError as exc:  # out of memory, device errors: the answer's claims become ERROR
-            raise JudgeError(f"NLI model {self.model_name!r} failed: {exc}") from exc
-        return out
 
 
 #: how contexts become premises (see ``NLIJudge.document``)
@@ -472,13 +405,6 @@ def join_contexts(contexts: Sequence[str]) -> tuple[str, list[int]]:
     return "\n\n".join(parts), starts
 
 
-def minicheck_input(premise: str, claim: str, eos: str, *, seq2seq: bool = False) -> str:
-    """MiniCheck's model input: the document and the claim joined by the tokenizer's eos token
-    (``"predict: "`` first for Flan-T5); Liyan06/MiniCheck ``minicheck/inference.py`` ``batch_tokenize``."""
-    text = eos.join([premise, claim])
-    return "predict: " + text if seq2seq else text
-
-
 def _counter(tokenizer: Any) -> Callable[[list[str]], list[int]]:
     """Token counts per text (HHEM tokenizes inside predict(): ~1.5 T5 tokens per word)."""
 
@@ -506,11 +432,6 @@ def clip_to_tokens(text: str, budget: int, tokenizer: Any) -> str:
     while words and len(tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]) > budget:
         words = words[: max(1, len(words) * 9 // 10)] if len(words) > 1 else []
     return " ".join(words)
-
-
-def _unit(p: float) -> float:
-    """Clamp a probability to [0, 1] (float noise can give 1.0000001)."""
-    return min(1.0, max(0.0, float(p)))
 
 
 def _default_extractor() -> Callable[[str], Sequence[Claim | str]]:

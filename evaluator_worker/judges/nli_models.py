@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from evaluator_worker.errors import ConfigError
+from evaluator_worker.judges.base import Usage
 
 __all__ = [
     "KINDS",
@@ -24,6 +25,8 @@ __all__ = [
     "binary_support_index",
     "detect_kind",
     "load_model",
+    "minicheck_input",
+    "score_pairs",
     "pick_device",
     "resolve_labels",
     "two_label_entailment_index",
@@ -374,3 +377,99 @@ def pick_device(name: str, torch: Any) -> Any:
         return torch.device(name)
     except (RuntimeError, ValueError) as exc:
         raise ConfigError(f"invalid device {wanted!r}: {exc}") from exc
+
+
+def minicheck_input(premise: str, claim: str, eos: str, *, seq2seq: bool = False) -> str:
+    """MiniCheck's model input: the document and the claim joined by the tokenizer's eos token
+    (``"predict: "`` first for Flan-T5); Liyan06/MiniCheck ``minicheck/inference.py`` ``batch_tokenize``."""
+    text = eos.join([premise, claim])
+    return "predict: " + text if seq2seq else text
+
+
+def unit(p: float) -> float:
+    """Clamp a probability to [0, 1] (float noise can give 1.0000001)."""
+    return min(1.0, max(0.0, float(p)))
+
+
+def score_pairs(
+    loaded: LoadedModel,
+    premises: list[str],
+    hypotheses: list[str],
+    usage: Usage,
+    *,
+    batch_size: int,
+    seq2seq_ids: tuple[int, int] = (3, 209),
+) -> list[list[float]]:
+    """Class probabilities per (premise, hypothesis) pair, batched by similar length (``usage`` counts batches
+    and tokens; a device error raises ``RuntimeError``).
+
+    Two-way kinds return ``[p_unsupported, p_supported]`` rows (``labels["entailment"] == 1``);
+    ``nli2`` returns the model's own rows, read at its entailment index.
+    """
+    if loaded.kind not in ("nli", "nli2"):
+        return _score_two_way(loaded, premises, hypotheses, usage, batch_size, seq2seq_ids)
+    torch, tok = loaded.torch, loaded.tokenizer
+    order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
+    out: list[list[float] | None] = [None] * len(premises)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            enc = tok(  # (premise, claim) order; only the premise may be truncated (it is clipped to fit)
+                [premises[k] for k in idx],
+                [hypotheses[k] for k in idx],
+                padding=True,
+                truncation="only_first",
+                max_length=loaded.max_length,
+                return_tensors="pt",
+            ).to(loaded.device)
+            logits = loaded.model(**enc).logits.float()
+            rows = torch.softmax(logits, dim=-1).cpu().tolist()
+            usage.calls += 1
+            usage.input_tokens += int(enc["attention_mask"].sum())
+            for k, row in zip(idx, rows):
+                out[k] = row
+    return [row if row is not None else [] for row in out]  # every index is filled by its batch
+
+
+def _score_two_way(
+    loaded: LoadedModel,
+    premises: list[str],
+    hypotheses: list[str],
+    usage: Usage,
+    batch_size: int,
+    seq2seq_ids: tuple[int, int],
+) -> list[list[float]]:
+    """``[1 - p_support, p_support]`` per pair for the binary, seq2seq and hhem interfaces."""
+    torch, tok, model = loaded.torch, loaded.tokenizer, loaded.model
+    order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
+    out: list[list[float]] = [[] for _ in premises]
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            if loaded.kind == "hhem":
+                scores = model.predict([(premises[k], hypotheses[k]) for k in idx])
+                support = [float(x) for x in (scores.tolist() if hasattr(scores, "tolist") else scores)]
+            else:
+                texts = [
+                    minicheck_input(premises[k], hypotheses[k], eos_token(tok), seq2seq=loaded.kind == "seq2seq")
+                    for k in idx
+                ]
+                enc = tok(texts, padding=True, truncation=True, max_length=loaded.max_length, return_tensors="pt").to(
+                    loaded.device
+                )
+                usage.input_tokens += int(enc["attention_mask"].sum())
+                if loaded.kind == "seq2seq":
+                    start_ids = torch.zeros((enc["input_ids"].size(0), 1), dtype=torch.long, device=loaded.device)
+                    logits = model(
+                        input_ids=enc["input_ids"],
+                        attention_mask=enc["attention_mask"],
+                        decoder_input_ids=start_ids,
+                    ).logits[:, 0, list(seq2seq_ids)]
+                    support = torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
+                else:
+                    probs = torch.softmax(model(**enc).logits.float(), dim=-1)
+                    support = probs[:, loaded.support_index].cpu().tolist()
+            usage.calls += 1
+            for k, p in zip(idx, support):
+                out[k] = [1.0 - unit(p), unit(p)]
+    return out
