@@ -69,7 +69,7 @@ JUDGE_FITNESS: dict[str, Fitness] = {
         ),
         _unfit(
             "hybrid",
-            "answer AUC 0.52-0.60 vs answer length 0.52-0.58 on the same rows; 59-100% of faithful answers flagged",
+            "answer AUC 0.57-0.68 vs answer length 0.52-0.58 on the same rows; 58-72% of faithful answers flagged",
         ),
         _unfit(
             "verifier",
