@@ -46,7 +46,7 @@ def test_shipped_heuristic_risk_of_all_true_claims_does_not_grow_with_answer_len
     assert mixed[0] >= mixed[1] >= mixed[2]
 
 
-@pytest.mark.parametrize("judge", ["heuristic", "hybrid"])
+@pytest.mark.parametrize("judge", ["heuristic", "hybrid", "verifier", "offline"])
 def test_fitted_risk_file_loads_and_records_what_it_was_fitted_on(judge):
     """The shipped risk map loads, names its judge, aggregator, threshold, sets, splits (never eval), counts and date."""
     path = risk_path(judge)
