@@ -66,20 +66,9 @@ def worker_process(
     start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
     consumer = None
     if fetch_max_wait_ms is not None:  # the Worker takes any consumer: this one waits less for a fetch
-        from kafka import KafkaConsumer
+        from contract.group import make_group_consumer
 
-        cfg = s.consumer
-        consumer = KafkaConsumer(
-            group_id=cfg.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset=cfg.auto_offset_reset,
-            session_timeout_ms=cfg.session_timeout_ms,
-            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-            max_poll_interval_ms=cfg.max_poll_interval_ms,
-            max_poll_records=cfg.max_poll_records,
-            fetch_max_wait_ms=fetch_max_wait_ms,
-            **s.kafka.client_kwargs(),
-        )
+        consumer = make_group_consumer(s.consumer, s.kafka, fetch_max_wait_ms=fetch_max_wait_ms)
         consumer.subscribe([topic])
     worker = Worker(s, Evaluator(HeuristicJudge(), metrics), consumer=consumer, seed_dedupe=lambda parts: [])
     threading.Thread(target=lambda: (stop.wait(), worker.stop()), daemon=True).start()

@@ -127,8 +127,8 @@ class GroupConsumer(Protocol):
     def close(self, autocommit: bool = True) -> None: ...
 
 
-def make_group_consumer(config: GroupConfig, kafka: KafkaConnection) -> KafkaConsumer:
-    """A group consumer that commits only what its owner says (no auto-commit)."""
+def make_group_consumer(config: GroupConfig, kafka: KafkaConnection, **extra: Any) -> KafkaConsumer:
+    """A group consumer that commits only what its owner says (no auto-commit); ``extra``: more client settings."""
     return KafkaConsumer(
         group_id=config.group_id,
         enable_auto_commit=False,
@@ -138,6 +138,7 @@ def make_group_consumer(config: GroupConfig, kafka: KafkaConnection) -> KafkaCon
         max_poll_interval_ms=config.max_poll_interval_ms,
         max_poll_records=config.max_poll_records,
         **kafka.client_kwargs(),
+        **extra,
     )
 
 
