@@ -183,7 +183,7 @@ class OtlpBridge(OtlpIngest):
 
     def run(self, *, max_messages: int | None = None, idle_timeout_s: float | None = None) -> int:
         """Consume until ``stop()``, ``max_messages``, or idle for ``idle_timeout_s`` (counted from the
-        later of the start and the latest assignment); returns the messages handled."""
+        later of the start and the first assignment); returns the messages handled."""
         try:
             self._member.run(self, self._stop.is_set, max_items=max_messages, idle_timeout_s=idle_timeout_s)
         finally:
