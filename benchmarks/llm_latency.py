@@ -57,7 +57,14 @@ def _hwm_mb() -> float:
 
 
 def worker_process(
-    bootstrap: str, topic: str, base_url: str, in_flight: int, expect: int, burst_url: str | None, out: Any
+    bootstrap: str,
+    topic: str,
+    base_url: str,
+    in_flight: int,
+    expect: int,
+    burst_url: str | None,
+    out: Any,
+    burst_cmd: dict[str, Any] | None = None,
 ) -> None:
     """Child process: one real Worker with the real AnthropicJudge; reports timings on ``out``."""
     configure_logging("ERROR")
@@ -86,9 +93,8 @@ def worker_process(
         done.append(time.monotonic())
         if burst_url and not fired[0] and len(done) >= 50:
             fired[0] = True
-            req = urllib.request.Request(
-                burst_url, data=json.dumps({"fail": 429, "times": 40, "retry_after": "1"}).encode(), method="POST"
-            )
+            cmd = burst_cmd or {"fail": 429, "times": 40, "retry_after": "1"}
+            req = urllib.request.Request(burst_url, data=json.dumps(cmd).encode(), method="POST")
             urllib.request.urlopen(req, timeout=5).read()
             threading.Thread(target=watch_limit, args=(time.monotonic(),), daemon=True).start()
 
@@ -143,7 +149,15 @@ def stats(base_url: str) -> dict:
     return json.loads(urllib.request.urlopen(base_url + "/_stats", timeout=5).read())
 
 
-def run_one(bootstrap: str, base_url: str, in_flight: int, n: int, records: list, burst: bool = False) -> dict:
+def run_one(
+    bootstrap: str,
+    base_url: str,
+    in_flight: int,
+    n: int,
+    records: list,
+    burst: bool = False,
+    burst_cmd: dict[str, Any] | None = None,
+) -> dict:
     topic = f"bench.llm.{in_flight}.{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic, partitions=4)
     produce_records(bootstrap, topic, records[:n])
@@ -152,7 +166,7 @@ def run_one(bootstrap: str, base_url: str, in_flight: int, n: int, records: list
     q = ctx.Queue()
     p = ctx.Process(
         target=worker_process,
-        args=(bootstrap, topic, base_url, in_flight, n, base_url + "/_control" if burst else None, q),
+        args=(bootstrap, topic, base_url, in_flight, n, base_url + "/_control" if burst else None, q, burst_cmd),
         daemon=True,
     )
     p.start()
@@ -182,6 +196,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--per-slot", type=int, default=5, help="answers per max_in_flight slot (min 12)")
     ap.add_argument("--no-burst", action="store_true")
     ap.add_argument("--burst-answers", type=int, default=None, help="answers in the burst run (default 64 x per-slot)")
+    ap.add_argument(
+        "--burst-seconds",
+        type=float,
+        default=None,
+        help="a time-based burst: every call of the next S seconds gets 429",
+    )
     args = ap.parse_args(argv)
     configure_logging("ERROR")
     t0 = time.monotonic()
@@ -203,9 +223,15 @@ def main(argv: list[str] | None = None) -> dict:
                 )
             burst = None
             if not args.no_burst:
-                burst = run_one(broker.bootstrap, base_url, 64, burst_n, records, burst=True)
+                cmd = (
+                    {"fail": 429, "seconds": args.burst_seconds, "retry_after": "1"}
+                    if args.burst_seconds
+                    else {"fail": 429, "times": 40, "retry_after": "1"}
+                )
+                burst = run_one(broker.bootstrap, base_url, 64, burst_n, records, burst=True, burst_cmd=cmd)
+                kind = f"every call for {args.burst_seconds:g} s" if args.burst_seconds else "40 x 429"
                 print(
-                    f"429 burst (40 x 429, retry-after 1 s, at max_in_flight=64): {burst['answers']} answers, "
+                    f"429 burst ({kind}, retry-after 1 s, at max_in_flight=64): {burst['answers']} answers, "
                     f"{burst['rate']:.2f} answers/s, p95 {burst['p95_s']:.1f} s, failed answers {burst['failed']:.0f}, "
                     f"throttled calls {burst['throttled']:.0f}, {burst['requests_per_answer']:.2f} requests/answer"
                 )

@@ -445,6 +445,9 @@ class MessagesServer:
         self.cache_min_tokens = cache_min_tokens
         self.recorded: list[Recorded] = []
         self._actions: deque[Fail | Delay | Reply] = deque()
+        #: a time-based outage (``fail_for``): every request before ``_fail_until`` gets ``_fail_window``
+        self._fail_until = 0.0
+        self._fail_window: Fail | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._cached_prefixes: set[str] = set()
@@ -506,11 +509,16 @@ class MessagesServer:
                     return
                 if (
                     self.path == "/_control"
-                ):  # {"fail": 429, "times": 40, "retry_after": "1"}: script another process's server
+                ):  # {"fail": 429, "times": 40 | "seconds": 3, "retry_after": "1"}: script another process's server
                     cmd = json.loads(raw or b"{}")
-                    server.fail(
-                        int(cmd["fail"]), times=int(cmd.get("times", 1)), retry_after=cmd.get("retry_after", "0.01")
-                    )
+                    if "seconds" in cmd:
+                        server.fail_for(
+                            int(cmd["fail"]), float(cmd["seconds"]), retry_after=cmd.get("retry_after", "0.01")
+                        )
+                    else:
+                        server.fail(
+                            int(cmd["fail"]), times=int(cmd.get("times", 1)), retry_after=cmd.get("retry_after", "0.01")
+                        )
                     self.send_response(204)
                     self.send_header("content-length", "0")
                     self.end_headers()
@@ -701,6 +709,13 @@ class MessagesServer:
         with self._lock:
             self._actions.extend(Fail(status, retry_after, headers=dict(headers or {})) for _ in range(times))
 
+    def fail_for(self, status: int, seconds: float, retry_after: str | None = "0.01") -> None:
+        """Answer every request of the next ``seconds`` with HTTP ``status``: a provider's rate-limit window, which
+        ends with time, not after a count of requests (queued ``fail``/``delay``/``enqueue`` actions go first)."""
+        with self._lock:
+            self._fail_until = time.monotonic() + seconds
+            self._fail_window = Fail(status, retry_after, headers={})
+
     def delay(self, seconds: float, times: int = 1) -> None:
         """Make the next ``times`` requests wait ``seconds`` before being answered."""
         with self._lock:
@@ -738,6 +753,8 @@ class MessagesServer:
         with self._lock:
             self.recorded.append(rec)
             action = self._actions.popleft() if self._actions else None
+            if action is None and self._fail_window is not None and time.monotonic() < self._fail_until:
+                action = self._fail_window
             self.in_flight += 1
             self.max_concurrent = max(self.max_concurrent, self.in_flight)
         try:

@@ -166,6 +166,16 @@ def test_overloaded_persistent_raises_rate_limited(srv):
     assert len(srv.requests) == 3
 
 
+def test_a_rate_limit_window_throttles_every_call_until_it_ends(srv):
+    """fail_for: every call inside the window gets 429 (no count runs out); the first call after it succeeds."""
+    srv.fail_for(429, 0.5, retry_after="0.1")
+    for _ in range(3):
+        with pytest.raises(JudgeRateLimited):
+            make_judge(srv, max_retries=0).extract_claims("A is B.")
+    time.sleep(0.55)
+    assert make_judge(srv, max_retries=0).extract_claims("A is B.").claims
+
+
 def test_rate_limit_persistent_raises_rate_limited(srv):
     """429 on every attempt raises JudgeRateLimited."""
     srv.fail(429, times=10)
