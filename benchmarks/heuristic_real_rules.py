@@ -21,13 +21,13 @@ Train and dev only: the eval split is never read to choose or fix rules.
 from __future__ import annotations
 
 import argparse
-import bisect
 import dataclasses
 import re
 from collections import Counter
 from typing import Iterable
 
 from claimwatch import realdata
+from claimwatch.calibration import roc_auc
 from evaluator_worker.judges.base import Claim, Verdict
 from evaluator_worker.judges.claims import claim_content
 from evaluator_worker.judges.heuristic.analysis import ClaimCase, analyse, context_vocab, has_key, index_contexts
@@ -90,17 +90,6 @@ def names_reversed(case: ClaimCase) -> bool:
     return False
 
 
-def _auc(scores: list[float], labels: list[bool]) -> float:
-    pos = [s for s, y in zip(scores, labels) if y]
-    neg = sorted(s for s, y in zip(scores, labels) if not y)
-    if not pos or not neg:
-        return float("nan")
-    wins = sum(
-        bisect.bisect_left(neg, p) + 0.5 * (bisect.bisect_right(neg, p) - bisect.bisect_left(neg, p)) for p in pos
-    )
-    return wins / (len(pos) * len(neg))
-
-
 def _share(grounded: int, not_grounded: int) -> str:
     n = grounded + not_grounded
     return f"{not_grounded / n:.2f}" if n else "n/a"
@@ -157,7 +146,8 @@ def coverage_sweep(data: dict[str, list[realdata.LabeledClaim]], supports: list[
             acc = sum(f == y for f, y in zip(flags, labels)) / len(labels)
             tpr = sum(f and y for f, y in zip(flags, labels)) / max(1, sum(labels))
             tnr = sum(not f and not y for f, y in zip(flags, labels)) / max(1, len(labels) - sum(labels))
-            cells.append(f"{acc:.3f} / {(tpr + tnr) / 2:.3f} / {_auc(scores, labels):.3f}")
+            auc = roc_auc(scores, labels)
+            cells.append(f"{acc:.3f} / {(tpr + tnr) / 2:.3f} / " + ("n/a" if auc is None else f"{auc:.3f}"))
         mark = " (shipped)" if support == DEFAULT_THRESHOLDS.alignment.support else ""
         yield f"| {support}{mark} | " + " | ".join(cells) + " |"
 
