@@ -10,10 +10,13 @@ a fresh topic (4 partitions) holds a backlog of demo answers and ONE worker proc
 Measured in the worker process: answers/s from the first result to the last (the
 group join excluded), p50/p95 record latency (poll -> result acknowledged, from the
 ``evaluation_duration`` observations), peak RSS (VmHWM), LLM requests per answer (the
-fake server's request count). ``--burst`` adds a run at the default ``max_in_flight``
-where the API answers 40 calls with HTTP 429 (retry-after 1 s) after the 50th result.
+fake server's request count). A burst run (unless ``--no-burst``) at the default ``max_in_flight``
+has the API answer 40 calls with HTTP 429 (retry-after 1 s) after the 50th result
+(``--burst-seconds S``: every call for S seconds instead), each beside a run of the same
+length without the burst; ``--repeat N`` repeats both, interleaved, and prints the medians
+(one 200-answer run spends ~8 s draining its last answers, so single runs vary by +-15%).
 
-    python -m benchmarks.llm_latency [--median 2.0] [--in-flight 1 8 32 64 128] [--burst-answers 200]
+    python -m benchmarks.llm_latency [--median 2.0] [--in-flight 1 8 32 64 128] [--burst-answers 200] [--repeat 5]
 
 Last line: ``default max_in_flight=64: X.X answers/s (target >= 10), RSS Y MB (target <= 300)``.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import statistics
 import subprocess
 import sys
 import threading
@@ -195,6 +199,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--in-flight", type=int, nargs="+", default=[1, 8, 32, 64, 128])
     ap.add_argument("--per-slot", type=int, default=5, help="answers per max_in_flight slot (min 12)")
     ap.add_argument("--no-burst", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="burst runs (each beside a no-burst run of the same length)")
     ap.add_argument("--burst-answers", type=int, default=None, help="answers in the burst run (default 64 x per-slot)")
     ap.add_argument(
         "--burst-seconds",
@@ -228,19 +233,33 @@ def main(argv: list[str] | None = None) -> dict:
                     if args.burst_seconds
                     else {"fail": 429, "times": 40, "retry_after": "1"}
                 )
-                burst = run_one(broker.bootstrap, base_url, 64, burst_n, records, burst=True, burst_cmd=cmd)
                 kind = f"every call for {args.burst_seconds:g} s" if args.burst_seconds else "40 x 429"
+                plain_rates, burst_rates = [], []
+                for _ in range(args.repeat):  # interleaved, so drift on the machine hits both alike
+                    plain_rates.append(run_one(broker.bootstrap, base_url, 64, burst_n, records)["rate"])
+                    burst = run_one(broker.bootstrap, base_url, 64, burst_n, records, burst=True, burst_cmd=cmd)
+                    burst_rates.append(burst["rate"])
+                    print(
+                        f"429 burst ({kind}, retry-after 1 s, at max_in_flight=64): {burst['answers']} answers, "
+                        f"{burst['rate']:.2f} answers/s (same run length without the burst: {plain_rates[-1]:.2f}), "
+                        f"p95 {burst['p95_s']:.1f} s, failed answers {burst['failed']:.0f}, "
+                        f"throttled calls {burst['throttled']:.0f}, {burst['requests_per_answer']:.2f} requests/answer",
+                        flush=True,
+                    )
+                    steps = [
+                        (t, lim)
+                        for i, (t, lim, _) in enumerate(burst["timeline"])
+                        if i == 0 or lim != burst["timeline"][i - 1][1]
+                    ]
+                    print(
+                        "  concurrency limit after the burst (s: limit): " + ", ".join(f"{t}: {lm}" for t, lm in steps)
+                    )
+                b_med, p_med = statistics.median(burst_rates), statistics.median(plain_rates)
                 print(
-                    f"429 burst ({kind}, retry-after 1 s, at max_in_flight=64): {burst['answers']} answers, "
-                    f"{burst['rate']:.2f} answers/s, p95 {burst['p95_s']:.1f} s, failed answers {burst['failed']:.0f}, "
-                    f"throttled calls {burst['throttled']:.0f}, {burst['requests_per_answer']:.2f} requests/answer"
+                    f"429 burst, median of {args.repeat}: {b_med:.2f} answers/s over {burst_n} answers (target >= 10); "
+                    f"without the burst {p_med:.2f}; ratio {b_med / p_med:.2f}; "
+                    f"runs >= 10: {sum(r >= 10 for r in burst_rates)} of {args.repeat}"
                 )
-                steps = [
-                    (t, lim)
-                    for i, (t, lim, _) in enumerate(burst["timeline"])
-                    if i == 0 or lim != burst["timeline"][i - 1][1]
-                ]
-                print("  concurrency limit after the burst (s: limit): " + ", ".join(f"{t}: {lim}" for t, lim in steps))
     finally:
         fake.kill()
     print(f"machine: {machine()}; median {args.median} s per call; {time.monotonic() - t0:.0f} s")

@@ -31,11 +31,20 @@ limit (64 -> 32 with 63 out would start nothing for about a second and then a bu
 limit, so one in two) is replaced by new calls, and the calls in flight shrink smoothly
 to the new limit (proportional rate reduction, RFC 6937, as TCP does after a loss).
 
-A throttling *episode* remembers the limit it started from. Once the retry-after window
-has passed and ``recovery_quiet_s`` more went by without a 429, the burst is over: at
-the next success the limit returns at once to that level, on probation for one round of
-calls (as many successes as the level), so a burst that clears costs the spell and one
-call latency of reduced concurrency, not minutes of +1 per round. A 429 during the
+A throttling *episode* remembers the limit it started from. The burst is over when the
+provider is seen accepting again: a rejection comes back in one round trip while an
+accepted call runs for seconds, so a call started during the spell that is still out
+after ``accepted_after_s`` (at least three times the slowest 429 round trip of the spell)
+was accepted; the gate opens at once (each throttled call still waits its own
+retry-after, then no longer than that, before it is tried again) and, if the spell named a
+retry-after (so the accepted call started after the window it announced), the limit
+returns to the episode's level. Otherwise the level returns at the first success once the
+retry-after window has passed and ``recovery_quiet_s`` more went by without a 429 (a
+success right after a 429 with no retry-after can be partial capacity). The restored level is on probation for
+one round of calls (as many successes as the level), so a burst that clears costs the
+spell and a round trip, not minutes of +1 per round. A 429 of a call that started before
+the provider was last seen accepting is older news than that acceptance: it neither
+closes the gate nor starts a new spell. A 429 during the
 probation means the level itself is too high: the episode ends there (halved once more)
 and growth is additive again. Optional ceilings (``requests_per_minute``,
 ``input_tokens_per_minute``) keep the worker under an Anthropic organisation's limits
@@ -115,6 +124,27 @@ class Permit:
         self.epoch = epoch
 
 
+class _Spell:
+    """One spell of 429s: the calls started during it that are still out, and its slowest rejection."""
+
+    #: an accepted call is out for at least this many times the slowest rejection's round trip
+    RTT_FACTOR = 3.0
+
+    def __init__(self, now: float, rejection_rtt: float) -> None:
+        self.started = now
+        self.slowest_rejection = rejection_rtt
+        self.out: set[Permit] = set()
+        #: the provider named a retry-after, so every call of the spell started after that window had passed
+        self.gated = False
+
+    def accepted_after(self, floor_s: float) -> float:
+        return max(floor_s, self.RTT_FACTOR * self.slowest_rejection)
+
+    def first_acceptance(self, floor_s: float) -> float | None:
+        """When the earliest call still out will count as accepted (None: no call of the spell is out)."""
+        return min(p.at for p in self.out) + self.accepted_after(floor_s) if self.out else None
+
+
 class AdaptiveLimiter:
     """AIMD limit on concurrent calls, a retry-after gate and optional request/token rate ceilings. Thread-safe."""
 
@@ -127,6 +157,7 @@ class AdaptiveLimiter:
         decrease_factor: float = 0.5,
         decrease_cooldown_s: float = 2.0,
         recovery_quiet_s: float = 1.0,
+        accepted_after_s: float = 0.1,
         requests_per_minute: float | None = None,
         input_tokens_per_minute: float | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -138,6 +169,7 @@ class AdaptiveLimiter:
         self.decrease_factor = decrease_factor
         self.decrease_cooldown_s = decrease_cooldown_s
         self.recovery_quiet_s = recovery_quiet_s
+        self.accepted_after_s = accepted_after_s
         self._clock = clock
         now = clock()
         self._requests = _Bucket(requests_per_minute, now) if requests_per_minute else None
@@ -154,6 +186,9 @@ class AdaptiveLimiter:
         self._probation = 0
         #: a call started after the last decrease has succeeded (the lowered limit was tried)
         self._tried_since_decrease = True
+        #: the current spell of 429s (None: none), and when the provider was last seen accepting after one
+        self._spell: _Spell | None = None
+        self._accepted_at = -1e18
         #: proportional rate reduction: decreases so far; calls started before the last one still in flight,
         #: those that have passed since, and the share of them replaced by new calls (new limit / old limit)
         self._epoch = 0
@@ -178,11 +213,15 @@ class AdaptiveLimiter:
                 if cancelled is not None and cancelled():
                     raise EvaluationAbandoned("stopped while waiting for a judge slot")
                 now = self._clock()
+                self._check_accepted(now)
                 wait = 0.0
                 if self._in_use >= self._cap():
                     wait = 0.25  # woken by release(); the timeout only re-checks cancellation
                 else:
                     wait = max(wait, self._not_before - now)
+                    if wait > 0 and self._spell is not None:  # wake when a call of the spell counts as accepted
+                        at = self._spell.first_acceptance(self.accepted_after_s)
+                        wait = wait if at is None else max(0.01, min(wait, at - now))
                     if self._requests is not None:
                         self._requests.refill(now)
                         wait = max(wait, self._requests.wait_for(1))
@@ -200,7 +239,10 @@ class AdaptiveLimiter:
                 self._tokens.level -= tokens
             if waited_for_rate:
                 self.throttle_waits += 1
-            return Permit(tokens, now, self._epoch)
+            permit = Permit(tokens, now, self._epoch)
+            if self._spell is not None:
+                self._spell.out.add(permit)
+            return permit
 
     def release(
         self,
@@ -214,6 +256,7 @@ class AdaptiveLimiter:
         with self._cond:
             self._in_use = max(0, self._in_use - 1)
             now = self._clock()
+            self._check_accepted(now)
             if self._tokens is not None and used_tokens is not None:
                 self._tokens.level -= used_tokens - permit.tokens
             if not throttled and permit.at >= self._last_decrease:
@@ -223,13 +266,17 @@ class AdaptiveLimiter:
                 self._old_passed += 0 if throttled else 1
                 if self._old_in_flight == 0:
                     self._old_passed = 0
+            spell = self._spell
+            if spell is not None and permit in spell.out:
+                spell.out.discard(permit)
+                if throttled:
+                    spell.slowest_rejection = max(spell.slowest_rejection, now - permit.at)
+                else:
+                    self._burst_over(now)  # a call of the spell went through
             if throttled:
                 self._throttled(now, permit, retry_after)
-            elif self._regrow_to is not None and now >= self._quiet_at():
-                if not self._regrowing:  # the burst is over: back to the episode's level, on probation for a round
-                    self._limit = max(self._limit, self._regrow_to)
-                    self._regrowing = True
-                    self._probation = int(self._regrow_to)
+            elif self._regrowing or (self._regrow_to is not None and now >= self._quiet_at()):
+                self._restore()
                 self._probation -= 1
                 if self._probation <= 0:
                     self._regrow_to, self._regrowing = None, False
@@ -238,17 +285,62 @@ class AdaptiveLimiter:
                 self._limit = min(float(self.max_limit), self._limit + 1.0 / max(self._limit, 1.0))
             self._cond.notify_all()
 
+    def now(self) -> float:
+        return self._clock()
+
+    def wait_accepting(self, since: float, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the provider to be seen accepting calls after a spell of 429s, later than
+        ``since`` (the limiter's clock); True once it has been."""
+        with self._cond:
+            self._check_accepted(self._clock())
+            if self._accepted_at <= since:
+                self._cond.wait(timeout)  # woken by every release and by the end of a spell
+                self._check_accepted(self._clock())
+            return self._accepted_at > since
+
     def _cap(self) -> int:
         """Calls that may be in flight: the limit or, while calls of the old limit are still out, those plus a
         share of the ones that passed (proportional rate reduction: the pipe shrinks as they pass, no drain)."""
         return max(int(self._limit), self._old_in_flight + int(self._old_passed * self._replace_share))
+
+    def _check_accepted(self, now: float) -> None:
+        """End the spell once a call started during it has been out long enough to have been accepted."""
+        if self._spell is not None:
+            at = self._spell.first_acceptance(self.accepted_after_s)
+            if at is not None and now >= at:
+                self._burst_over(now)
+
+    def _burst_over(self, now: float) -> None:
+        """The provider accepts calls again: the spell is over and the gate opens. If the spell named a
+        retry-after, the accepted call started after it: the window it announced is over, the level returns."""
+        spell = self._spell
+        if spell is not None:
+            log.info("judge_throttle_spell_over", seconds=round(now - spell.started, 2))
+            self._spell = None
+            self._accepted_at = now
+            self._not_before = min(self._not_before, now)
+            if spell.gated:
+                self._restore()
+            self._cond.notify_all()
+
+    def _restore(self) -> None:
+        """The burst is over: back to the level the episode started from, on probation for a round of calls."""
+        if self._regrow_to is not None and not self._regrowing:
+            self._limit = max(self._limit, self._regrow_to)
+            self._regrowing = True
+            self._probation = int(self._regrow_to)
 
     def _quiet_at(self) -> float:
         """When the current episode counts as over: its retry-after passed and a quiet spell without a 429."""
         return max(self._not_before, self._last_throttle + self.recovery_quiet_s)
 
     def _throttled(self, now: float, permit: Permit, retry_after: float | None) -> None:
+        if permit.at < self._accepted_at:  # started before the provider was seen accepting: old news
+            return
         self._last_throttle = now
+        if self._spell is None:
+            self._spell = _Spell(now, now - permit.at)
+        self._spell.gated = self._spell.gated or bool(retry_after)
         stale = permit.at < self._last_decrease  # started under the old limit: no news about the new one
         if not stale and self._tried_since_decrease and now - self._last_decrease >= self.decrease_cooldown_s:
             if self._regrow_to is None:
@@ -298,15 +390,25 @@ class JudgeCaller:
     def _cancelled(self, cancelled: Callable[[], bool] | None) -> bool:
         return self.stop.is_set() or (cancelled is not None and cancelled())
 
-    def _wait(self, seconds: float, cancelled: Callable[[], bool] | None) -> None:
+    def _wait(self, seconds: float, cancelled: Callable[[], bool] | None, *, floor_s: float | None = None) -> None:
+        """Wait out a backoff. With ``floor_s`` (a 429's retry-after), the wait ends early once that much has
+        passed and the limiter has seen the provider accept calls again since the 429."""
         if self._sleep is not None:
             self._sleep(seconds)
         else:
-            end = time.monotonic() + seconds
-            while (left := end - time.monotonic()) > 0:
-                if self._cancelled(cancelled):
-                    break
-                self.stop.wait(min(left, 0.25))
+            limiter = self.limiter
+            since = limiter.now() if limiter is not None else 0.0
+            began = time.monotonic()
+            while (left := began + seconds - time.monotonic()) > 0 and not self._cancelled(cancelled):
+                to_floor = began + floor_s - time.monotonic() if floor_s is not None else left
+                if to_floor <= 0 and limiter is not None:
+                    if limiter.wait_accepting(since, min(left, 0.25)):
+                        break
+                else:
+                    self.stop.wait(min(left, 0.25, to_floor if to_floor > 0 else left))
+        self._raise_if_cancelled(cancelled)
+
+    def _raise_if_cancelled(self, cancelled: Callable[[], bool] | None) -> None:
         if self._cancelled(cancelled):
             raise EvaluationAbandoned("stopped during backoff")
 
@@ -360,7 +462,7 @@ class JudgeCaller:
                     delay_s=round(delay, 2),
                 )
                 attempt += 1
-                self._wait(delay, cancelled)
+                self._wait(delay, cancelled, floor_s=(exc.retry_after or 0.0) if exc.throttled else None)
                 continue
             except BaseException:
                 if limiter is not None and permit is not None:

@@ -155,6 +155,65 @@ def test_limiter_probation_ends_after_a_round_of_successes():
     assert lim.limit == 64  # a new episode, restored again
 
 
+def test_limiter_spell_ends_when_a_call_started_during_it_is_accepted():
+    """A call of the spell still out after three round trips of the slowest 429 was accepted: the gate opens before
+    the retry-after has passed and, since the spell named one, the limit returns to the episode's level."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(64, clock=clock, accepted_after_s=0.1)
+    lim.release(lim.acquire(), throttled=True, retry_after=1.0)
+    assert lim.limit == 32
+    clock.now = 1.0  # the retry-after has passed: a new opening
+    rejected, out = lim.acquire(), lim.acquire()
+    clock.now = 1.05
+    lim.release(rejected, throttled=True, retry_after=1.0)  # the gate closes again until 2.05; slowest 429: 0.05 s
+    clock.now = 1.1
+    assert _try_acquire(lim) is None  # 0.1 s out is not yet three round trips (0.15 s)
+    clock.now = 1.16
+    accepted = _try_acquire(lim)
+    assert accepted is not None, "the gate stayed closed although the provider accepted a call"
+    assert lim.limit == 64
+    clock.now = 1.2
+    lim.release(out, throttled=True, retry_after=1.0)  # started before the acceptance: older news, no new gate
+    assert lim.limit == 64 and _try_acquire(lim) is not None
+
+
+def test_limiter_spell_goes_on_while_every_call_of_it_is_rejected():
+    """Calls of the spell that keep getting 429s never count as accepted: the gate follows each retry-after."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(64, clock=clock, accepted_after_s=0.1)
+    lim.release(lim.acquire(), throttled=True, retry_after=1.0)
+    for opening in (1.0, 2.0, 3.0):
+        clock.now = opening
+        calls = [lim.acquire() for _ in range(8)]
+        clock.now = opening + 0.02
+        for p in calls:
+            lim.release(p, throttled=True, retry_after=0.98)
+        clock.now = opening + 0.5
+        assert _try_acquire(lim) is None
+    assert lim.limit == 32  # no call passed under the lowered limit: one halving for the whole spell
+
+
+def test_caller_backoff_ends_once_the_provider_accepts_again():
+    """A 429'd call waits its retry-after, then no longer than it takes another call to be seen accepted."""
+    lim = AdaptiveLimiter(8, accepted_after_s=0.1)
+    caller = JudgeCaller("j", retry=RetryPolicy(base_s=10.0), limiter=lim)
+    fn = Script(JudgeRateLimited("429", status_code=429, retry_after=0.3))
+
+    def another_call() -> None:
+        time.sleep(0.35)
+        permit = lim.acquire()  # after the retry-after: the provider takes it and answers in 0.5 s
+        time.sleep(0.5)
+        lim.release(permit)
+
+    helper = threading.Thread(target=another_call)
+    helper.start()
+    started = time.monotonic()
+    assert caller.call("verify", fn) == "ok"
+    took = time.monotonic() - started
+    helper.join()
+    assert 0.3 <= took < 2.0, f"waited {took:.2f} s; the backoff alone is at least 5 s"
+
+
 def _try_acquire(lim: AdaptiveLimiter):
     """A permit if a call may start now, else None (after one 0.25 s wait for a slot)."""
     checks = [0]
