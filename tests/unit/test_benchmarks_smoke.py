@@ -101,3 +101,33 @@ def test_receiver_load_tiny(capsys):
     out = capsys.readouterr().out
     assert "resets 0" in out and "400: 1" in out
     assert out.strip().splitlines()[-1].startswith("receiver:")
+
+
+def test_base_choice_tiny(tmp_path, capsys):
+    """base_choice fits the frozen-encoder probe on a few pairs and prints a dev AUC per set and texts/s."""
+    pytest.importorskip("torch")
+    import gzip
+    import json
+
+    from benchmarks import base_choice
+
+    def write(name: str, rows: list[dict]) -> str:
+        path = tmp_path / name
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in rows)
+        return str(path)
+
+    facts = [("The bridge opened in 1932.", "The bridge opened in 1932."), ("Rain fell all day.", "It was sunny.")]
+    train = [
+        {"set": "a", "claim": c, "label": "SUPPORTED" if i % 2 == 0 else "UNSUPPORTED", "premises": [p + f" ({i})"]}
+        for i, (p, c) in enumerate(facts * 4)
+    ]
+    dev = [
+        {"set": s, "claim": c, "label": "SUPPORTED" if i % 2 == 0 else "UNSUPPORTED", "premises": [p]}
+        for s in ("a", "b")
+        for i, (p, c) in enumerate(facts * 2)
+    ]
+    out = base_choice.main(["--pairs", write("train.jsonl.gz", train), "--dev", write("dev.jsonl.gz", dev)])
+    assert set(out["minilm"]) >= {"a", "b", "mean_auc", "texts_per_s"}
+    assert 0.0 <= out["minilm"]["mean_auc"] <= 1.0 and out["minilm"]["texts_per_s"] > 0
+    assert _last_line(capsys).startswith("minilm: mean dev AUC")
