@@ -276,6 +276,8 @@ class AdaptiveLimiter:
             if throttled:
                 self._throttled(now, permit, retry_after)
             elif self._regrowing or (self._regrow_to is not None and now >= self._quiet_at()):
+                if now >= self._quiet_at():  # quiet since the last 429 and a call went through: the spell is over
+                    self._burst_over(now)
                 self._restore()
                 self._probation -= 1
                 if self._probation <= 0:

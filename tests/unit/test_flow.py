@@ -193,6 +193,22 @@ def test_limiter_spell_goes_on_while_every_call_of_it_is_rejected():
     assert lim.limit == 32  # no call passed under the lowered limit: one halving for the whole spell
 
 
+def test_limiter_quiet_recovery_ends_the_spell_too():
+    """A spell without a retry-after ends at the first success past the quiet spell: a late 429 of a call that
+    started before that success is older news and neither closes the gate nor lowers the restored level."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(64, clock=clock)
+    slow = lim.acquire()
+    lim.release(lim.acquire(), throttled=True)
+    assert lim.limit == 32
+    clock.now = 2.0
+    lim.release(lim.acquire())
+    assert lim.limit == 64
+    clock.now = 2.1
+    lim.release(slow, throttled=True, retry_after=5.0)
+    assert lim.limit == 64 and _try_acquire(lim) is not None
+
+
 def test_caller_backoff_ends_once_the_provider_accepts_again():
     """A 429'd call waits its retry-after, then no longer than it takes another call to be seen accepted."""
     lim = AdaptiveLimiter(8, accepted_after_s=0.1)
