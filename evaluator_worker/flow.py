@@ -42,9 +42,9 @@ returns to the episode's level. Otherwise the level returns at the first success
 retry-after window has passed and ``recovery_quiet_s`` more went by without a 429 (a
 success right after a 429 with no retry-after can be partial capacity). The restored level is on probation for
 one round of calls (as many successes as the level), so a burst that clears costs the
-spell and a round trip, not minutes of +1 per round. A 429 of a call that started before
-the provider was last seen accepting is older news than that acceptance: it neither
-closes the gate nor starts a new spell. A 429 during the
+spell and a round trip, not minutes of +1 per round. Verdicts are ordered by when their
+calls started: a 429 of a call that started before the last accepted one is older news
+than that acceptance and neither closes the gate nor starts a new spell. A 429 during the
 probation means the level itself is too high: the episode ends there (halved once more)
 and growth is additive again. Optional ceilings (``requests_per_minute``,
 ``input_tokens_per_minute``) keep the worker under an Anthropic organisation's limits
@@ -140,9 +140,9 @@ class _Spell:
     def accepted_after(self, floor_s: float) -> float:
         return max(floor_s, self.RTT_FACTOR * self.slowest_rejection)
 
-    def first_acceptance(self, floor_s: float) -> float | None:
-        """When the earliest call still out will count as accepted (None: no call of the spell is out)."""
-        return min(p.at for p in self.out) + self.accepted_after(floor_s) if self.out else None
+    def earliest(self) -> Permit | None:
+        """The call of the spell that has been out longest (None: none is out)."""
+        return min(self.out, key=lambda p: p.at) if self.out else None
 
 
 class AdaptiveLimiter:
@@ -219,9 +219,9 @@ class AdaptiveLimiter:
                     wait = 0.25  # woken by release(); the timeout only re-checks cancellation
                 else:
                     wait = max(wait, self._not_before - now)
-                    if wait > 0 and self._spell is not None:  # wake when a call of the spell counts as accepted
-                        at = self._spell.first_acceptance(self.accepted_after_s)
-                        wait = wait if at is None else max(0.01, min(wait, at - now))
+                    first = self._spell.earliest() if wait > 0 and self._spell is not None else None
+                    if first is not None and self._spell is not None:  # wake when it counts as accepted
+                        wait = max(0.01, min(wait, first.at + self._spell.accepted_after(self.accepted_after_s) - now))
                     if self._requests is not None:
                         self._requests.refill(now)
                         wait = max(wait, self._requests.wait_for(1))
@@ -272,12 +272,12 @@ class AdaptiveLimiter:
                 if throttled:
                     spell.slowest_rejection = max(spell.slowest_rejection, now - permit.at)
                 else:
-                    self._burst_over(now)  # a call of the spell went through
+                    self._burst_over(now, permit)  # a call of the spell went through
             if throttled:
                 self._throttled(now, permit, retry_after)
             elif self._regrowing or (self._regrow_to is not None and now >= self._quiet_at()):
                 if now >= self._quiet_at():  # quiet since the last 429 and a call went through: the spell is over
-                    self._burst_over(now)
+                    self._burst_over(now, permit)
                 self._restore()
                 self._probation -= 1
                 if self._probation <= 0:
@@ -287,12 +287,9 @@ class AdaptiveLimiter:
                 self._limit = min(float(self.max_limit), self._limit + 1.0 / max(self._limit, 1.0))
             self._cond.notify_all()
 
-    def now(self) -> float:
-        return self._clock()
-
     def wait_accepting(self, since: float, timeout: float) -> bool:
-        """Wait up to ``timeout`` s for the provider to be seen accepting calls after a spell of 429s, later than
-        ``since`` (the limiter's clock); True once it has been."""
+        """Wait up to ``timeout`` s until the provider has accepted a call started after ``since`` (the limiter's
+        clock) and so ended a spell of 429s; True once it has."""
         with self._cond:
             self._check_accepted(self._clock())
             if self._accepted_at <= since:
@@ -307,19 +304,20 @@ class AdaptiveLimiter:
 
     def _check_accepted(self, now: float) -> None:
         """End the spell once a call started during it has been out long enough to have been accepted."""
-        if self._spell is not None:
-            at = self._spell.first_acceptance(self.accepted_after_s)
-            if at is not None and now >= at:
-                self._burst_over(now)
+        spell = self._spell
+        first = spell.earliest() if spell is not None else None
+        if spell is not None and first is not None and now >= first.at + spell.accepted_after(self.accepted_after_s):
+            self._burst_over(now, first)
 
-    def _burst_over(self, now: float) -> None:
-        """The provider accepts calls again: the spell is over and the gate opens. If the spell named a
-        retry-after, the accepted call started after it: the window it announced is over, the level returns."""
+    def _burst_over(self, now: float, accepted: Permit) -> None:
+        """The provider accepted ``accepted``: the spell is over and the gate opens. If the spell named a
+        retry-after, the accepted call started after it: the window it announced is over, the level returns.
+        The call's start is what later 429s are ordered against (one of a call started before it is older)."""
         spell = self._spell
         if spell is not None:
             log.info("judge_throttle_spell_over", seconds=round(now - spell.started, 2))
             self._spell = None
-            self._accepted_at = now
+            self._accepted_at = max(self._accepted_at, accepted.at)
             self._not_before = min(self._not_before, now)
             if spell.gated:
                 self._restore()
@@ -337,7 +335,7 @@ class AdaptiveLimiter:
         return max(self._not_before, self._last_throttle + self.recovery_quiet_s)
 
     def _throttled(self, now: float, permit: Permit, retry_after: float | None) -> None:
-        if permit.at < self._accepted_at:  # started before the provider was seen accepting: old news
+        if permit.at < self._accepted_at:  # started before a call the provider accepted: older news
             return
         self._last_throttle = now
         if self._spell is None:
@@ -392,14 +390,20 @@ class JudgeCaller:
     def _cancelled(self, cancelled: Callable[[], bool] | None) -> bool:
         return self.stop.is_set() or (cancelled is not None and cancelled())
 
-    def _wait(self, seconds: float, cancelled: Callable[[], bool] | None, *, floor_s: float | None = None) -> None:
+    def _wait(
+        self,
+        seconds: float,
+        cancelled: Callable[[], bool] | None,
+        *,
+        floor_s: float | None = None,
+        since: float = 0.0,
+    ) -> None:
         """Wait out a backoff. With ``floor_s`` (a 429's retry-after), the wait ends early once that much has
-        passed and the limiter has seen the provider accept calls again since the 429."""
+        passed and the provider has accepted a call started after ``since`` (when the throttled call started)."""
         if self._sleep is not None:
             self._sleep(seconds)
         else:
             limiter = self.limiter
-            since = limiter.now() if limiter is not None else 0.0
             began = time.monotonic()
             while (left := began + seconds - time.monotonic()) > 0 and not self._cancelled(cancelled):
                 to_floor = began + floor_s - time.monotonic() if floor_s is not None else left
@@ -464,7 +468,8 @@ class JudgeCaller:
                     delay_s=round(delay, 2),
                 )
                 attempt += 1
-                self._wait(delay, cancelled, floor_s=(exc.retry_after or 0.0) if exc.throttled else None)
+                floor_s = (exc.retry_after or 0.0) if exc.throttled and permit is not None else None
+                self._wait(delay, cancelled, floor_s=floor_s, since=permit.at if permit is not None else 0.0)
                 continue
             except BaseException:
                 if limiter is not None and permit is not None:

@@ -160,6 +160,7 @@ def test_limiter_spell_ends_when_a_call_started_during_it_is_accepted():
     the retry-after has passed and, since the spell named one, the limit returns to the episode's level."""
     clock = FakeClock()
     lim = AdaptiveLimiter(64, clock=clock, accepted_after_s=0.1)
+    older = lim.acquire()
     lim.release(lim.acquire(), throttled=True, retry_after=1.0)
     assert lim.limit == 32
     clock.now = 1.0  # the retry-after has passed: a new opening
@@ -173,8 +174,9 @@ def test_limiter_spell_ends_when_a_call_started_during_it_is_accepted():
     assert accepted is not None, "the gate stayed closed although the provider accepted a call"
     assert lim.limit == 64
     clock.now = 1.2
-    lim.release(out, throttled=True, retry_after=1.0)  # started before the acceptance: older news, no new gate
+    lim.release(older, throttled=True, retry_after=1.0)  # started before the accepted call: older news, no gate
     assert lim.limit == 64 and _try_acquire(lim) is not None
+    lim.release(out)
 
 
 def test_limiter_spell_goes_on_while_every_call_of_it_is_rejected():
