@@ -30,26 +30,15 @@ from claimwatch.calibration import roc_auc
 from claimwatch.training.finetune import read_rows
 
 
-def embed(model_dir: Path, texts: list[str], max_length: int, batch: int = 32) -> tuple[Any, float]:
-    """Mean-pooled, L2-normalised embeddings of ``texts`` (sorted by length for padding) and texts/s."""
+def embed(model_dir: Path, texts: list[str], max_length: int) -> tuple[Any, float]:
+    """Embeddings of ``texts`` by the hybrid judge's encoder (mean-pooled, unit length) and texts/s."""
     import torch
-    from transformers import AutoModel, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-    model = AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    out = torch.zeros((len(texts), model.config.hidden_size))
+    from evaluator_worker.judges.hybrid import MiniLMEncoder
+
+    encoder = MiniLMEncoder(str(model_dir), batch_size=32, max_length=max_length).load()
     t0 = time.perf_counter()
-    with torch.inference_mode():
-        for s in range(0, len(order), batch):
-            idx = order[s : s + batch]
-            enc = tok(
-                [texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-            )
-            hidden = model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).float()
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            out[idx] = torch.nn.functional.normalize(pooled, dim=-1)
+    out = torch.from_numpy(encoder.encode(texts))
     return out, len(texts) / (time.perf_counter() - t0)
 
 
