@@ -137,12 +137,12 @@ class _Spell:
         #: the provider named a retry-after, so every call of the spell started after that window had passed
         self.gated = False
 
-    def accepted_after(self, floor_s: float) -> float:
-        return max(floor_s, self.RTT_FACTOR * self.slowest_rejection)
-
-    def earliest(self) -> Permit | None:
-        """The call of the spell that has been out longest (None: none is out)."""
-        return min(self.out, key=lambda p: p.at) if self.out else None
+    def acceptance(self, floor_s: float) -> tuple[Permit, float] | None:
+        """The call out longest and when it counts as accepted if no 429 comes first (None: no call is out)."""
+        if not self.out:
+            return None
+        first = min(self.out, key=lambda p: p.at)
+        return first, first.at + max(floor_s, self.RTT_FACTOR * self.slowest_rejection)
 
 
 class AdaptiveLimiter:
@@ -219,9 +219,9 @@ class AdaptiveLimiter:
                     wait = 0.25  # woken by release(); the timeout only re-checks cancellation
                 else:
                     wait = max(wait, self._not_before - now)
-                    first = self._spell.earliest() if wait > 0 and self._spell is not None else None
-                    if first is not None and self._spell is not None:  # wake when it counts as accepted
-                        wait = max(0.01, min(wait, first.at + self._spell.accepted_after(self.accepted_after_s) - now))
+                    pending = self._spell.acceptance(self.accepted_after_s) if wait > 0 and self._spell else None
+                    if pending is not None:  # wake when a call of the spell counts as accepted
+                        wait = max(0.01, min(wait, pending[1] - now))
                     if self._requests is not None:
                         self._requests.refill(now)
                         wait = max(wait, self._requests.wait_for(1))
@@ -304,10 +304,9 @@ class AdaptiveLimiter:
 
     def _check_accepted(self, now: float) -> None:
         """End the spell once a call started during it has been out long enough to have been accepted."""
-        spell = self._spell
-        first = spell.earliest() if spell is not None else None
-        if spell is not None and first is not None and now >= first.at + spell.accepted_after(self.accepted_after_s):
-            self._burst_over(now, first)
+        pending = self._spell.acceptance(self.accepted_after_s) if self._spell is not None else None
+        if pending is not None and now >= pending[1]:
+            self._burst_over(now, pending[0])
 
     def _burst_over(self, now: float, accepted: Permit) -> None:
         """The provider accepted ``accepted``: the spell is over and the gate opens. If the spell named a
