@@ -80,6 +80,8 @@ __all__ = [
     "binary_support_index",
     "two_label_entailment_index",
     "minicheck_input",
+    "too_long_verdicts",
+    "merge_verdicts",
 ]
 
 #: premise tokens a claim must leave room for (less than this: the claim is not judged, not cut)
@@ -247,22 +249,11 @@ class NLIJudge(JudgeBase):
             return Verification(verdicts=[], usage=usage)
         loaded = self._get()
         lengths = _counter(loaded.tokenizer)([c.text for c in claims])
-        room = loaded.max_length - loaded.special_tokens - MIN_PREMISE_TOKENS
-        too_long = {c.id: n for c, n in zip(claims, lengths) if n > room}
+        too_long = too_long_verdicts(claims, lengths, loaded.max_length, loaded.special_tokens)
         if too_long:  # judged apart: never cut, never a verdict on part of a claim
             fits = [c for c in claims if c.id not in too_long]
             inner = self.verify(fits, contexts, question) if fits else Verification(verdicts=[], usage=usage)
-            done = {v.claim_id: v for v in inner.verdicts}
-            for c in claims:
-                if c.id in too_long:
-                    done[c.id] = ClaimVerdict(
-                        claim_id=c.id,
-                        verdict=Verdict.ERROR,
-                        confidence=0.0,
-                        reason=f"claim of {too_long[c.id]} tokens does not fit the model's {loaded.max_length}-token "
-                        f"input beside a premise: not judged rather than cut",
-                    )
-            return Verification(verdicts=[done[c.id] for c in claims], usage=inner.usage)
+            return merge_verdicts(claims, inner, too_long)
         windows = self._windows(loaded, max(lengths), contexts)  # [(context_index, text)]
         if not windows:
             verdicts = [
@@ -366,6 +357,35 @@ class NLIJudge(JudgeBase):
 
 #: how contexts become premises (see ``NLIJudge.document``)
 DOCUMENT_MODES = ("auto", "joined", "per_chunk")
+
+
+def too_long_verdicts(
+    claims: Sequence[Claim], lengths: Sequence[int], max_length: int, special_tokens: int
+) -> dict[str, ClaimVerdict]:
+    """ERROR verdicts for the claims that leave a premise under ``MIN_PREMISE_TOKENS`` of the model's input.
+
+    Failure type: a run-on sentence or an unpunctuated list longer than the model reads. Cutting it would
+    give a verdict on part of a claim (the unread part unchecked), and a tokenizer asked to cut the premise
+    alone raises; so the claim is not judged, and the answer's other claims are.
+    """
+    room = max_length - special_tokens - MIN_PREMISE_TOKENS
+    return {
+        c.id: ClaimVerdict(
+            claim_id=c.id,
+            verdict=Verdict.ERROR,
+            confidence=0.0,
+            reason=f"claim of {n} tokens does not fit the model's {max_length}-token input beside a premise: "
+            "not judged rather than cut",
+        )
+        for c, n in zip(claims, lengths)
+        if n > room
+    }
+
+
+def merge_verdicts(claims: Sequence[Claim], judged: Verification, apart: dict[str, ClaimVerdict]) -> Verification:
+    """``judged``'s verdicts and the ones decided ``apart``, in the order of ``claims``."""
+    done = {v.claim_id: v for v in judged.verdicts} | apart
+    return Verification(verdicts=[done[c.id] for c in claims], usage=judged.usage)
 
 
 def _check_options(

@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 from evaluator_worker.errors import ConfigError, JudgeError
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.claims import extract_claims
-from evaluator_worker.judges.nli import resolve_labels
+from evaluator_worker.judges.nli import merge_verdicts, resolve_labels, too_long_verdicts
 from evaluator_worker.judges.premises import PremiseFormat, context_windows, premise_text, question_prefix, rank_windows
 
 __all__ = [
@@ -301,6 +301,12 @@ class VerifierJudge(JudgeBase):
         if not claims:
             return Verification(verdicts=[], usage=usage)
         loaded = self._get()
+        lengths = loaded.count_tokens([c.text for c in claims])
+        too_long = too_long_verdicts(claims, lengths, loaded.max_length, loaded.special_tokens)
+        if too_long:  # judged apart: never cut, never a verdict on part of a claim
+            fits = [c for c in claims if c.id not in too_long]
+            inner = self.verify(fits, contexts, question) if fits else Verification(verdicts=[], usage=usage)
+            return merge_verdicts(claims, inner, too_long)
         windows, logits = self.window_logits(claims, contexts, usage, question)
         if not windows:
             return Verification(

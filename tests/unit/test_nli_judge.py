@@ -166,6 +166,16 @@ def test_long_chunks_are_windowed_by_sentence(tiny_model):
 
 
 @needs_ml
+def test_a_claim_longer_than_max_length_is_judged_not_raised(tiny_model):
+    """A claim that leaves no room for a premise is ERROR (not cut, no tokenizer error); the other claim is judged."""
+    j = NLIJudge(tiny_model, max_length=32)
+    run_on = "the shop is open " + " ".join(f"and item {i}" for i in range(40))
+    got = j.verify(claims("the door is open", run_on), ["The door is open. The shop is open."]).verdicts
+    assert got[0].verdict is Verdict.SUPPORTED
+    assert got[1].verdict is Verdict.ERROR and "not judged rather than cut" in (got[1].reason or "")
+
+
+@needs_ml
 @pytest.mark.parametrize(
     "order", [["contradiction", "entailment", "neutral"], ["NEUTRAL", "Contradiction", "ENTAILMENT"]]
 )

@@ -160,6 +160,17 @@ def test_shipped_model_gives_the_documented_verdicts(shipped):
     assert got[2] is not Verdict.SUPPORTED
 
 
+def test_a_claim_longer_than_the_model_is_judged_not_raised(shipped):
+    """A claim past the model's length (a run-on list) is ERROR, not cut; the answer's other claims are judged."""
+    context = ["The museum opened in 1998 and welcomed 120,000 visitors in its first year."]
+    run_on = "The museum owns " + ", ".join(f"painting number {i}" for i in range(150)) + "."
+    claims = _claims("The museum opened in 1998.", run_on)
+    got = shipped.verify(claims, context).verdicts
+    assert [v.claim_id for v in got] == [c.id for c in claims]
+    assert got[0].verdict is Verdict.SUPPORTED
+    assert got[1].verdict is Verdict.ERROR and "not judged rather than cut" in (got[1].reason or "")
+
+
 def test_registry_builds_verifier_and_offline(shipped):
     """get_judge('verifier') and get_judge('offline') build the judges from the shipped model; the v2 verifier
     ships no separate confidence map (its temperature is fitted on the real dev claims, calibration.json)."""
