@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evaluator_worker.errors import ConfigError
 from evaluator_worker.judges.base import Claim, Judge, Verdict
@@ -169,6 +171,35 @@ def test_a_claim_longer_than_the_model_is_judged_not_raised(shipped):
     assert [v.claim_id for v in got] == [c.id for c in claims]
     assert got[0].verdict is Verdict.SUPPORTED
     assert got[1].verdict is Verdict.ERROR and "not judged rather than cut" in (got[1].reason or "")
+
+
+#: words and marks that stress claim splitting and tokenizing: abbreviations, citations, bullets, emoji, numbers
+_PIECES = ["the", "museum", "opened", "in", "1998", "3.5%", "Dr.", "and", ",", ".", "\n", "•", "[1]", "e.g."]
+_TEXT = st.one_of(
+    st.text(max_size=300),
+    st.lists(st.sampled_from([*_PIECES, "ü", "😀", "", "  ", "-", "?", "$12"]), max_size=300).map(" ".join),
+    st.lists(st.sampled_from(["museum", "1998", "and", ",", "(2)", "visitors"]), min_size=150, max_size=400).map(
+        " ".join
+    ),  # one run-on claim longer than the model reads
+)
+
+
+@pytest.fixture(scope="module")
+def model_judges(shipped):
+    from evaluator_worker.judges.registry import get_judge
+
+    return {name: get_judge(name) for name in ("verifier", "offline", "hybrid")}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(answer=_TEXT, contexts=st.lists(_TEXT, min_size=1, max_size=3), question=st.none() | _TEXT)
+def test_model_judges_never_raise_on_arbitrary_text(model_judges, answer, contexts, question):
+    """verifier, offline and hybrid on any text (run-ons past the model's length included): one verdict per claim."""
+    for name, judge in model_judges.items():
+        claims = judge.extract_claims(answer, question, contexts=contexts).claims
+        got = judge.verify(claims, contexts, question).verdicts
+        assert [v.claim_id for v in got] == [c.id for c in claims], name
+        assert all(0.0 <= v.confidence <= 1.0 for v in got), name
 
 
 def test_registry_builds_verifier_and_offline(shipped):
