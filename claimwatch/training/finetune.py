@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import inspect
 import json
 import random
 import sys
@@ -21,6 +22,9 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+#: how a pair longer than ``max_length`` is cut: the premise only, as the verifier judge serves it (it judges a
+#: claim too long to leave room for a premise ERROR instead of cutting it)
+TRUNCATION = "only_first"
 LABEL_IDS = {"SUPPORTED": 0, "UNSUPPORTED": 1, "CONTRADICTED": 2}
 ID2LABEL = {0: "entailment", 1: "neutral", 2: "contradiction"}
 
@@ -46,13 +50,17 @@ def load_model(init: Path, device: str) -> tuple[Any, Any]:
             AutoConfig.from_pretrained(str(init), local_files_only=True)
         )
         model.load_state_dict(load_int8_state_dict(init / WEIGHTS_FILE), strict=False)
-    else:
-        model = AutoModelForSequenceClassification.from_pretrained(str(init), local_files_only=True)
+    else:  # a fp32 verifier, or an encoder base (a sentence-transformers directory): a seeded 3-label head
+        model = AutoModelForSequenceClassification.from_pretrained(
+            str(init), num_labels=len(ID2LABEL), local_files_only=True
+        )
     model.config.id2label, model.config.label2id = ID2LABEL, {v: k for k, v in ID2LABEL.items()}
     return tok, model.to(device)
 
 
-def dev_scores(tok: Any, model: Any, rows: list[dict[str, Any]], max_length: int, device: str) -> list[float]:
+def dev_scores(
+    tok: Any, model: Any, rows: list[dict[str, Any]], max_length: int, device: str, truncation: str = TRUNCATION
+) -> list[float]:
     """P(not grounded) per dev claim: 1 - the best entailment probability over its premises."""
     import torch
 
@@ -66,7 +74,7 @@ def dev_scores(tok: Any, model: Any, rows: list[dict[str, Any]], max_length: int
                 [p for _, p, _ in part],
                 [c for _, _, c in part],
                 padding=True,
-                truncation="only_first",
+                truncation=truncation,
                 max_length=max_length,
                 return_tensors="pt",
             ).to(device)
@@ -76,11 +84,13 @@ def dev_scores(tok: Any, model: Any, rows: list[dict[str, Any]], max_length: int
     return [1.0 - b for b in best]
 
 
-def evaluate(tok: Any, model: Any, rows: list[dict[str, Any]], max_length: int, device: str) -> dict[str, Any]:
+def evaluate(
+    tok: Any, model: Any, rows: list[dict[str, Any]], max_length: int, device: str, truncation: str = TRUNCATION
+) -> dict[str, Any]:
     """Per dev set: claim-level AUC of P(not grounded), accuracy at 0.5; and the mean AUC."""
     from claimwatch.calibration import roc_auc
 
-    scores = dev_scores(tok, model, rows, max_length, device)
+    scores = dev_scores(tok, model, rows, max_length, device, truncation)
     out: dict[str, Any] = {}
     for name in sorted({r["set"] for r in rows}):
         idx = [i for i, r in enumerate(rows) if r["set"] == name]
@@ -98,12 +108,15 @@ def train_step(
     sched: Any,
     loss_fn: Any,
     ids: Sequence[Sequence[int]],
-    types: Sequence[Sequence[int]],
+    types: Sequence[Sequence[int]] | None,
     labels: Sequence[int],
     batch: Sequence[int],
     device: str = "cpu",
 ) -> Any:
-    """One optimiser step on the rows ``batch`` (padded to their longest); returns the loss tensor."""
+    """One optimiser step on the rows ``batch`` (padded to their longest); returns the loss tensor.
+
+    ``types``: the token type ids, or None for a base without segment embeddings (MPNet).
+    """
     import torch
 
     width = max(len(ids[k]) for k in batch)
@@ -111,8 +124,13 @@ def train_step(
     tt, mask = torch.zeros_like(x), torch.zeros_like(x)
     for r, k in enumerate(batch):
         n = len(ids[k])
-        x[r, :n], tt[r, :n], mask[r, :n] = torch.tensor(ids[k]), torch.tensor(types[k]), 1
-    out = model(input_ids=x.to(device), token_type_ids=tt.to(device), attention_mask=mask.to(device))
+        x[r, :n], mask[r, :n] = torch.tensor(ids[k]), 1
+        if types is not None:
+            tt[r, :n] = torch.tensor(types[k])
+    inputs = {"input_ids": x.to(device), "attention_mask": mask.to(device)}
+    if types is not None:
+        inputs["token_type_ids"] = tt.to(device)
+    out = model(**inputs)
     loss = loss_fn(out.logits, torch.tensor(list(labels), device=device))
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -124,20 +142,46 @@ def train_step(
 
 def train(args: argparse.Namespace) -> dict[str, Any]:
     import torch
-    from transformers import get_linear_schedule_with_warmup
 
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(args.seed)
     rows = read_rows(args.pairs)
     dev = read_rows(args.dev) if args.dev else []
     tok, model = load_model(Path(args.init), device)
+    result = fit(tok, model, rows, dev, args, device)
+    out_dir = Path(args.out)
+    model.save_pretrained(str(out_dir / "fp32"))
+    tok.save_pretrained(str(out_dir / "fp32"))
+    (out_dir / "dev.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def fit(
+    tok: Any,
+    model: Any,
+    rows: list[dict[str, Any]],
+    dev: list[dict[str, Any]],
+    args: Any,
+    device: str,
+    truncation: str = TRUNCATION,
+) -> dict:
+    """Fine-tune ``model`` on ``rows`` (``args``: epochs, lr, batch_size, max_length, seed, balance); dev per epoch.
+
+    ``truncation``: how pairs past ``max_length`` are cut, in training and dev alike (``longest_first`` where a
+    short length leaves some claims no room; the shipped verifier was trained with the default).
+    """
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
     enc = tok(
         [r["premises"][0] for r in rows],
         [r["claim"] for r in rows],
-        truncation="only_first",
+        truncation=truncation,
         max_length=args.max_length,
     )
-    ids, types = enc["input_ids"], enc["token_type_ids"]
+    ids, types = enc["input_ids"], enc.get("token_type_ids")
+    if "token_type_ids" not in inspect.signature(model.forward).parameters:
+        types = None  # a base without segment embeddings (MPNet), whatever its tokenizer returns
     labels = [LABEL_IDS[r["label"]] for r in rows]
     counts = [max(1, labels.count(k)) for k in range(3)]
     weight = torch.tensor([len(labels) / (3 * c) for c in counts], device=device) if args.balance else None
@@ -155,13 +199,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             b = order[s : s + args.batch_size]
             train_step(model, opt, sched, loss_fn, ids, types, [labels[k] for k in b], b, device)
             step += 1
-        metrics = evaluate(tok, model, dev, args.max_length, device) if dev else {}
+        metrics = evaluate(tok, model, dev, args.max_length, device, truncation) if dev else {}
         history.append({"epoch": epoch + 1, "seconds": round(time.time() - t0, 1), **metrics})
         log(f"epoch {epoch + 1}/{args.epochs} ({step} steps, {time.time() - t0:.0f}s): {json.dumps(metrics)}")
-    out_dir = Path(args.out)
-    model.save_pretrained(str(out_dir / "fp32"))
-    tok.save_pretrained(str(out_dir / "fp32"))
-    result = {
+    return {
         "device": device,
         "train_seconds": round(time.time() - t0, 1),
         "pairs": len(rows),
@@ -170,8 +211,6 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         "dev": history[-1] if history else {},
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
-    (out_dir / "dev.json").write_text(json.dumps(result, indent=2) + "\n")
-    return result
 
 
 def parser() -> argparse.ArgumentParser:

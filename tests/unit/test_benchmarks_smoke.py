@@ -104,7 +104,7 @@ def test_receiver_load_tiny(capsys):
 
 
 def test_base_choice_tiny(tmp_path, capsys):
-    """base_choice fits the frozen-encoder probe on a few pairs and prints a dev AUC per set and texts/s."""
+    """base_choice fits the frozen-encoder probe, and fine-tunes the base, on a few pairs: a dev AUC per set each."""
     pytest.importorskip("torch")
     import gzip
     import json
@@ -127,7 +127,12 @@ def test_base_choice_tiny(tmp_path, capsys):
         for s in ("a", "b")
         for i, (p, c) in enumerate(facts * 2)
     ]
-    out = base_choice.main(["--pairs", write("train.jsonl.gz", train), "--dev", write("dev.jsonl.gz", dev)])
+    paths = ["--pairs", write("train.jsonl.gz", train), "--dev", write("dev.jsonl.gz", dev)]
+    out = base_choice.main(paths)
     assert set(out["minilm"]) >= {"a", "b", "mean_auc", "texts_per_s"}
     assert 0.0 <= out["minilm"]["mean_auc"] <= 1.0 and out["minilm"]["texts_per_s"] > 0
     assert _last_line(capsys).startswith("minilm: mean dev AUC")
+    tuned = base_choice.main([*paths, "--finetune", "--batch-size", "4", "--max-length", "32"])
+    assert set(tuned["minilm"]) >= {"a", "b", "mean_auc", "train_seconds"}
+    assert 0.0 <= tuned["minilm"]["mean_auc"] <= 1.0
+    assert "fine-tuned" in _last_line(capsys)

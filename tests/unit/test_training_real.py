@@ -59,17 +59,22 @@ def test_dev_rows_are_one_per_claim_with_top_k_premises():
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch and transformers")
-def test_finetune_trains_saves_and_scores_dev(tmp_path: Path):
-    """finetune.train runs end to end on CPU (a tiny BERT): it saves the model and reports per-set dev AUC."""
-    from transformers import BertConfig, BertForSequenceClassification
+@pytest.mark.parametrize("family", ["bert", "mpnet"])
+def test_finetune_trains_saves_and_scores_dev(tmp_path: Path, family: str):
+    """finetune.train runs end to end on CPU (a tiny BERT, and a tiny MPNet, which has no token types)."""
+    import transformers
 
     from claimwatch.training import finetune
     from evaluator_worker.judges.verifier import DEFAULT_MODEL_DIR
 
     init = tmp_path / "init"
-    model = BertForSequenceClassification(
-        BertConfig(
-            vocab_size=30522,
+    config_cls, model_cls = {
+        "bert": (transformers.BertConfig, transformers.BertForSequenceClassification),
+        "mpnet": (transformers.MPNetConfig, transformers.MPNetForSequenceClassification),
+    }[family]
+    model = model_cls(
+        config_cls(
+            vocab_size=30527,
             hidden_size=16,
             num_hidden_layers=1,
             num_attention_heads=2,
