@@ -8,11 +8,16 @@ per answer as the worker's judge pool calls them. Variants: ``heuristic``, ``hyb
 from each ``--model NAME=DIR`` (default: the shipped model) with float32 kernels and with torch's dynamic
 int8 kernels (``int8_kernels``). Prints answers/s and claims/s per variant, ratios to the first verifier
 variant, the load average, and, for the int8 kernels, verdict agreement with float32 on the same claims.
+
+``--pooled 32 64``: what batching *across* answers would buy. The same answers' (premise, claim) pairs,
+built exactly as ``verify`` builds them, are scored once per answer (the worker today) and pooled over
+every answer, sorted by length, in batches of each size: model seconds and the ratio, same pairs.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -45,17 +50,70 @@ def run(judge: Any, answers: list[Any]) -> tuple[float, int, list[str]]:
     return time.perf_counter() - t0, n_claims, verdicts
 
 
+def answer_pairs(judge: VerifierJudge, answers: list[Any]) -> list[tuple[list[str], list[str]]]:
+    """Per answer, the (premises, claims) ``verify`` scores, recorded instead of scored."""
+    loaded = judge._get()
+    recorded: list[tuple[list[str], list[str]]] = []
+
+    def record(premises: list[str], hypotheses: list[str]) -> list[list[float]]:
+        recorded[-1][0].extend(premises)
+        recorded[-1][1].extend(hypotheses)
+        return [[0.0] * len(loaded.labels) for _ in premises]
+
+    recorder = VerifierJudge(judge.model_dir, loader=lambda _d: dataclasses.replace(loaded, score=record))
+    for a in answers:
+        recorded.append(([], []))
+        recorder.verify(recorder.extract_claims(a.answer, a.question).claims, list(a.context), a.question)
+    return recorded
+
+
+def pooled_speed(judge: VerifierJudge, answers: list[Any], sizes: Sequence[int]) -> dict[str, Any]:
+    """Model seconds for the same pairs scored per answer (batches of ``judge.batch_size``) and pooled."""
+    loaded = judge._get()
+    per_answer = answer_pairs(judge, answers)
+
+    def scored(premises: list[str], hypotheses: list[str], batch: int) -> float:
+        order = sorted(range(len(premises)), key=lambda k: len(premises[k]) + len(hypotheses[k]))
+        t0 = time.perf_counter()
+        for s in range(0, len(order), batch):
+            idx = order[s : s + batch]
+            loaded.score([premises[k] for k in idx], [hypotheses[k] for k in idx])
+        return time.perf_counter() - t0
+
+    scored(*per_answer[0], judge.batch_size)  # warm-up
+    base = sum(scored(p, h, judge.batch_size) for p, h in per_answer if p)
+    out: dict[str, Any] = {"pairs": sum(len(p) for p, _ in per_answer), "per_answer_s": round(base, 2)}
+    every_p = [x for p, _ in per_answer for x in p]
+    every_h = [x for _, h in per_answer for x in h]
+    for b in sizes:
+        t = scored(every_p, every_h, b)
+        out[f"pooled_{b}_s"] = round(t, 2)
+        out[f"pooled_{b}_speedup"] = round(base / t, 2)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.judge_speed", description=__doc__.split("\n\n")[0])
     ap.add_argument("--answers", type=int, default=60)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", action="append", default=None, metavar="NAME=DIR")
     ap.add_argument("--skip-light", action="store_true", help="verifier variants only")
+    ap.add_argument("--pooled", type=int, nargs="+", default=None, metavar="BATCH", help="batching across answers")
     args = ap.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     answers = workload(args.answers)
+    if args.pooled:
+        r = pooled_speed(VerifierJudge(), answers, args.pooled)
+        print(
+            f"{len(answers)} answers, {r['pairs']} pairs: per answer {r['per_answer_s']} s of model time; "
+            + ", ".join(
+                f"pooled in batches of {b}: {r[f'pooled_{b}_s']} s ({r[f'pooled_{b}_speedup']}x)" for b in args.pooled
+            )
+        )
+        print(json.dumps(r))
+        return 0
     models = dict(m.split("=", 1) for m in args.model) if args.model else {"shipped": str(DEFAULT_MODEL_DIR)}
     variants: dict[str, Any] = (
         {} if args.skip_light else {"heuristic": get_judge("heuristic"), "hybrid": get_judge("hybrid")}

@@ -222,7 +222,7 @@ class VerifierJudge(JudgeBase):
         self,
         model_dir: str | Path | None = None,
         *,
-        batch_size: int = 32,
+        batch_size: int = 8,
         max_length: int | None = None,
         entail_threshold: float | None = None,
         contradict_threshold: float | None = None,

@@ -136,3 +136,18 @@ def test_base_choice_tiny(tmp_path, capsys):
     assert set(tuned["minilm"]) >= {"a", "b", "mean_auc", "train_seconds"}
     assert 0.0 <= tuned["minilm"]["mean_auc"] <= 1.0
     assert "fine-tuned" in _last_line(capsys)
+
+
+def test_judge_speed_pooled_tiny(capsys):
+    """judge_speed --pooled scores the same real pairs per answer and pooled, and prints both model times."""
+    pytest.importorskip("torch")
+    from benchmarks import judge_speed
+    from claimwatch import realdata
+
+    try:
+        realdata.load_real("expertqa", "dev")
+    except realdata.RealDataMissing:
+        pytest.skip("data/real not present")
+    judge_speed.main(["--answers", "2", "--pooled", "8"])
+    out = capsys.readouterr().out
+    assert "pooled in batches of 8" in out and '"per_answer_s"' in out
