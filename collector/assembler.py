@@ -121,6 +121,11 @@ class TraceAssembler:
         self._ready.clear()
         return n
 
+    def forget_all(self) -> int:
+        """Forget every trace, the emitted ones too (their spans are about to be read again); returns the open ones."""
+        self._emitted.clear()
+        return self.drop_incomplete()
+
     def _remember(self, trace_id: int, now: float) -> None:
         self._emitted[trace_id] = now
         while len(self._emitted) > self._emitted_max:

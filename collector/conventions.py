@@ -282,7 +282,8 @@ def _pick(obj: Any, keys: tuple[str, ...], roles: tuple[str, ...], depth: int = 
             found = _pick(obj.get("kwargs") or {}, keys, roles, depth + 1)
             if found:
                 return found
-            for arg in obj.get("args") or []:
+            args = obj.get("args")
+            for arg in args if isinstance(args, list) else []:
                 found = _pick(arg, keys, roles, depth + 1)
                 if found:
                     return found
@@ -319,7 +320,7 @@ def unwrap_text(value: Any, *, question: bool) -> str | None:
 def _float(value: Any) -> float | None:
     try:
         return float(value) if value is not None and not isinstance(value, bool) else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond a float's range
         return None
 
 
@@ -345,7 +346,7 @@ def _indexed(attrs: Mapping[str, Any], prefix: str) -> list[tuple[int, dict[str,
         if not key.startswith(prefix) or len(key) <= plen or key[plen - 1] != ".":
             continue
         idx, _, rest = key[plen:].partition(".")
-        if not idx.isdigit():
+        if not (idx.isascii() and idx.isdigit()):  # "²".isdigit() is True, but int("²") raises
             continue
         groups.setdefault(int(idx), {})[rest] = value
     return sorted(groups.items())

@@ -18,7 +18,13 @@ may be assembled in pieces (each missing some spans).
 Offsets (at-least-once, "commit after produce"): a message's offset is
 committed only once every trace it carried has left the assembler (emitted,
 sampled out, not RAG, or evicted by the TTL) *and* the sink has flushed the
-produced records to Kafka. A message holding a span of a trace whose root has
+produced records to Kafka. A record the output cluster lost to a retriable
+error (down past the producer's retries) holds the commit back and rewinds
+every partition to its last commit, so its message is read and its trace
+produced again (logged ``bridge_rewound_after_produce_failure``; the records
+produced since the commit come twice and the worker's dedupe window drops
+them). A record Kafka refuses for good (too large) stays a counted
+``produce_error`` drop. A message holding a span of a trace whose root has
 not arrived yet keeps its partition's committed offset from moving past it, so
 after a crash or a rebalance the next owner re-reads it and re-assembles the
 trace. The price is an occasional duplicate record (the worker's dedupe window
@@ -158,6 +164,10 @@ class OtlpBridge(OtlpIngest):
         self._stop = threading.Event()
         self._sink_full = False
         self.messages = 0
+        #: records lost to retriable produce errors, as the sink counted them at the last rewind (or the start)
+        self._failures_seen = self._sink_failures()
+        self._rewind_due = False
+        self.rewinds = 0
         timeout_s = self.collector_settings.flush_timeout_s
         self._member = GroupMember(
             self.settings,
@@ -172,7 +182,7 @@ class OtlpBridge(OtlpIngest):
             consumer=consumer,
             clock=clock,
             settle=self.offsets.settle,
-            flush=lambda: bool(self.sink.force_flush(timeout_s)),
+            flush=lambda: self._delivered(timeout_s),
             flush_timeout_s=timeout_s,
         )
 
@@ -197,9 +207,52 @@ class OtlpBridge(OtlpIngest):
 
     # -- the group loop's work (contract.group.GroupWork) -------------------------
     def tick(self) -> None:
-        """Emit the traces that are complete."""
+        """Read again what a failed produce lost (if one did), then emit the traces that are complete."""
+        if self._rewind_due:
+            self._rewind()
         with self._lock:
             self.pipeline.pop_complete()
+
+    # -- produce failures: read the source again ------------------------------------
+    def _sink_failures(self) -> int:
+        return int(getattr(self.sink, "retriable_failures", 0))
+
+    def _delivered(self, timeout_s: float) -> bool:
+        """The flush every commit waits for: True when every record produced so far is acknowledged.
+
+        A record lost to a retriable produce error (the output cluster down past the producer's retries) since
+        the last rewind means its source message must be read again: no commit, and the next round rewinds.
+        Records Kafka refuses for good (too large) are counted drops and do not hold the commit (re-reading
+        would fail the same way forever).
+        """
+        flushed = bool(self.sink.force_flush(timeout_s))
+        if self._sink_failures() != self._failures_seen:
+            self._rewind_due = True
+            return False
+        return flushed
+
+    def _rewind(self) -> None:
+        """Seek every partition back to its last commit and forget the open traces: the messages after it are
+        read and their traces produced again (at-least-once; the worker's dedupe window drops the duplicates)."""
+        with self._lock:
+            self._rewind_due = False
+            failures, self._failures_seen = self._sink_failures() - self._failures_seen, self._sink_failures()
+            points = self.offsets.ledger.rewind_points()
+            dropped = self.pipeline.forget_all()
+            self.offsets.forget(None)
+        consumer = self._member.consumer
+        for tp, offset in points.items():
+            try:
+                consumer.seek(tp, offset)
+            except Exception as exc:  # no longer assigned: its next owner reads from the last commit anyway
+                log.info("bridge_rewind_seek_skipped", partition=getattr(tp, "partition", tp), error=str(exc)[:200])
+        self.rewinds += 1
+        log.warning(
+            "bridge_rewound_after_produce_failure",
+            lost_records=failures,
+            partitions={getattr(tp, "partition", str(tp)): offset for tp, offset in points.items()},
+            open_traces_rebuilt=dropped,
+        )
 
     def full(self) -> bool:
         """Pause fetching while the sink's queue is full (output Kafka slow or down); resume when it drains.

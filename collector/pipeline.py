@@ -138,9 +138,14 @@ class TracePipeline:
         """Extract one finished span and add it to its trace; False (counted ``internal``) on failure."""
         try:
             facts = self.extractor.extract(span)
-        except Exception as exc:
+        except Exception as exc:  # a span no reader understands: counted, logged once a minute, the rest goes on
             self.metrics.drop("internal")
-            log.warning("collector_extract_failed", error=type(exc).__name__, detail=str(exc)[:200])
+            self.ratelog.warn(
+                f"extract_failed_{type(exc).__name__}",
+                "collector_extract_failed",
+                error=type(exc).__name__,
+                detail=str(exc)[:200],
+            )
             return False
         if facts.hidden:
             warn_once("hidden_io", "spans carry __REDACTED__ inputs/outputs (OPENINFERENCE_HIDE_* is set)")
@@ -173,6 +178,11 @@ class TracePipeline:
         """Forget traces whose root has not ended; returns how many (not counted here)."""
         with self._lock:
             return self.assembler.drop_incomplete()
+
+    def forget_all(self) -> int:
+        """Forget every trace, emitted ones included (their spans will be read again); returns the open ones."""
+        with self._lock:
+            return self.assembler.forget_all()
 
     def emit(self, completed: CompletedTrace) -> bool:
         """Build, sample, redact, limit and submit one complete trace (a record per RAG call in it); True when the

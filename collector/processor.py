@@ -38,6 +38,7 @@ from collector.background import BackgroundLoop
 from collector.config import CollectorSettings
 from collector.metrics import CollectorMetrics, get_metrics
 from collector.pipeline import TracePipeline, warn_once
+from collector.ratelog import RateLimitedLog
 from collector.sink import KafkaSink, ProducerFactory, Sink
 from contract.logs import get_logger
 
@@ -45,6 +46,11 @@ log = get_logger("claimwatch.collector")
 
 _IDLE_WAIT_S = 0.02
 _GAUGE_EVERY_S = 0.5
+_SPAN_QUEUE_HINT = (
+    "spans end faster than the collector's thread takes them (or it is starved of the GIL): more than "
+    "2 x CLAIMWATCH_QUEUE_SIZE spans waited"
+)
+_SHUTDOWN_HINT = "a span ended after the processor shut down"
 
 
 def _pause() -> None:
@@ -242,6 +248,10 @@ class RagTraceProcessor(SpanProcessor):
         )
         self._last_gauges = 0.0
         self._slice_started = 0.0
+        #: drops on app threads are only counted there (O(1)); the background thread logs them, once a minute
+        self._ratelog = RateLimitedLog()
+        self._span_queue_drops = 0
+        self._span_queue_drops_logged = 0
 
     @property
     def _assembler(self) -> TraceAssembler:
@@ -281,12 +291,14 @@ class RagTraceProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         """O(1): append the finished span to the bounded queue; never raises."""
         try:
-            if self._closed:
+            if self._closed:  # no background thread any more: logged here, at most once a minute
                 self._drop_shutdown.inc()
+                self._ratelog.warn("dropped_shutdown", "collector_dropped", reason="shutdown", hint=_SHUTDOWN_HINT)
                 return
             spans = self._spans
             if len(spans) >= self._span_queue_size:
                 self._drop_span_queue.inc()
+                self._span_queue_drops += 1
                 return
             spans.append(span)
         except Exception:  # pragma: no cover - must never reach the app
@@ -349,12 +361,25 @@ class RagTraceProcessor(SpanProcessor):
             self.pipeline.pop_complete(flush=bool(flushes))
         for event in flushes:
             event.set()
+        self._log_span_queue_drops()
         now = time.monotonic()
         if now - self._last_gauges >= _GAUGE_EVERY_S:
             self._last_gauges = now
             self.metrics.queue_depth.labels(queue="span").set(len(self._spans))
             self.metrics.buffered_traces.set(len(self.pipeline))
         return 0.0 if handled or self._spans or self._flush_requests else None
+
+    def _log_span_queue_drops(self) -> None:
+        """Log the spans the app threads dropped on a full queue (counted there), at most once a minute."""
+        dropped = self._span_queue_drops
+        if dropped != self._span_queue_drops_logged and self._ratelog.warn(
+            "dropped_span_queue_full",
+            "collector_dropped",
+            reason="span_queue_full",
+            amount=dropped - self._span_queue_drops_logged,
+            hint=_SPAN_QUEUE_HINT,
+        ):
+            self._span_queue_drops_logged = dropped
 
     #: longest stretch (seconds) the background thread works before it yields the GIL; 0 turns the
     #: cooperative yield off (the benchmark's "before" variant)

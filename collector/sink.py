@@ -130,6 +130,9 @@ class KafkaSink:
         self._loop = BackgroundLoop(
             "claimwatch-kafka-sink", self._step, interval_s=0.0, on_error=self._internal_error, error_pause_s=0.1
         )
+        #: records lost to an error Kafka calls retriable (a broker down, a timeout): a reader of the source can
+        #: produce them again (the bridge re-reads its uncommitted messages); records lost for good are not counted
+        self.retriable_failures = 0
         self._create_failures = 0
         self._connect_attempt = 0  # failed producer creations in a row (the backoff's attempt)
 
@@ -160,29 +163,40 @@ class KafkaSink:
 
     # -- producer side -----------------------------------------------------
     def submit(self, record: RagTrace) -> bool:
-        """Queue one record for Kafka; False (and counted) when full or shut down. Never blocks."""
+        """Queue one record for Kafka; False (counted, logged once a minute) when full or shut down. Never blocks."""
         if self._closed:
-            self.metrics.drop("sink_shutdown")
+            self._drop("sink_shutdown")
             return False
         try:
             item = (record.key, record.to_json_bytes())
         except Exception:  # pragma: no cover - pydantic models serialise
-            self.metrics.drop("serialise_error")
+            self._drop("serialise_error")
             return False
         size = len(item[0]) + len(item[1])
         with self._cond:
             if self._queued_bytes + size > self.settings.queue_max_bytes and self._queued_bytes > 0:
-                self.metrics.drop("queue_bytes_full")
-                return False
-            try:
-                self._queue.put_nowait(item)
-            except queue.Full:
-                self.metrics.drop("queue_full")
-                return False
-            self._submitted += 1
-            self._queued_bytes += size
+                full: str | None = "queue_bytes_full"
+            else:
+                try:
+                    self._queue.put_nowait(item)
+                    full = None
+                except queue.Full:
+                    full = "queue_full"
+            if full is None:
+                self._submitted += 1
+                self._queued_bytes += size
+        if full is not None:
+            self._drop(full)
+            return False
         self.metrics.queue_depth.labels(queue="sink").set(self._queue.qsize())
         return True
+
+    def _drop(self, reason: str) -> None:
+        """A record not queued: counted by reason, logged at most once a minute per reason with what to do."""
+        self.metrics.drop(reason)
+        self._ratelog.warn(
+            f"dropped_{reason}", "collector_dropped", reason=reason, hint=_DROP_HINTS[reason], topic=self.topic
+        )
 
     def force_flush(self, timeout_s: float | None = None) -> bool:
         """Send everything submitted so far and wait for acks, within ``timeout_s``."""
@@ -314,6 +328,9 @@ class KafkaSink:
 
     def _failed(self, exc: BaseException) -> None:
         """A record lost to Kafka: counted by error class and as a produce_error drop, logged at most once a minute."""
+        if _is_retriable(exc):
+            with self._cond:
+                self.retriable_failures += 1
         self.metrics.produce_error(type(exc).__name__)
         self._ratelog.warn(
             f"produce_failed_{type(exc).__name__}",
@@ -322,6 +339,21 @@ class KafkaSink:
             detail=str(exc)[:200],
             topic=self.topic,
         )
+
+
+#: what each of the sink's drop reasons means, in its log line
+_DROP_HINTS = {
+    "sink_shutdown": "a record was emitted after the collector shut down",
+    "serialise_error": "a record could not be serialised",
+    "queue_full": "Kafka is slower than the traces come in (or down): more than CLAIMWATCH_QUEUE_SIZE records wait",
+    "queue_bytes_full": "Kafka is slower than the traces come in (or down): the records waiting exceed "
+    "CLAIMWATCH_QUEUE_MAX_BYTES",
+}
+
+
+def _is_retriable(exc: BaseException) -> bool:
+    """kafka-python marks errors a later attempt may get through (``retriable``); the metadata timeout is one."""
+    return bool(getattr(exc, "retriable", False)) or _is_metadata_timeout(exc)
 
 
 def _is_metadata_timeout(exc: BaseException) -> bool:

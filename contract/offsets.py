@@ -21,13 +21,14 @@ from typing import Hashable
 
 
 class _Partition:
-    __slots__ = ("pending", "finished", "committable", "committed")
+    __slots__ = ("pending", "finished", "committable", "committed", "start")
 
     def __init__(self) -> None:
         self.pending: deque[int] = deque()  # tracked offsets, ascending
         self.finished: set[int] = set()
         self.committable: int | None = None  # next offset to commit (one past the finished prefix)
         self.committed: int | None = None  # last commit that succeeded
+        self.start: int | None = None  # the first offset tracked (where this owner started)
 
 
 class OffsetLedger:
@@ -41,7 +42,7 @@ class OffsetLedger:
         p = self._parts.get(tp)
         if p is None:  # a new owner: its commit point starts where it started (pins the group's position there)
             p = self._parts[tp] = _Partition()
-            p.committable = offset
+            p.committable = p.start = offset
         if p.pending and offset <= p.pending[-1]:
             raise ValueError(f"offset {offset} of {tp} tracked after {p.pending[-1]}: forget() the partition first")
         p.pending.append(offset)
@@ -71,6 +72,16 @@ class OffsetLedger:
             p = self._parts.get(tp)
             if p is not None:
                 p.committed = off
+
+    def rewind_points(self) -> dict[Hashable, int]:
+        """Where to read each partition again so that nothing after its last commit is skipped: the last commit,
+        or where this owner started when it has not committed yet."""
+        out: dict[Hashable, int] = {}
+        for tp, p in self._parts.items():
+            point = p.committed if p.committed is not None else p.start
+            if point is not None:
+                out[tp] = point
+        return out
 
     def unfinished(self, tp: Hashable | None = None) -> int:
         """Records handed out and not finished (of one partition, or all)."""

@@ -251,3 +251,23 @@ def test_from_env_reads_settings(monkeypatch):
     proc = RagTraceProcessor.from_env(sink=FakeSink(), registry=CollectorRegistry())
     assert proc.settings.topic == "from-env" and proc.settings.sampling.ratio == 0.25
     proc.shutdown()
+
+
+def test_spans_dropped_on_app_threads_are_logged_by_the_background_thread():
+    """on_end only counts a full-queue drop; the collector's thread logs it (once a minute), so no drop is silent."""
+    from structlog.testing import capture_logs
+
+    proc, tp, _sink, registry = setup()
+    proc._span_queue_size = 0  # every span finds the queue full
+    with capture_logs() as logs:
+        for _ in range(3):
+            rag_trace(tp)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not any(e["event"] == "collector_dropped" for e in logs):
+            time.sleep(0.02)
+        proc.shutdown(timeout_s=1.0)
+        proc.on_end(tp.get_tracer("t").start_span("late"))  # after shutdown: counted and logged too
+    assert metric(registry, "claimwatch_collector_dropped_total", reason="span_queue_full") == 6
+    dropped = [e for e in logs if e["event"] == "collector_dropped"]
+    assert [e["reason"] for e in dropped] == ["span_queue_full", "shutdown"]
+    assert 1 <= dropped[0]["amount"] <= 6 and "CLAIMWATCH_QUEUE_SIZE" in dropped[0]["hint"]

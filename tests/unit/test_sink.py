@@ -250,3 +250,33 @@ def test_queue_byte_budget_bounds_memory_and_counts_drops():
         assert reg.get_sample_value("claimwatch_collector_dropped_total", {"reason": "queue_bytes_full"}) == 16
     finally:
         sink.shutdown(0.5)
+
+
+def test_queue_full_drops_are_logged_once_a_minute_with_what_to_do():
+    """Every drop is counted; the first of a reason is logged with a hint, the repeats only counted."""
+    from structlog.testing import capture_logs
+
+    sink, reg = make_sink(queue_size=2, producer_factory=FakeProducer, start=False)
+    with capture_logs() as logs:
+        results = [sink.submit(rec(i)) for i in range(6)]
+    assert results.count(False) == 4
+    assert value(reg, "claimwatch_collector_dropped_total", reason="queue_full") == 4
+    lines = [e for e in logs if e["event"] == "collector_dropped"]
+    assert len(lines) == 1 and lines[0]["reason"] == "queue_full" and "CLAIMWATCH_QUEUE_SIZE" in lines[0]["hint"]
+    sink.shutdown(0.1)
+    with capture_logs() as logs:
+        assert not sink.submit(rec(9))
+    assert [e["reason"] for e in logs if e["event"] == "collector_dropped"] == ["sink_shutdown"]
+
+
+def test_only_retriable_produce_failures_count_as_readable_again():
+    """A record lost to a retriable error (broker down) is counted for re-reading; one Kafka refuses for good is not."""
+    from kafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
+
+    for error, retriable in ((KafkaTimeoutError("expired"), 1), (MessageSizeTooLargeError("big"), 0)):
+        sink, reg = make_sink(producer_factory=lambda error=error, **c: FakeProducer(fail_with=error, **c))
+        assert sink.submit(rec(1))
+        sink.force_flush(2.0)
+        assert sink.retriable_failures == retriable
+        assert value(reg, "claimwatch_collector_dropped_total", reason="produce_error") == 1
+        sink.shutdown(0.5)
