@@ -34,6 +34,8 @@ label for metrics.
 
 from __future__ import annotations
 
+import math
+
 from contract.errors import ClaimwatchError, ConfigError, RecordDecodeError
 
 __all__ = [
@@ -50,6 +52,19 @@ __all__ = [
     "EvaluationAbandoned",
     "WorkerFatal",
 ]
+
+
+#: the longest ``retry-after`` honoured as given (the anthropic SDK's own bound for a "reasonable" wait). One
+#: reply saying ``inf``, a day or a date in 2099 would otherwise close the worker's shared gate for that long;
+#: past this the call is tried again after a minute and a provider still throttling says so again.
+MAX_RETRY_AFTER_S = 60.0
+
+
+def bounded_retry_after(seconds: float | None) -> float | None:
+    """A provider's retry-after as a wait: None when unreadable (not finite), clamped to ``[0, MAX_RETRY_AFTER_S]``."""
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    return min(max(0.0, seconds), MAX_RETRY_AFTER_S)
 
 
 class JudgeError(ClaimwatchError):
@@ -73,8 +88,8 @@ class JudgeError(ClaimwatchError):
     ) -> None:
         super().__init__(message)
         self.status_code = status_code
-        #: seconds the provider asked us to wait (``retry-after``), if it said
-        self.retry_after = retry_after
+        #: seconds the provider asked us to wait (``retry-after``), if it said; at most ``MAX_RETRY_AFTER_S``
+        self.retry_after = bounded_retry_after(retry_after)
         #: the setting a person should fix (fatal errors)
         self.setting = setting
 

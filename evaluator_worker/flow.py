@@ -62,7 +62,7 @@ from typing import Callable, TypeVar
 
 from contract.backoff import Backoff
 from contract.logs import get_logger
-from evaluator_worker.errors import EvaluationAbandoned, JudgeError
+from evaluator_worker.errors import EvaluationAbandoned, JudgeError, bounded_retry_after
 from evaluator_worker.metrics import NullMetrics, WorkerMetrics
 
 log = get_logger(__name__)
@@ -334,6 +334,7 @@ class AdaptiveLimiter:
         return max(self._not_before, self._last_throttle + self.recovery_quiet_s)
 
     def _throttled(self, now: float, permit: Permit, retry_after: float | None) -> None:
+        retry_after = bounded_retry_after(retry_after)  # one reply must not close the shared gate for a day
         if permit.at < self._accepted_at:  # started before a call the provider accepted: older news
             return
         self._last_throttle = now

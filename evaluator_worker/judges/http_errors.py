@@ -7,7 +7,8 @@ whatever answered it.
 - status -> kind: 429/529 ``JudgeRateLimited`` (retryable, throttles), 408 ``JudgeTimeout``,
   409/5xx ``JudgeUnavailable``, 401/403/404 ``JudgeAuthError`` (fatal, names the setting),
   anything else ``JudgeRequestRejected`` (not retried);
-- ``retry-after-ms``, then ``retry-after`` (seconds or an HTTP date) -> ``retry_after``;
+- ``retry-after-ms``, then ``retry-after`` (seconds or an HTTP date) -> ``retry_after``, at most
+  a minute (``errors.MAX_RETRY_AFTER_S``; ``inf``/``nan`` read as absent);
 - ``x-should-retry: true|false`` overrides the status-based decision, as the anthropic SDK's
   own retry loop does: ``false`` makes any error not retryable (a 529 included); ``true``
   makes it retryable (a 400 included) and, for a 401/403/404, not fatal (the server says the
@@ -27,6 +28,7 @@ from evaluator_worker.errors import (
     JudgeRequestRejected,
     JudgeTimeout,
     JudgeUnavailable,
+    bounded_retry_after,
 )
 
 __all__ = ["retry_after_s", "should_retry", "status_error", "timeout_error", "connection_error", "call_error"]
@@ -50,19 +52,19 @@ def retry_after_s(headers: Headers) -> float | None:
     raw_ms = _header(headers, "retry-after-ms")
     if raw_ms:
         try:
-            return max(0.0, float(raw_ms) / 1000.0)
+            return bounded_retry_after(float(raw_ms) / 1000.0)
         except ValueError:
             pass
     raw = _header(headers, "retry-after")
     if not raw:
         return None
     try:
-        return max(0.0, float(raw))
+        return bounded_retry_after(float(raw))
     except ValueError:
         pass
     try:
         when = email.utils.parsedate_to_datetime(raw)
-        return max(0.0, when.timestamp() - time.time())
+        return bounded_retry_after(when.timestamp() - time.time())
     except (TypeError, ValueError, IndexError):
         return None
 

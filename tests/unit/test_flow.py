@@ -490,3 +490,15 @@ def test_evaluator_raises_fatal_errors():
         with pytest.raises(JudgeAuthError):
             ev.evaluate(_trace())
         assert len(srv.requests) == 1
+
+
+def test_a_day_long_retry_after_closes_the_shared_gate_for_at_most_a_minute():
+    """Whatever retry-after reaches the limiter (a judge may pass any float), the gate reopens within a minute."""
+    clock = FakeClock()
+    lim = AdaptiveLimiter(8, clock=clock)
+    permits = [lim.acquire(), lim.acquire()]
+    for permit, retry_after in zip(permits, (86_400.0, float("inf"))):
+        lim.release(permit, throttled=True, retry_after=retry_after)
+    clock.now = 60.01
+    give_up = time.monotonic() + 2.0  # unbounded, the gate would hold for a day (or forever): abandoned here
+    assert lim.acquire(cancelled=lambda: time.monotonic() > give_up) is not None

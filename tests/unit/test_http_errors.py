@@ -84,3 +84,21 @@ def test_both_transports_obey_x_should_retry_through_the_real_sdks():
         with pytest.raises(JudgeUnavailable) as info2:
             judge.verify(claims, ["x is y"])
         assert not info2.value.retryable
+
+
+@pytest.mark.parametrize(
+    "headers, expected",
+    [
+        ({"retry-after": "inf"}, None),
+        ({"retry-after": "nan"}, None),
+        ({"retry-after": "86400"}, 60.0),
+        ({"retry-after": "1e308"}, 60.0),
+        ({"retry-after-ms": "1e12"}, 60.0),
+        ({"retry-after": "Fri, 31 Dec 2099 23:59:59 GMT"}, 60.0),
+        ({"retry-after": "2"}, 2.0),
+    ],
+)
+def test_an_absurd_retry_after_is_bounded_to_a_minute(headers, expected):
+    """A 429 saying wait a day (or forever) waits at most a minute: one reply must not stall the worker's gate."""
+    err = status_error(429, headers, "slow down", model="m")
+    assert err.retry_after == expected
