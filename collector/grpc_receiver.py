@@ -15,7 +15,9 @@ Same pipeline, limits and backpressure as OTLP/HTTP (:mod:`collector.receiver`),
   ``google.rpc.retryinfo-bin`` trailer the OTel SDK exporters read, so they back off and re-send;
 - without a valid bearer token (``authorization: Bearer <token>`` metadata, when tokens are configured):
   UNAUTHENTICATED;
-- spans past ``max_spans_per_request`` and spans with invalid ids: ``partial_success``, as over HTTP.
+- spans past ``max_spans_per_request`` and spans with invalid ids: ``partial_success``, as over HTTP;
+- the message is decoded here, not by grpcio (which would answer INTERNAL): a message that does not decode is
+  INVALID_ARGUMENT; invalid UTF-8 in a string is replaced by U+FFFD (counted), as over HTTP.
 
 Every answer is counted in ``claimwatch_collector_otlp_requests_total{source="grpc",code=<status name>}``.
 """
@@ -30,7 +32,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from collector import tls
+from collector import otlp, tls
 from contract.logs import get_logger
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,13 +79,20 @@ class _TraceService:
         if ticket is None:
             self._refuse(context, grpc.StatusCode.UNAVAILABLE, "busy", "claimwatch receiver is busy; retry later")
         try:
-            request = next(requests, None)  # grpcio refuses a message past max_body_bytes here (RpcError)
-            if request is None:
+            message = next(requests, None)  # grpcio refuses a message past max_body_bytes here (RpcError)
+            if message is None:
                 self._refuse(
                     context, grpc.StatusCode.INVALID_ARGUMENT, "decode_error", "no request message", retry=False
                 )
-            if not r.budget.grow(ticket, request.ByteSize() * (1 + DECODE_COST)):
+            if not r.budget.grow(ticket, len(message) * (1 + DECODE_COST)):
                 self._refuse(context, grpc.StatusCode.UNAVAILABLE, "busy", "claimwatch receiver is busy; retry later")
+            repairs = otlp.Repairs()
+            try:
+                request = otlp.decode_protobuf(message, repairs)
+            except otlp.OtlpDecodeError as exc:
+                self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, "decode_error", str(exc)[:500], retry=False)
+            del message
+            r.repaired(repairs.strings, SOURCE)
             response = r.accept(request, SOURCE)
         finally:
             r.budget.release(ticket)
@@ -136,7 +145,7 @@ def start_grpc(receiver: "OtlpReceiver") -> GrpcServer:
     )
     export = grpc.stream_unary_rpc_method_handler(
         _TraceService(receiver).Export,
-        request_deserializer=trace_service_pb2.ExportTraceServiceRequest.FromString,
+        request_deserializer=None,  # the serialized message: Export decodes it (INVALID_ARGUMENT, not INTERNAL)
         response_serializer=trace_service_pb2.ExportTraceServiceResponse.SerializeToString,
     )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))

@@ -9,7 +9,10 @@ network also needs:
   trickling one byte a second is cut off: **408**, then closed); a new connection that sends nothing within that
   time is closed quietly;
 - they may not exceed ``max_header_bytes`` (**431**, closed);
-- past ``max_connections`` open connections a new one gets **503** + ``Retry-After`` at once, then is closed.
+- past ``max_connections`` open connections a new one gets **503** + ``Retry-After`` at once, then is closed;
+- a request whose framing does not parse (a ``Content-Length`` shorter than the body, a bad chunk size,
+  ``Content-Length`` with ``Transfer-Encoding``...) gets the receiver's 400 and is counted and logged by it (at most
+  once a minute); aiohttp's own answer would log a traceback quoting the raw request bytes (span text) each time.
 
 Whenever the server answers and closes with input possibly unread, it shuts down its write side and reads and
 discards input for up to ``linger_s`` before closing, so the client reads the answer instead of a connection reset.
@@ -21,6 +24,7 @@ import asyncio
 from typing import Any, Protocol
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
 _HEAD_END = b"\r\n\r\n"
@@ -38,6 +42,8 @@ class ConnectionPolicy(Protocol):
     def refused(self, code: int, reason: str) -> None: ...
 
     def canned(self, code: int) -> bytes: ...
+
+    def malformed(self, error: str) -> web.StreamResponse: ...
 
 
 class LimitedConnection(RequestHandler):
@@ -120,6 +126,18 @@ class LimitedConnection(RequestHandler):
             self._refuse(self._policy.canned(408))
 
     # -- refusing ------------------------------------------------------------
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """A request aiohttp could not parse: the receiver's counted 400, never logged with the request's bytes."""
+        if isinstance(exc, HttpProcessingError) and request.writer.output_size == 0:
+            return self._policy.malformed(type(exc).__name__)
+        return super().handle_error(request, status, exc, message)
+
     def _refuse(self, answer: bytes) -> None:
         """Write ``answer``, shut down writes, discard input for up to ``linger_s``, close."""
         self._draining = True

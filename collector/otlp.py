@@ -21,6 +21,11 @@ set by the OTel SDKs since OTLP 1.1) — the same rule the in-app processor uses
 OTLP/JSON differs from the protobuf JSON mapping in one way that matters:
 trace and span ids are hex strings, not base64. :func:`decode_json` converts
 them before handing the document to ``google.protobuf.json_format``.
+
+Invalid UTF-8: protobuf and ``json_format`` refuse a string that is not valid
+Unicode, which would refuse every span of the request. Given a :class:`Repairs`,
+the decoders replace the bad sequences with U+FFFD instead and count the strings
+changed (the receiver passes one; the default stays strict).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -40,6 +46,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from contract.errors import ClaimwatchError
@@ -177,16 +184,22 @@ def span_problem(span: trace_pb2.Span) -> str | None:
         return "invalid_trace_id"
     if _int_id(span.span_id, 8) is None:
         return "invalid_span_id"
-    if span.parent_span_id and _int_id(span.parent_span_id, 8) is None:
+    if _has_parent(span) and _int_id(span.parent_span_id, 8) is None:
         return "invalid_parent_id"
     return None
+
+
+def _has_parent(span: trace_pb2.Span) -> bool:
+    """Whether the span names a parent: an empty id is a root, and so is the all-zero (invalid) span id that some
+    exporters write for "none" (as the OpenTelemetry Collector's pdata reads it)."""
+    return any(span.parent_span_id)
 
 
 def to_span(span: trace_pb2.Span, resource: SpanResource, scope: str = "") -> OtlpSpan:
     """One valid protobuf span -> :class:`OtlpSpan` (check :func:`span_problem` first)."""
     trace_id = int.from_bytes(span.trace_id, "big")
     parent = None
-    if span.parent_span_id:
+    if _has_parent(span):
         remote = bool(span.flags & FLAG_HAS_IS_REMOTE) and bool(span.flags & FLAG_IS_REMOTE)
         parent = SpanRef(trace_id, int.from_bytes(span.parent_span_id, "big"), remote)
     events = tuple(SpanEvent(e.name, attributes(e.attributes), e.time_unix_nano) for e in span.events)
@@ -267,14 +280,154 @@ def spans_from_request(request: ExportTraceServiceRequest, max_spans: int | None
 # -- wire formats -------------------------------------------------------------
 
 
-def decode_protobuf(body: bytes | bytearray) -> ExportTraceServiceRequest:
-    """Parse a binary ``ExportTraceServiceRequest``; raises :class:`OtlpDecodeError` (also for too deep nesting)."""
+@dataclass(slots=True)
+class Repairs:
+    """What lenient decoding changed: ``strings`` with invalid UTF-8 (or lone surrogates) whose bad parts became U+FFFD.
+
+    Passing one to :func:`decode_protobuf` / :func:`decode_json` / :func:`decode` turns lenient decoding on.
+    """
+
+    strings: int = 0
+
+
+def decode_protobuf(body: bytes | bytearray, repairs: Repairs | None = None) -> ExportTraceServiceRequest:
+    """Parse a binary ``ExportTraceServiceRequest``; raises :class:`OtlpDecodeError` (also for too deep nesting).
+
+    Protobuf refuses a ``string`` field that is not valid UTF-8 (a JavaScript string sliced mid-emoji leaves a lone
+    surrogate, which protobufjs writes as ``ED A0 BD``), which would refuse every span of the request. With
+    ``repairs``, such a message is parsed again as its twin with ``bytes`` in place of ``string`` fields (the wire
+    format is the same), the invalid sequences of those fields are replaced by U+FFFD (counted in
+    ``repairs.strings``), and the repaired message is parsed for real. Only a failed parse takes that path.
+    """
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
     except (DecodeError, ValueError, TypeError, RecursionError) as exc:
-        raise OtlpDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from exc
+        repaired = _repair_protobuf(body, repairs) if repairs is not None else None
+        if repaired is None:
+            raise OtlpDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from exc
+        return repaired
     return request
+
+
+class _BytesTwin:
+    """``ExportTraceServiceRequest`` with every ``string`` field declared ``bytes`` (built once, on first use)."""
+
+    _lock = threading.Lock()
+    _built: "tuple[Any, frozenset[str]] | None" = None
+
+    @classmethod
+    def get(cls) -> "tuple[Any, frozenset[str]]":
+        """(the twin message class, full names of its fields that are ``string`` in OTLP)."""
+        with cls._lock:
+            if cls._built is None:
+                cls._built = cls._build()
+            return cls._built
+
+    @staticmethod
+    def _build() -> "tuple[Any, frozenset[str]]":
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+        pool = descriptor_pool.DescriptorPool()
+        strings: set[str] = set()
+        added: set[str] = set()
+
+        def retype(msg: Any, scope: str) -> None:
+            name = f"{scope}.{msg.name}"
+            if msg.options.map_entry:
+                return  # a map key cannot be bytes (OTLP traces have no maps)
+            for f in msg.field:
+                if f.type == descriptor_pb2.FieldDescriptorProto.TYPE_STRING:
+                    f.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+                    strings.add(f"{name}.{f.name}")
+            for nested in msg.nested_type:
+                retype(nested, name)
+
+        def add(file: Any) -> None:
+            if file.name in added:
+                return
+            for dep in file.dependencies:
+                add(dep)
+            proto = descriptor_pb2.FileDescriptorProto()
+            file.CopyToProto(proto)
+            for msg in proto.message_type:
+                retype(msg, proto.package)
+            pool.Add(proto)
+            added.add(file.name)
+
+        add(ExportTraceServiceRequest.DESCRIPTOR.file)
+        twin = pool.FindMessageTypeByName(ExportTraceServiceRequest.DESCRIPTOR.full_name)
+        return message_factory.GetMessageClass(twin), frozenset(strings)
+
+
+def _repair_protobuf(body: bytes | bytearray, repairs: Repairs) -> ExportTraceServiceRequest | None:
+    """The request with its invalid UTF-8 strings repaired, or None when that was not why it failed to parse."""
+    twin_class, strings = _BytesTwin.get()
+    twin = twin_class()
+    try:
+        twin.ParseFromString(body)
+        count = _repair_fields(twin, strings)
+    except (DecodeError, ValueError, TypeError, RecursionError):
+        return None
+    if not count:
+        return None
+    fixed = twin.SerializeToString()
+    del twin
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(fixed)
+    except (DecodeError, ValueError, TypeError, RecursionError):
+        return None
+    repairs.strings += count
+    return request
+
+
+#: messages checked whole by protobuf's (C) parser before being walked field by field in Python: a valid span or
+#: resource (nearly all of them) costs one serialize + parse, not a Python visit of each attribute
+_CHECKED: dict[str, Any] = {m.DESCRIPTOR.full_name: m for m in (trace_pb2.Span, resource_pb2.Resource)}
+
+
+def _valid_utf8(raw: bytes) -> bool:
+    if raw.isascii():
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _parses(real: Any, twin: Any) -> bool:
+    """Whether the twin message ``twin`` parses as the real OTLP message class ``real`` (all strings valid)."""
+    try:
+        real.FromString(twin.SerializeToString())
+    except (DecodeError, ValueError, TypeError, RecursionError):
+        return False
+    return True
+
+
+def _repair_fields(msg: Any, strings: frozenset[str]) -> int:
+    """Replace the invalid UTF-8 of the twin's string fields by U+FFFD, in place; the number of fields changed.
+
+    Recursion is bounded by protobuf's own nesting limit (the message was parsed).
+    """
+    count = 0
+    for fd, value in msg.ListFields():
+        if fd.type == fd.TYPE_MESSAGE:
+            real = _CHECKED.get(fd.message_type.full_name)
+            for sub in value if fd.is_repeated else (value,):
+                if real is None or not _parses(real, sub):
+                    count += _repair_fields(sub, strings)
+        elif fd.full_name in strings:
+            if fd.is_repeated:
+                for i, raw in enumerate(value):
+                    if not _valid_utf8(raw):
+                        value[i] = raw.decode("utf-8", "replace").encode("utf-8")
+                        count += 1
+            elif not _valid_utf8(value):
+                setattr(msg, fd.name, value.decode("utf-8", "replace").encode("utf-8"))
+                count += 1
+    return count
 
 
 def _hex_to_b64(value: Any) -> Any:
@@ -314,33 +467,95 @@ def _list(doc: Any, *keys: str) -> list[Any]:
     return []
 
 
-def decode_json(body: bytes | bytearray | str) -> ExportTraceServiceRequest:
+_PARSE_ERRORS = (json_format.ParseError, ValueError, TypeError, AttributeError, KeyError, RecursionError)
+#: a UTF-16 surrogate code point: in a str from ``json.loads``, always a lone one (pairs are combined)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def decode_json(body: bytes | bytearray | str, repairs: Repairs | None = None) -> ExportTraceServiceRequest:
     """Parse an OTLP/JSON ``ExportTraceServiceRequest`` (hex ids); raises :class:`OtlpDecodeError`.
 
     Any malformed document is an :class:`OtlpDecodeError`, including nesting too deep for the
     parsers (``RecursionError`` from ``json`` or ``json_format``) and wrong value types anywhere.
+
+    With ``repairs``, strings that are not valid Unicode (a lone surrogate escape such as ``"\\ud83d"``, which
+    ``JSON.stringify`` writes for a string sliced mid-emoji, or bytes of a UTF-8 body that are not UTF-8) get
+    U+FFFD in place of the bad parts, counted in ``repairs.strings``, instead of refusing the whole request.
     """
+    raw_invalid = False
     try:
-        doc = json.loads(body)
+        try:
+            doc = json.loads(body)
+        except UnicodeDecodeError:
+            # bytes that are not UTF-8 (encoded surrogates already decode, as lone surrogates): with repairs, each
+            # bad byte becomes a lone surrogate (surrogateescape), replaced below like the escaped ones
+            if repairs is None or isinstance(body, str) or json.detect_encoding(body) != "utf-8":
+                raise
+            doc = json.loads(bytes(body).decode("utf-8", "surrogateescape"))
+            raw_invalid = True
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise OtlpDecodeError(f"not JSON: {str(exc)[:300]}") from exc
     if not isinstance(doc, dict):
         raise OtlpDecodeError("OTLP/JSON body must be an object")
+    count = _repair_json(doc) if raw_invalid else 0
     _fix_ids(doc)
     request = ExportTraceServiceRequest()
     try:
         json_format.ParseDict(doc, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
-        raise OtlpDecodeError(f"not an OTLP/JSON ExportTraceServiceRequest: {str(exc)[:300]}") from exc
+    except _PARSE_ERRORS as exc:
+        # a lone surrogate fails the parse: repair the document's strings and parse again (only then)
+        extra = _repair_json(doc) if repairs is not None and not raw_invalid else 0
+        if not extra:
+            raise OtlpDecodeError(f"not an OTLP/JSON ExportTraceServiceRequest: {str(exc)[:300]}") from exc
+        count += extra
+        request = ExportTraceServiceRequest()
+        try:
+            json_format.ParseDict(doc, request, ignore_unknown_fields=True)
+        except _PARSE_ERRORS as again:
+            raise OtlpDecodeError(f"not an OTLP/JSON ExportTraceServiceRequest: {str(again)[:300]}") from again
+    if repairs is not None:
+        repairs.strings += count
     return request
 
 
-def decode(body: bytes, encoding: str) -> ExportTraceServiceRequest:
-    """Decode by encoding name: ``otlp_proto`` / ``protobuf`` or ``otlp_json`` / ``json``."""
+def _repair_json(doc: Any) -> int:
+    """Replace lone surrogates in every string (keys too) of a JSON document by U+FFFD, in place; strings changed.
+
+    Iterative: the document may be as deep as ``json`` allows.
+    """
+    count = 0
+    stack: list[Any] = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in list(node):
+                value = node[key]
+                if isinstance(value, str):
+                    if _SURROGATE.search(value):
+                        node[key] = _SURROGATE.sub("\ufffd", value)
+                        count += 1
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+                if _SURROGATE.search(key):
+                    node[_SURROGATE.sub("\ufffd", key)] = node.pop(key)
+                    count += 1
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                if isinstance(value, str):
+                    if _SURROGATE.search(value):
+                        node[i] = _SURROGATE.sub("\ufffd", value)
+                        count += 1
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+    return count
+
+
+def decode(body: bytes, encoding: str, repairs: Repairs | None = None) -> ExportTraceServiceRequest:
+    """Decode by encoding name: ``otlp_proto`` / ``protobuf`` or ``otlp_json`` / ``json`` (``repairs``: lenient)."""
     if encoding in ("otlp_proto", "protobuf", "proto"):
-        return decode_protobuf(body)
+        return decode_protobuf(body, repairs)
     if encoding in ("otlp_json", "json"):
-        return decode_json(body)
+        return decode_json(body, repairs)
     raise OtlpDecodeError(f"unknown OTLP encoding {encoding!r}")
 
 
@@ -398,6 +613,7 @@ class OtlpMetrics:
     requests: Any
     spans: Any
     rejected: Any
+    repaired: Any
 
     def reject(self, source: str, reason: str, amount: int = 1) -> None:
         """Count ``amount`` rejected spans with a bounded reason."""
@@ -448,6 +664,12 @@ def _register(reg: Any, Counter: Any) -> OtlpMetrics:
             "claimwatch_collector_otlp_rejected_spans_total",
             "OTLP spans rejected, by reason",
             ["source", "reason"],
+            registry=reg,
+        ),
+        repaired=Counter(
+            "claimwatch_collector_otlp_repaired_strings_total",
+            "OTLP strings accepted with invalid UTF-8 (e.g. a lone surrogate) replaced by U+FFFD",
+            ["source"],
             registry=reg,
         ),
     )

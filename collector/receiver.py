@@ -13,12 +13,17 @@ worker threads. :mod:`collector.http_conn` adds the connection limits aiohttp la
 OTLP/HTTP behaviour (https://opentelemetry.io/docs/specs/otlp/#otlphttp):
 
 - ``POST /v1/traces`` with ``Content-Type: application/x-protobuf`` or ``application/json`` (OTLP/JSON, hex ids);
-  ``Content-Encoding: gzip`` accepted; the body with ``Content-Length`` or chunked (the OTel JS SDK streams it).
+  ``Content-Encoding: gzip`` accepted (every member of a multi-member body); the body with ``Content-Length`` or
+  chunked (the OTel JS SDK streams it).
+- Strings with invalid UTF-8 (a lone surrogate from a JS string sliced mid-emoji) get U+FFFD for the bad sequences
+  instead of refusing the batch; counted in ``otlp_repaired_strings_total`` and logged at most once a minute.
 - 200 with an ``ExportTraceServiceResponse`` in the request's encoding; ``partial_success.rejected_spans`` counts
   spans refused (invalid ids, past ``max_spans_per_request``), with the reasons in ``error_message``.
-- 400 with a ``google.rpc.Status`` when the body does not decode; 401 without a valid bearer token (when tokens
-  are configured); 404 for other paths; 405 for other methods; 413 when the body (as sent, or gunzipped, or a
-  chunked body as it streams in) exceeds ``max_body_bytes``; 415 for other content types or encodings.
+- 400 with a ``google.rpc.Status`` when the body does not decode (also: bytes after the gzip data that are not
+  another gzip member; malformed HTTP framing, counted and logged without the request's bytes); 401 without a
+  valid bearer token (when tokens are configured); 404 for other paths; 405 for other methods; 413 when the body
+  (as sent, or gunzipped, or a chunked body as it streams in) exceeds ``max_body_bytes``; 415 for other content
+  types or encodings.
 - Backpressure instead of silent loss: when the Kafka sink's queue is full the answer is **503** with
   ``Retry-After``; when the assembler already buffers ``max_buffered_traces`` traces it is **429** with
   ``Retry-After``. Both are OTLP-retryable, so the exporter backs off and re-sends.
@@ -39,9 +44,10 @@ Hostile load (docs/reliability.md, "OTLP receiver under hostile load"):
 
 Metrics (collector registry): ``claimwatch_collector_otlp_requests_total{source="http"|"grpc",code}`` (a refused
 request is counted by its code: 401 unauthenticated, 429 buffer_full, 503 sink_full / busy / too many connections,
-400 decode_error, 408 timeout, 413 too_large, 415 unsupported media type, 431 headers too large; gRPC by status
-name), ``claimwatch_collector_otlp_spans_total{source,outcome}`` and
-``claimwatch_collector_otlp_rejected_spans_total{source,reason}``, plus every ``claimwatch_collector_*`` metric of the
+400 decode_error / bad_http, 405 other methods, 408 timeout, 413 too_large, 415 unsupported media type, 431
+headers too large; gRPC by status name), ``claimwatch_collector_otlp_spans_total{source,outcome}``,
+``claimwatch_collector_otlp_rejected_spans_total{source,reason}`` and
+``claimwatch_collector_otlp_repaired_strings_total{source}``, plus every ``claimwatch_collector_*`` metric of the
 shared pipeline.
 """
 
@@ -67,6 +73,7 @@ from collector.background import BackgroundLoop
 from collector.config import CollectorSettings
 from collector.http_conn import LimitedServer
 from collector.pipeline import OtlpIngest
+from collector.ratelog import RateLimitedLog
 from collector.sink import ProducerFactory
 from contract.logs import get_logger
 
@@ -142,6 +149,11 @@ DECODE_COST = {PROTOBUF: 6, JSON: 10}
 #: reserves min(sent x ratio, max_body_bytes) x (1 + DECODE_COST), then the reservation is set to the real size
 GZIP_RATIO = {PROTOBUF: 10, JSON: 20}
 _CHUNK = 1024 * 1024
+#: gzip input given to the inflater per call: at the end of a member, zlib copies the rest of that input, so the
+#: slice bounds the copy (a body of many tiny members costs linear, not quadratic, time)
+_GZIP_FEED = 16 * 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
 
 _STATUS_CODES = {
     400: code_pb2.INVALID_ARGUMENT,
@@ -198,6 +210,7 @@ class OtlpReceiver(OtlpIngest):
         self.max_connections, self.linger_s = s.max_connections, s.linger_s
         self.open_connections = 0
         self._canned = {code: self._raw_status(code) for code in (408, 431, 503)}
+        self._ratelog = RateLimitedLog(clock=clock)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._web: LimitedServer | None = None
         self._listener: asyncio.AbstractServer | None = None
@@ -351,6 +364,22 @@ class OtlpReceiver(OtlpIngest):
         self.count_request(code, source)
         log.info("receiver_refused", code=code, reason=reason, source=source)
 
+    def malformed(self, error: str) -> web.StreamResponse:
+        """Count, and log at most once a minute, a request whose HTTP framing aiohttp could not parse; its 400.
+
+        ``error`` is the parser's exception type only: its message quotes the raw request bytes (span text).
+        """
+        self.count_request(400)
+        self._ratelog.warn("bad_http", "receiver_bad_http", reason="bad_http", error=error, source=SOURCE)
+        return self._status_response(Reject(400, "bad_http", f"malformed HTTP request ({error})", close=True), False)
+
+    def repaired(self, strings: int, source: str = SOURCE) -> None:
+        """Count, and log at most once a minute, the strings whose invalid UTF-8 decoding replaced by U+FFFD."""
+        if strings <= 0:
+            return
+        self.otlp_metrics.repaired.labels(source=source).inc(strings)
+        self._ratelog.warn(f"invalid_utf8_{source}", "receiver_invalid_utf8_repaired", strings=strings, source=source)
+
     def canned(self, code: int) -> bytes:
         """A complete raw HTTP answer (408 / 431 / 503 + Retry-After) written by the connection layer."""
         return self._canned[code]
@@ -374,6 +403,7 @@ class OtlpReceiver(OtlpIngest):
         ctype = (req.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         as_json = ctype == JSON
         if req.method != "POST":
+            self.count_request(405)
             return web.Response(status=405, text="use POST", headers={"Allow": "POST"})
         ticket: Ticket | None = None
         try:
@@ -470,24 +500,34 @@ class OtlpReceiver(OtlpIngest):
     def _decode_accept(self, body: bytearray, gzipped: bool, ticket: Ticket, ctype: str) -> Any:
         """On a worker thread: gunzip, decode, feed the pipeline; raises :class:`Reject`."""
         data: bytes | bytearray = self._gunzip(body, ticket, DECODE_COST[ctype]) if gzipped else body
+        repairs = otlp.Repairs()  # lenient: invalid UTF-8 in one string must not refuse the whole batch
         try:
-            request = otlp.decode_json(data) if ctype == JSON else otlp.decode_protobuf(data)
+            request = otlp.decode_json(data, repairs) if ctype == JSON else otlp.decode_protobuf(data, repairs)
         except otlp.OtlpDecodeError as exc:
             raise Reject(400, "decode_error", str(exc)[:500]) from exc
         del data, body
+        self.repaired(repairs.strings)
         return self.accept(request, SOURCE)
 
     def _gunzip(self, body: bytes | bytearray, ticket: Ticket, factor: int) -> bytearray:
-        """Decompress chunk by chunk; past the admitted estimate the budget must grow (503 when it cannot).
+        """Decompress every gzip member (RFC 1952 allows several, one after another) chunk by chunk.
 
-        Once inflated, the reservation is set to the real need (sent + inflated x (1 + factor)).
+        The decompressed-size limit and the budget apply to all members together; past the admitted estimate the
+        budget must grow (503 when it cannot). Bytes after the last member that are not a gzip member are refused
+        (400), as is a truncated stream. Once inflated, the reservation is set to the real need
+        (sent + inflated x (1 + factor)).
         """
         limit = self.settings.max_body_bytes
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        view = memoryview(body)
+        pos = 0  # the body bytes before pos were given to an inflater
+        inflater = zlib.decompressobj(_GZIP_WBITS)
         out = bytearray()
-        data: bytes | bytearray = body
+        data: bytes | memoryview = b""
         try:
             while True:
+                if not data and pos < len(view):
+                    data = view[pos : pos + _GZIP_FEED]
+                    pos += len(data)
                 chunk = inflater.decompress(data, _CHUNK)
                 if chunk:
                     if len(out) + len(chunk) > limit:
@@ -496,8 +536,20 @@ class OtlpReceiver(OtlpIngest):
                     if need > ticket.cost and not self.budget.grow(ticket, need - ticket.cost):
                         raise Reject(503, "busy", "claimwatch receiver is busy; retry later", retry=True)
                     out += chunk
+                if inflater.eof:  # end of a member: another one follows, or the body ends
+                    data = inflater.unused_data
+                    if not data and pos >= len(view):
+                        break
+                    following = bytes(data[:2]) + bytes(view[pos : pos + max(0, 2 - len(data))])
+                    if following != _GZIP_MAGIC:
+                        trailing = len(data) + len(view) - pos
+                        raise Reject(
+                            400, "decode_error", f"invalid gzip body: {trailing} bytes after the gzip data are not gzip"
+                        )
+                    inflater = zlib.decompressobj(_GZIP_WBITS)
+                    continue
                 data = inflater.unconsumed_tail
-                if not data or not chunk:
+                if not chunk and not data and pos >= len(view):
                     break
             if not inflater.eof:
                 raise Reject(400, "decode_error", "invalid gzip body: truncated stream")

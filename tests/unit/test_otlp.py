@@ -316,3 +316,77 @@ def test_collector_config_feeds_the_bridge():
     assert pipeline["receivers"] == ["otlp"] and "batch" in pipeline["processors"]
     assert pipeline["exporters"] == ["kafka/claimwatch"]
     assert set(pipeline["processors"]) <= set(cfg["processors"])
+
+
+def _bad_utf8_request() -> bytes:
+    """A protobuf request of 2 spans: span name, attribute key and value of the second hold invalid UTF-8."""
+    req = ExportTraceServiceRequest()
+    ss = req.resource_spans.add().scope_spans.add()
+    for i, name in ((1, "fine"), (2, "NAMEXX")):
+        s = ss.spans.add()
+        s.trace_id, s.span_id, s.name = (i).to_bytes(16, "big"), (1).to_bytes(8, "big"), name
+    kv = ss.spans[1].attributes.add()
+    kv.key, kv.value.string_value = "KEYXX", "VALXX"
+    body = req.SerializeToString()
+    # same lengths, so the wire format stays valid: a lone surrogate (protobufjs), a bad start byte, a cut sequence
+    return body.replace(b"NAMEXX", b"abc\xed\xa0\xbd").replace(b"KEYXX", b"k\xffey!").replace(b"VALXX", b"v\xc3(al")
+
+
+def test_invalid_utf8_protobuf_is_refused_strictly_and_repaired_leniently():
+    """Without Repairs a bad string fails the request; with it, each bad string gets U+FFFD and is counted."""
+    body = _bad_utf8_request()
+    with pytest.raises(otlp.OtlpDecodeError):
+        otlp.decode_protobuf(body)
+    repairs = otlp.Repairs()
+    spans = otlp.spans_from_request(otlp.decode_protobuf(body, repairs)).spans
+    assert repairs.strings == 3
+    assert [s.name for s in spans] == ["fine", "abc\ufffd\ufffd\ufffd"]
+    assert spans[1].attributes == {"k\ufffdey!": "v\ufffd(al"}
+    assert otlp.decode(body, "otlp_proto", otlp.Repairs()) == otlp.decode_protobuf(body, otlp.Repairs())
+
+
+@pytest.mark.parametrize("body", [b"\xff\xff\xff\xff", b"\x0a\x05abc", b"\x2a\x04ab\xff"])
+def test_lenient_protobuf_still_refuses_a_corrupt_wire_format(body):
+    """Repairs fix strings only: truncated or corrupt messages (with or without bad UTF-8) still raise."""
+    repairs = otlp.Repairs()
+    with pytest.raises(otlp.OtlpDecodeError):
+        otlp.decode_protobuf(body, repairs)
+    assert repairs.strings == 0
+
+
+def test_valid_protobuf_reports_no_repairs():
+    """A valid request decodes the same with or without Repairs, and counts none."""
+    body = encode_spans(rag_spans(n_docs=1)).SerializeToString()
+    repairs = otlp.Repairs()
+    assert otlp.decode_protobuf(body, repairs) == otlp.decode_protobuf(body) and repairs.strings == 0
+
+
+def test_otlp_json_lone_surrogates_and_bad_bytes_are_repaired_leniently():
+    """Escaped lone surrogates and raw non-UTF-8 bytes: refused strictly, U+FFFD and counted with Repairs."""
+    span = {"traceId": "%032x" % 1, "spanId": "%016x" % 1, "name": "a\ud83d"}
+    span["attributes"] = [{"key": "k\udc00", "value": {"stringValue": "pair \ud83d\ude00 kept"}}]
+    escaped = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+    with pytest.raises(otlp.OtlpDecodeError):
+        otlp.decode_json(escaped)
+    repairs = otlp.Repairs()
+    (decoded,) = otlp.spans_from_request(otlp.decode_json(escaped, repairs)).spans
+    assert repairs.strings == 2 and decoded.name == "a\ufffd"
+    assert decoded.attributes == {"k\ufffd": "pair \U0001f600 kept"}
+    raw_bytes = escaped.replace(b"a\\ud83d", b"a\xff")
+    with pytest.raises(otlp.OtlpDecodeError):
+        otlp.decode_json(raw_bytes)
+    repairs = otlp.Repairs()
+    (decoded,) = otlp.spans_from_request(otlp.decode_json(raw_bytes, repairs)).spans
+    assert repairs.strings == 2 and decoded.name == "a\ufffd"
+
+
+def test_an_all_zero_parent_id_is_a_root_not_an_invalid_span():
+    """Exporters that write 8 zero bytes for "no parent" send roots: the trace completes into a record."""
+    request = encode_spans(rag_spans())
+    for span in request.resource_spans[0].scope_spans[0].spans:
+        if not span.parent_span_id:
+            span.parent_span_id = bytes(8)
+    decoded = otlp.spans_from_request(otlp.decode_protobuf(request.SerializeToString()))
+    assert decoded.rejected == {} and len(decoded.spans) == 3
+    assert [s.parent for s in decoded.spans if s.name == "rag"] == [None]
+    assert len(build_all(decoded.spans)) == 1
