@@ -41,6 +41,8 @@ _DROP_HINTS = {
     "ttl_evicted": "the trace's root span never arrived within CLAIMWATCH_TRACE_TTL_S",
     "buffer_full": "more open traces than CLAIMWATCH_MAX_BUFFERED_TRACES: the oldest was evicted",
     "too_many_spans": "a trace had more than CLAIMWATCH_MAX_SPANS_PER_TRACE spans",
+    "serialise_error": "a record that cannot be written as UTF-8 JSON (a lone surrogate in its text), or whose "
+    "fields that are never cut (ids, slices) alone exceed CLAIMWATCH_MAX_RECORD_BYTES",
 }
 
 _warned: set[str] = set()
@@ -112,12 +114,17 @@ class TracePipeline:
             on_drop=self._dropped,
         )
 
-    def _dropped(self, reason: str, amount: int = 1) -> None:
+    def _dropped(self, reason: str, amount: int = 1, **fields: Any) -> None:
         """Count a drop and log it (rate-limited per reason) with what to do about it."""
         self.metrics.drop(reason, amount)
         hint = _DROP_HINTS.get(reason)
         self.ratelog.warn(
-            f"dropped_{reason}", "collector_dropped", reason=reason, amount=amount, **({"hint": hint} if hint else {})
+            f"dropped_{reason}",
+            "collector_dropped",
+            reason=reason,
+            amount=amount,
+            **({"hint": hint} if hint else {}),
+            **fields,
         )
 
     def reset(self) -> None:
@@ -239,9 +246,8 @@ class TracePipeline:
             record = enforce_limits(
                 record, max_contexts=s.max_contexts, max_text_chars=s.max_text_chars, max_bytes=s.max_record_bytes
             )
-        except ValueError as exc:  # text that cannot be encoded as UTF-8 JSON (lone surrogates)
-            m.drop("serialise_error")
-            log.warning("collector_record_unserialisable", error=type(exc).__name__)
+        except ValueError as exc:  # lone surrogates, or uncut fields alone over the limit (RecordTooLargeError)
+            self._dropped("serialise_error", error=type(exc).__name__, detail=str(exc)[:200])
             return False
         if record.truncation is not None:
             m.truncated.inc()

@@ -20,14 +20,21 @@ Presidio entities, offline) that runs over all the strings of a record first, sh
 
 from __future__ import annotations
 
+import bisect
 import re
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from collector.config import CollectorSettings
 from contract.errors import ConfigError
 from contract.record import RagTrace
 
-EMAIL_RE = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
+#: an e-mail address is a run of :data:`EMAIL_LOCAL_CHARS` followed by this (``@`` and the domain). The two are
+#: matched apart so the work is linear: one regex ``[local]+@domain`` restarts at every character of a long run
+#: that holds no ``@`` (a base64 or hex blob, a JWT) and is quadratic in it (60,000 characters: a 4 s stall with
+#: the GIL held). Each ``@`` here is tried once, and the local part is found by walking back from it (each
+#: character at most once). The addresses found are exactly the ones the single regex would find.
+EMAIL_DOMAIN_RE = re.compile(r"@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
+EMAIL_LOCAL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-")
 CARD_RE = re.compile(r"(?<!\d)(?:\d[ \-]?){12,18}\d(?!\d)")
 
 CUSTOM_MASK = "[REDACTED]"
@@ -50,6 +57,24 @@ NOT_PHONE_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
 LENIENCIES = ("possible", "valid", "strict_grouping", "exact_grouping")
 
 
+def email_spans(text: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of every e-mail address in ``text``, in order, without overlaps; linear time.
+
+    Leftmost-first like ``re.finditer`` over ``[local]+@domain``: the local part is the run of local-part
+    characters before the ``@``, back to the end of the previous address at most.
+    """
+    spans: list[tuple[int, int]] = []
+    floor = 0
+    for match in EMAIL_DOMAIN_RE.finditer(text):
+        at = start = match.start()
+        while start > floor and text[start - 1] in EMAIL_LOCAL_CHARS:
+            start -= 1
+        if start < at:  # an empty local part is no address (the domain is not searched again: it holds no "@")
+            spans.append((start, match.end()))
+            floor = match.end()
+    return spans
+
+
 def luhn_ok(digits: str) -> bool:
     """Luhn checksum of a digit string."""
     total = 0
@@ -61,6 +86,53 @@ def luhn_ok(digits: str) -> bool:
                 d -= 9
         total += d
     return total % 10 == 0
+
+
+def _replace(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
+    """``text`` with each ``(start, end, new)`` span (in order, not overlapping) replaced: one join, linear."""
+    if not spans:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for start, end, new in spans:
+        parts += (text[pos:start], new)
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+class _Spans:
+    """Disjoint ``[start, end)`` spans kept sorted: overlap queries and inserts by binary search."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    @classmethod
+    def union(cls, spans: Iterable[tuple[int, int]]) -> "_Spans":
+        """The union of possibly overlapping spans, merged into disjoint ones."""
+        out = cls()
+        for start, end in sorted(spans):
+            if out.ends and start < out.ends[-1]:
+                out.ends[-1] = max(out.ends[-1], end)
+            else:
+                out.starts.append(start)
+                out.ends.append(end)
+        return out
+
+    def overlaps(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` shares a position with a span."""
+        i = bisect.bisect_left(self.ends, start + 1)  # the first span ending after ``start``
+        return i < len(self.starts) and self.starts[i] < end
+
+    def add(self, start: int, end: int) -> None:
+        """Insert a span that overlaps none."""
+        i = bisect.bisect_left(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.starts, self.ends)
 
 
 class Masker:
@@ -166,7 +238,7 @@ class Redactor:
         if not value:
             return value
         if self.emails:
-            value = EMAIL_RE.sub(lambda x: m.mask("EMAIL", x.group(0).lower()), value)
+            value = _replace(value, [(a, b, m.mask("EMAIL", value[a:b].lower())) for a, b in email_spans(value)])
         if self.cards:
             value = CARD_RE.sub(lambda x: self._card(x, m), value)
         if self.phones:
@@ -185,20 +257,19 @@ class Redactor:
         return match.group(0)
 
     def _phones(self, value: str, m: Masker) -> str:
-        """Every phone number libphonenumber finds (any configured region), replaced right to left."""
+        """Every phone number libphonenumber finds (any configured region) that overlaps no fact shape or earlier
+        find, masked in text order. Overlap checks are binary searches (not a scan of every fact per match)."""
         pn = self._phonenumbers
-        spans: dict[tuple[int, int], str] = {}
-        facts = [m.span() for _, shape in NOT_PHONE_SHAPES for m in shape.finditer(value)]
+        facts = _Spans.union(s.span() for _, shape in NOT_PHONE_SHAPES for s in shape.finditer(value))
+        found = _Spans()
+        e164: dict[tuple[int, int], str] = {}
         for region in self.phone_regions:
             for match in pn.PhoneNumberMatcher(value, region, leniency=self._leniency):
-                if any(a < match.end and match.start < b for a, b in facts):
+                if facts.overlaps(match.start, match.end) or found.overlaps(match.start, match.end):
                     continue
-                if not any(a < match.end and match.start < b for a, b in spans):
-                    spans[(match.start, match.end)] = pn.format_number(match.number, pn.PhoneNumberFormat.E164)
-        masks = {span: m.mask("PHONE", e164) for span, e164 in sorted(spans.items())}  # numbered in text order
-        for (start, end), mask in sorted(masks.items(), reverse=True):
-            value = value[:start] + mask + value[end:]
-        return value
+                found.add(match.start, match.end)
+                e164[(match.start, match.end)] = pn.format_number(match.number, pn.PhoneNumberFormat.E164)
+        return _replace(value, [(a, b, m.mask("PHONE", e164[(a, b)])) for a, b in found])  # numbered in text order
 
     def record(self, record: RagTrace) -> RagTrace:
         """A redacted copy of ``record`` (the input is not changed); one placeholder per value across its fields."""
