@@ -283,12 +283,18 @@ class OtlpBridge(OtlpIngest):
         return len(records)
 
     def _handle(self, value: bytes | None) -> tuple[int, ...]:
+        repairs = otlp.Repairs()  # lenient: one string of invalid UTF-8 must not lose the message's other spans
         try:
-            request = otlp.decode(value or b"", self.settings.encoding)
+            request = otlp.decode(value or b"", self.settings.encoding, repairs)
         except otlp.OtlpDecodeError as exc:
             self.otlp_metrics.requests.labels(source=SOURCE, code="decode_error").inc()
             log.warning("bridge_undecodable_message", error=str(exc)[:200])
             return ()
+        if repairs.strings:
+            self.otlp_metrics.repaired.labels(source=SOURCE).inc(repairs.strings)
+            self.pipeline.ratelog.warn(
+                "invalid_utf8_kafka", "bridge_invalid_utf8_repaired", strings=repairs.strings, source=SOURCE
+            )
         decoded = otlp.spans_from_request(request, max_spans=self.settings.max_spans_per_message)
         for reason, count in decoded.rejected.items():
             self.otlp_metrics.reject(SOURCE, reason, count)

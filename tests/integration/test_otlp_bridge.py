@@ -342,3 +342,17 @@ def test_a_record_lost_to_a_retriable_produce_error_is_read_and_produced_again(k
     assert registry.get_sample_value("claimwatch_collector_dropped_total", {"reason": "produce_error"}) == 1
     assert any(e["event"] == "bridge_rewound_after_produce_failure" for e in logs)
     assert committed(kafka_bootstrap, bs.group_id, topic_name, 1) == {0: len(messages)}
+
+
+def test_a_message_with_invalid_utf8_in_one_span_keeps_its_other_traces():
+    """A lone surrogate in one span (a JS string cut mid-emoji) is repaired and counted; the message's traces go on."""
+    from tests.unit.test_receiver_hostile import rag_request, with_bad_utf8_span
+
+    sink, registry = ListSink(), CollectorRegistry()
+    bridge = OtlpBridge(BridgeSettings(), CollectorSettings(late_span_wait_s=0.0), sink=sink, registry=registry)
+    trace_ids = bridge._handle(with_bad_utf8_span(rag_request(1, traces=2)))
+    assert len(trace_ids) == 3  # the two RAG traces and the repaired span's own
+    bridge.pipeline.pop_complete(flush=True)
+    assert len(sink.records) == 2
+    assert registry.get_sample_value("claimwatch_collector_otlp_repaired_strings_total", {"source": "kafka"}) == 1
+    assert registry.get_sample_value("claimwatch_collector_otlp_requests_total", {"source": "kafka", "code": "ok"}) == 1
