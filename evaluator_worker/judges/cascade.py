@@ -177,15 +177,16 @@ class CascadeJudge(JudgeBase):
         self._charge(second.usage)
         usage = usage + second.usage
         usage.model = second.usage.model or usage.model
-        second_by_id = {v.claim_id: v for v in second.verdicts}
+        # an ERROR of the second judge (truncated output, a missing id) decides nothing: the first verdict stands
+        second_by_id = {v.claim_id: v for v in second.verdicts if v.verdict != Verdict.ERROR}
         for c in uncertain:
-            if c.id in second_by_id and second_by_id[c.id].verdict != Verdict.ERROR:
+            if c.id in second_by_id:
                 final[c.id] = second_by_id[c.id]
         self._count("second", sum(1 for c in uncertain if c.id in second_by_id))
         self._count("first_fallback", sum(1 for c in uncertain if c.id not in second_by_id))
         self._count("first", len(claims) - len(uncertain))
         for c in sampled:
             s = second_by_id.get(c.id)
-            if s is not None and s.verdict != Verdict.ERROR:
+            if s is not None:
                 self._agreement(s.verdict == final[c.id].verdict)
         return Verification([final[c.id] for c in claims if c.id in final], usage)

@@ -28,6 +28,16 @@ log = get_logger("evaluator_worker.judges.llm")
 UNLOCATED_EVIDENCE_PENALTY = 0.5
 UNLOCATED_NOTE = "[evidence not found verbatim in the context]"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,64}$")
+#: confidences from this up to 100 are read as percentages; between 1 and this, as 1 (a slip past the scale's top)
+PERCENT_FROM = 2.0
+#: a quoted "evidence" that identifies no passage (a letter, punctuation, a function word) is found in any context
+#: and would vouch for a verdict at full confidence: such a quote counts as not located. It must hold at least
+#: this many word characters outside :data:`FUNCTION_WORDS`.
+MIN_QUOTE_WORD_CHARS = 4
+FUNCTION_WORDS = frozenset(
+    "a an and are as at be been but by for from had has have he her his in into is it its of on or she that the "
+    "their them then there these they this those to was we were which who will with would you".split()
+)
 
 
 # --------------------------------------------------------------------------- wire models (tool input)
@@ -67,9 +77,13 @@ class _WireVerdict(BaseModel):
     @field_validator("confidence", mode="before")
     @classmethod
     def _percent(cls, v: Any) -> Any:
-        # some outputs give 0-100; accept them, anything else fails validation
-        if isinstance(v, (int, float)) and 1.0 < v <= 100.0:
-            return v / 100.0
+        # some outputs give 0-100 (85 is 0.85); a value just past 1 (1.5) is a slip at the top of the 0-1 scale,
+        # not 1.5% (which would turn a confident verdict into a near-zero one); anything else fails validation
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if 1.0 < v < PERCENT_FROM:
+                return 1.0
+            if PERCENT_FROM <= v <= 100.0:
+                return v / 100.0
         return v
 
 
@@ -96,10 +110,17 @@ def _normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
+def identifies_a_passage(quote: str) -> bool:
+    """Whether ``quote`` says enough to point at a passage (see :data:`MIN_QUOTE_WORD_CHARS`)."""
+    words = [w for w in re.findall(r"\w+", quote.lower()) if w not in FUNCTION_WORDS]
+    return sum(map(len, words)) >= MIN_QUOTE_WORD_CHARS
+
+
 def locate_evidence(evidence: str, contexts: Sequence[str], preferred: int | None) -> int | None:
-    """Index of the context holding ``evidence`` (exact, then whitespace/quote/case-normalised); None if absent."""
+    """Index of the context holding ``evidence`` (exact, then whitespace/quote/case-normalised); None if absent
+    or if the quote identifies no passage (a letter, punctuation, function words)."""
     ev = prompts.unescape_data(evidence).strip().strip('"').strip()
-    if not ev:
+    if not ev or not identifies_a_passage(ev):
         return None
     order = list(range(len(contexts)))
     if preferred is not None and 0 <= preferred < len(contexts):
@@ -170,17 +191,37 @@ class ToolWire:
         return out
 
     def parse_extract(self, raw: dict[str, Any] | None) -> _ExtractOutput:
-        """The extraction tool's input, validated (raises ``Malformed``); shared with the batch audit."""
+        """The extraction tool's input, validated (raises ``Malformed``); shared with the batch audit.
+
+        Items are validated one by one, as verdicts are: an invalid one (a number, a ``sentence`` that is not an
+        index) is dropped and logged, and only when none validates is the output malformed. A tool input without
+        ``claims`` (``{}``, a renamed key) is malformed unless the model abstained: read as "no claims" it would
+        score a substantive answer as an abstention.
+        """
         if raw is None:
             raise Malformed("no tool_use block")
-        data = dict(raw)
-        data["claims"] = _maybe_json(data.get("claims", []))
-        if isinstance(data["claims"], list):  # accept bare strings as claims
-            data["claims"] = [{"text": c} if isinstance(c, str) else c for c in data["claims"]]
-        try:
-            return _ExtractOutput.model_validate(data)
-        except ValidationError as exc:
-            raise Malformed(str(exc)) from exc
+        abstained = _maybe_json(raw.get("abstained", False))
+        if not isinstance(abstained, bool):
+            raise Malformed(f"abstained is {type(abstained).__name__}, not a boolean")
+        items = _maybe_json(raw.get("claims"))
+        if items is None:
+            if abstained:
+                return _ExtractOutput(claims=[], abstained=True)
+            raise Malformed(f"no claims in the tool input (keys: {sorted(map(str, raw))[:8]})")
+        if not isinstance(items, list):
+            raise Malformed(f"claims is {type(items).__name__}, not a list")
+        claims, bad = [], 0
+        for item in items:
+            item = _maybe_json(item)
+            try:
+                claims.append(_ExtractedClaim.model_validate({"text": item} if isinstance(item, str) else item))
+            except ValidationError:
+                bad += 1
+        if items and not claims:
+            raise Malformed(f"none of {len(items)} claims validated")
+        if bad:
+            log.warning("judge_invalid_claim_items", invalid=bad, of=len(items))
+        return _ExtractOutput(claims=claims, abstained=abstained)
 
     def single_request(self, answer: str, contexts: Sequence[str], question: str | None) -> ChatRequest:
         """The single-call request: ``answer``'s claims and their verdicts against ``contexts`` in one tool call."""
@@ -196,7 +237,11 @@ class ToolWire:
         """The single-call tool's claims (dicts with ``text``; bare strings kept) and whether the model abstained."""
         if raw is None:
             raise Malformed("no tool_use block")
-        items = _maybe_json(raw.get("claims", []))
+        items = _maybe_json(raw.get("claims"))
+        if items is None:  # as in parse_extract: a missing list is no abstention unless the model said so
+            if raw.get("abstained") is True:
+                return True, []
+            raise Malformed(f"no claims in the tool input (keys: {sorted(map(str, raw))[:8]})")
         if not isinstance(items, list):
             raise Malformed(f"claims is {type(items).__name__}, not a list")
         out = []
@@ -275,7 +320,7 @@ class ToolWire:
         out, bad = [], 0
         for item in items:
             try:
-                out.append(_WireVerdict.model_validate(item))
+                out.append(_WireVerdict.model_validate(_maybe_json(item)))
             except ValidationError:
                 bad += 1  # an invalid item counts as a missing id (repaired later)
         if items and not out:

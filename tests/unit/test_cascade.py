@@ -147,3 +147,13 @@ def test_always_escalate_routes_a_verdict_kind_whatever_its_confidence():
     out = j.verify(CLAIMS, ["ctx"])
     assert second.seen == ["sure"]
     assert [v.verdict for v in out.verdicts] == [Verdict.CONTRADICTED, Verdict.UNSUPPORTED]
+
+
+def test_a_second_judge_error_verdict_is_a_fallback_not_a_decision():
+    """A claim the second judge returns as ERROR keeps the first verdict and is counted first_fallback."""
+    first = Scripted("h", {"sure": (Verdict.SUPPORTED, 0.95), "unsure": (Verdict.UNSUPPORTED, 0.3)})
+    second = Scripted("c", {"unsure": (Verdict.ERROR, 0.0)})
+    j = CascadeJudge(first, second, CascadeSettings(escalate_below=0.8, agreement_sample=0.0))
+    out = j.verify(CLAIMS, ["ctx"])
+    assert [v.verdict for v in out.verdicts] == [Verdict.SUPPORTED, Verdict.UNSUPPORTED]
+    assert j.stats["first_fallback"] == 1 and j.stats.get("second", 0) == 0
