@@ -85,6 +85,17 @@ class RagTrace(BaseModel):
     convention: str | None = None
     truncation: Truncation | None = None
 
+    @field_validator("trace_id")
+    @classmethod
+    def _trace_id_identifies(cls, value: str) -> str:
+        """A blank id would make every such record a "duplicate" of the first (skipped, never judged), and a ``/``
+        would make ``trace a/b`` and ``trace a, call b`` one :attr:`record_key`."""
+        if not value.strip():
+            raise ValueError("trace_id is blank")
+        if "/" in value:
+            raise ValueError("trace_id contains '/' (it separates the trace from the call in record keys)")
+        return value
+
     @field_validator("contexts", mode="before")
     @classmethod
     def _contexts_from_strings(cls, value: Any) -> Any:

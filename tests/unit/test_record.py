@@ -32,6 +32,9 @@ def test_round_trip_through_json_bytes():
         (b"[1,2]", "not_object"),
         (b'{"schema_version": 99, "trace_id": "x"}', "schema_version"),
         (b'{"answer": "no trace id"}', "invalid"),
+        (b'{"trace_id": "", "answer": "a"}', "invalid"),
+        (b'{"trace_id": " \\n ", "answer": "a"}', "invalid"),
+        (b'{"trace_id": "a/b", "answer": "a"}', "invalid"),
     ],
 )
 def test_bad_bytes_raise_decode_error_with_reason(payload, reason):
@@ -67,3 +70,12 @@ def test_enforce_limits_never_raises_and_always_fits(answer, contexts):
     assert len(out.contexts) <= 8
     assert len(out.to_json_bytes()) <= 20_000
     json.loads(out.to_json_bytes())
+
+
+def test_distinct_records_never_share_a_record_key():
+    """Only a trace id that identifies decodes: no blank one (all "duplicates"), no '/' (ambiguous with a call)."""
+    assert _trace(trace_id="a", call_id="b").record_key == "a/b"
+    with pytest.raises(ValueError):
+        _trace(trace_id="a/b")
+    with pytest.raises(ValueError):
+        _trace(trace_id="   ")
