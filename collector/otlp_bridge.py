@@ -247,8 +247,10 @@ class OtlpBridge(OtlpIngest):
             except Exception as exc:  # no longer assigned: its next owner reads from the last commit anyway
                 log.info("bridge_rewind_seek_skipped", partition=getattr(tp, "partition", tp), error=str(exc)[:200])
         self.rewinds += 1
-        log.warning(
+        self.pipeline.ratelog.warn(  # an output cluster down for long rewinds at every commit: once a minute
+            "bridge_rewind",
             "bridge_rewound_after_produce_failure",
+            rewinds=self.rewinds,
             lost_records=failures,
             partitions={getattr(tp, "partition", str(tp)): offset for tp, offset in points.items()},
             open_traces_rebuilt=dropped,
