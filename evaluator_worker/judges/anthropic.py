@@ -6,8 +6,10 @@ comes from ``platforms.make_client``): the system prompt as one text block marke
 (tools + system form the cached prefix), the tool forced through ``tool_choice``. It returns the
 ``tool_use`` block as a neutral :class:`~evaluator_worker.judges.transport.ToolCallResult` and maps
 every SDK exception through :mod:`evaluator_worker.judges.http_errors` (``x-should-retry`` and
-``retry-after`` included). The SDK does not retry (``max_retries=0`` by default): ``flow.JudgeCaller``
-is the one retry layer; when it is configured to, its extra attempts show in ``Usage.retries``.
+``retry-after`` included); a 200 whose body is not a Message (a proxy's HTML page, a cut JSON body,
+fields of the wrong type) is a retryable ``JudgeUnavailable`` (``http_errors.bad_response_error``).
+The SDK does not retry (``max_retries=0`` by default): ``flow.JudgeCaller`` is the one retry layer;
+when it is configured to, its extra attempts show in ``Usage.retries``.
 
 :func:`AnthropicJudge` builds the judge (the registry's ``anthropic``); prompts, repair, splits and
 cost accounting are the LLM judge's (``llm.py``).
@@ -19,6 +21,7 @@ import threading
 from typing import Any
 
 import anthropic
+from anthropic.types import Message
 
 from evaluator_worker.errors import ConfigError, JudgeError
 from evaluator_worker.judges import http_errors, prompts
@@ -54,6 +57,8 @@ def map_api_error(exc: Exception, *, model: str | None = None) -> JudgeError:
         return http_errors.timeout_error(exc)
     if isinstance(exc, anthropic.APIConnectionError):
         return http_errors.connection_error(exc)
+    if isinstance(exc, anthropic.APIResponseValidationError):  # strict validation: a 200 that is not a Message
+        return http_errors.bad_response_error(exc.status_code, exc.response.headers, str(exc))
     if not isinstance(exc, anthropic.APIStatusError):
         return http_errors.call_error(exc)
     return status_error(exc.status_code, getattr(exc.response, "headers", None), str(exc)[:300], model=model)
@@ -110,10 +115,11 @@ class AnthropicTransport:
         self.client = client
 
     def complete(self, request: ChatRequest) -> ToolCallResult:
-        """One ``messages.create``; SDK errors mapped to ``JudgeError``s."""
+        """One ``messages.create``; SDK errors, and a 200 whose body is not a Message, mapped to ``JudgeError``s."""
         self._counter.reset()
+        params = messages_params(request)
         try:
-            message = self.client.messages.create(**messages_params(request))
+            raw = self.client.messages.with_raw_response.create(**params)
         except TypeError as exc:
             if "authentication" in str(exc).lower():  # the SDK resolves credentials lazily
                 raise ConfigError(
@@ -122,6 +128,26 @@ class AnthropicTransport:
             raise
         except anthropic.APIError as exc:
             raise map_api_error(exc, model=request.model) from exc
+        # only decoding the body and reading the Message are guarded below: our own bugs elsewhere still raise
+        try:
+            message = raw.parse()
+        except anthropic.APIError as exc:
+            raise map_api_error(exc, model=request.model) from exc
+        except (ValueError, TypeError) as exc:  # JSONDecodeError: a cut or garbled body
+            raise http_errors.bad_response_error(raw.status_code, raw.headers, f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(message, Message):  # the SDK returns a non-JSON body (text/html...) as a str
+            raise http_errors.bad_response_error(
+                raw.status_code, raw.headers, f"got {type(message).__name__} {str(message)[:80]!r}"
+            )
+        try:
+            return self._result(message, request)
+        except (AttributeError, TypeError, ValueError) as exc:  # fields of the wrong type (the SDK does not validate)
+            raise http_errors.bad_response_error(
+                raw.status_code, raw.headers, f"unexpected message shape: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _result(self, message: Message, request: ChatRequest) -> ToolCallResult:
+        """The neutral result of one Messages response."""
         u = getattr(message, "usage", None)
         usage = TokenUsage(
             input_tokens=int(getattr(u, "input_tokens", 0) or 0),

@@ -12,7 +12,9 @@ whatever answered it.
 - ``x-should-retry: true|false`` overrides the status-based decision, as the anthropic SDK's
   own retry loop does: ``false`` makes any error not retryable (a 529 included); ``true``
   makes it retryable (a 400 included) and, for a 401/403/404, not fatal (the server says the
-  failure is transient).
+  failure is transient);
+- a success status whose body is not the API's JSON (a proxy's HTML page, a cut or garbled body, a
+  reply missing its fields) -> ``JudgeUnavailable`` (``bad_response_error``): retried like a 5xx.
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from evaluator_worker.errors import (
     bounded_retry_after,
 )
 
-__all__ = ["retry_after_s", "should_retry", "status_error", "timeout_error", "connection_error", "call_error"]
+__all__ = [
+    "retry_after_s",
+    "should_retry",
+    "status_error",
+    "timeout_error",
+    "connection_error",
+    "call_error",
+    "bad_response_error",
+]
 
 #: response headers: any mapping with ``.get`` (httpx.Headers, a dict), or None
 Headers = Any
@@ -140,3 +150,17 @@ def connection_error(exc: BaseException) -> JudgeError:
 def call_error(exc: BaseException) -> JudgeError:
     """Any other failure of the call itself (retryable: it says nothing about the request)."""
     return JudgeUnavailable(f"judge call failed: {exc}")
+
+
+def bad_response_error(status: int | None, headers: Headers, detail: str) -> JudgeError:
+    """An answer (a 200) whose body is not the API's JSON: a proxy's HTML page, a cut or garbled body, a reply
+    without the fields every answer has. Retryable: it says nothing about the request, and a glitch in between
+    usually passes (the retry policy gives up at its deadline and the answer's claims become ERROR)."""
+    content_type = _header(headers, "content-type")
+    kind = f"content-type {content_type}" if content_type else "no content-type"
+    return JudgeUnavailable(
+        f"the judge API answered {status if status is not None else 'a success'} with a body that is not "
+        f"the expected JSON ({kind}): {detail[:200]}",
+        status_code=status,
+        retry_after=retry_after_s(headers),
+    )

@@ -10,7 +10,9 @@ checks) over :class:`OpenAITransport`, which only changes the wire:
 - ``finish_reason == "length"`` is a cut output; ``usage.prompt_tokens_details.cached_tokens``
   counts as cache reads;
 - HTTP errors map through ``http_errors`` to the same ``JudgeError`` kinds (429 throttles, 5xx
-  retries, ``x-should-retry`` obeyed, 401/403/404 stop the worker naming ``CLAIMWATCH_OPENAI__*``).
+  retries, ``x-should-retry`` obeyed, 401/403/404 stop the worker naming ``CLAIMWATCH_OPENAI__*``);
+- a 200 whose body is not a chat completion (a proxy's HTML page, a cut JSON body, no ``choices``, a
+  choice without its ``message``) is a retryable ``JudgeUnavailable`` (``http_errors.bad_response_error``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def map_openai_error(exc: Exception, *, model: str | None) -> JudgeError:
         return http_errors.timeout_error(exc)
     if isinstance(exc, openai.APIConnectionError):
         return http_errors.connection_error(exc)
+    if isinstance(exc, openai.APIResponseValidationError):  # strict validation: a 200 that is not a completion
+        return http_errors.bad_response_error(exc.status_code, exc.response.headers, str(exc))
     if not isinstance(exc, openai.APIStatusError):
         return http_errors.call_error(exc)
     return http_errors.status_error(
@@ -82,28 +86,57 @@ class OpenAITransport:
         return req
 
     def complete(self, request: ChatRequest) -> ToolCallResult:
-        """One chat completion as a neutral tool call; SDK errors mapped to ``JudgeError``s."""
+        """One chat completion as a neutral tool call; SDK errors, and a 200 that is not a completion, mapped to
+        ``JudgeError``s."""
         import openai
+        from openai.types.chat import ChatCompletion
 
+        params = self.params(request)
         try:
-            completion = self.client.chat.completions.create(**self.params(request))
+            raw = self.client.chat.completions.with_raw_response.create(**params)
         except openai.APIError as exc:
             raise map_openai_error(exc, model=request.model) from exc
-        choice = completion.choices[0] if completion.choices else None
+        # only decoding the body and reading the completion are guarded below: our own bugs elsewhere still raise
+        try:
+            completion = raw.parse()
+        except openai.APIError as exc:
+            raise map_openai_error(exc, model=request.model) from exc
+        except (ValueError, TypeError) as exc:  # JSONDecodeError: a cut or garbled body
+            raise http_errors.bad_response_error(raw.status_code, raw.headers, f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(completion, ChatCompletion):  # the SDK returns a non-JSON body (text/html...) as a str
+            raise http_errors.bad_response_error(
+                raw.status_code, raw.headers, f"got {type(completion).__name__} {str(completion)[:80]!r}"
+            )
+        try:
+            return self._result(completion, request)
+        except _NotACompletion as exc:
+            raise http_errors.bad_response_error(raw.status_code, raw.headers, str(exc)) from exc
+        except (AttributeError, TypeError, ValueError) as exc:  # fields of the wrong type (the SDK does not validate)
+            raise http_errors.bad_response_error(
+                raw.status_code, raw.headers, f"unexpected completion shape: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _result(self, completion: Any, request: ChatRequest) -> ToolCallResult:
+        """The neutral result of one chat completion (:class:`_NotACompletion` when it holds no answer at all)."""
+        if not completion.choices:
+            raise _NotACompletion("a completion without choices")
+        choice = completion.choices[0]
+        message = choice.message
+        if message is None:
+            raise _NotACompletion("a choice without its message")
         name: str | None = None
         raw: Any = None
-        if choice is not None:
-            for call in choice.message.tool_calls or []:
-                fn = getattr(call, "function", None)
-                if fn is not None and fn.name == request.tool_choice:
-                    name, raw = fn.name, fn.arguments
-                    break
-            if name is None and choice.message.content and self.output == "json_schema":
-                name, raw = request.tool_choice, choice.message.content
+        for call in message.tool_calls or []:
+            fn = getattr(call, "function", None)
+            if fn is not None and fn.name == request.tool_choice:
+                name, raw = fn.name, fn.arguments
+                break
+        if name is None and message.content and self.output == "json_schema":
+            name, raw = request.tool_choice, message.content
         u = completion.usage
         prompt = int(getattr(u, "prompt_tokens", 0) or 0)
         cached = int(getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0)
-        cut = choice is not None and choice.finish_reason == "length"
+        cut = choice.finish_reason == "length"
         return ToolCallResult(
             tool_name=name,
             input=tool_arguments(name, raw, request.tool_choice),
@@ -114,6 +147,10 @@ class OpenAITransport:
                 cache_read_tokens=cached,
             ),
         )
+
+
+class _NotACompletion(Exception):
+    """A 200 chat completion that holds no answer (no choices, a choice without its message)."""
 
 
 def OpenAIJudge(settings: OpenAISettings | None = None, client: Any = None) -> LLMJudge:

@@ -9,8 +9,9 @@ Use it with the real client::
 
 Scripting, in order of precedence per request:
 
-1. the action queue: ``srv.fail(529, times=3)``, ``srv.delay(2.0)``, ``srv.enqueue(body_or_callable)``
-   (each queued action serves exactly one request);
+1. the action queue: ``srv.fail(529, times=3)``, ``srv.delay(2.0)``, ``srv.enqueue(body_or_callable)``,
+   ``srv.raw(b"<html>...", content_type="text/html")`` (bytes sent as they are, on any path: a proxy's
+   page, a cut body) (each queued action serves exactly one request);
 2. the responder: ``responder(request_json) -> response body dict`` (default ``oracle_responder``),
    optionally wrapped (``drop_claims(...)``, ``truncate_if(...)``).
 
@@ -285,6 +286,15 @@ class Reply:
 
 
 @dataclass
+class Raw:
+    """Answer one request with these bytes as they are (no JSON encoding, no usage, no chat translation)."""
+
+    data: bytes
+    content_type: str = "application/json"
+    status: int = 200
+
+
+@dataclass
 class Recorded:
     """One request as the server saw it."""
 
@@ -444,7 +454,7 @@ class MessagesServer:
         self.max_concurrent = 0
         self.cache_min_tokens = cache_min_tokens
         self.recorded: list[Recorded] = []
-        self._actions: deque[Fail | Delay | Reply] = deque()
+        self._actions: deque[Fail | Delay | Reply | Raw] = deque()
         #: a time-based outage (``fail_for``): every request before ``_fail_until`` gets ``_fail_window``
         self._fail_until = 0.0
         self._fail_window: Fail | None = None
@@ -531,6 +541,9 @@ class MessagesServer:
                         {},
                         {"type": "error", "error": {"type": "api_error", "message": repr(exc)}},
                     )
+                if isinstance(body, Raw):
+                    self._raw_reply(body.status, body.content_type, body.data)
+                    return
                 data = json.dumps(body).encode()
                 try:
                     self.send_response(status)
@@ -726,6 +739,14 @@ class MessagesServer:
         with self._lock:
             self._actions.extend(Reply(b) for b in bodies)
 
+    def raw(
+        self, data: bytes | str, *, content_type: str = "application/json", status: int = 200, times: int = 1
+    ) -> None:
+        """Answer the next ``times`` requests with ``data`` exactly (a truncated JSON, an HTML page...)."""
+        body = data.encode() if isinstance(data, str) else data
+        with self._lock:
+            self._actions.extend(Raw(body, content_type, status) for _ in range(times))
+
     @property
     def requests(self) -> list[dict]:
         """Bodies of the Messages requests received so far (any platform; the model filled in from the path)."""
@@ -733,7 +754,7 @@ class MessagesServer:
 
     # ------------------------------------------------------------------ handling
 
-    def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], dict]:
+    def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], dict | Raw]:
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -760,6 +781,9 @@ class MessagesServer:
         try:
             if self.latency is not None and not isinstance(action, Fail):  # error replies come back fast
                 self._stop.wait(self.latency() if callable(self.latency) else self.latency)
+            if isinstance(action, Raw) and _platform_model(rec.path) is not None:
+                rec.status = action.status
+                return action.status, {}, action
             status, hdrs, out = self._answer(rec, path, body, action)
             return (status, hdrs, messages_to_chat(out, body, rec.chat_format)) if chat else (status, hdrs, out)
         finally:
