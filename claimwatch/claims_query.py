@@ -19,6 +19,11 @@ the judge's alert threshold: what the gate counts); ``--at-risk`` keeps only the
 (records from before the answer risk have none and are left out by it).
 
 ``--json`` prints one object per claim; ``--follow`` keeps reading new results.
+
+Records that are no result record (not JSON, nested too deeply, a list for ``slices``, a string
+``confidence`` ...: :func:`claimwatch.gate.counts.result_problem`) and duplicates are left out by the
+readers here, counted and logged at most once a minute (:class:`claimwatch.gate.counts.ResultSkips`);
+the command prints how many on stderr.
 """
 
 from __future__ import annotations
@@ -29,16 +34,17 @@ import os
 import re
 import sys
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from kafka import KafkaConsumer, TopicPartition
 
+from claimwatch.gate.counts import ResultSkips, result_problem
 from contract.errors import ConfigError
 from contract.record import record_key
 from evaluator_worker.config import WorkerSettings
-from evaluator_worker.results import DedupeWindow
 
 #: verdicts shown unless --verdict says otherwise, in "worst" order
 FLAGGED = ("CONTRADICTED", "UNSUPPORTED")
@@ -70,7 +76,7 @@ class FlaggedClaim:
     def rank(self) -> tuple[int, float]:
         verdict = self.claim.get("verdict", "")
         order = FLAGGED.index(verdict) if verdict in FLAGGED else len(FLAGGED)
-        return order, -float(self.claim.get("confidence") or 0.0)
+        return order, -confidence(self.claim)
 
     def to_json(self, trace_url_template: str | None = None) -> dict[str, Any]:
         out = {
@@ -88,10 +94,8 @@ class FlaggedClaim:
 
     def to_text(self, trace_url_template: str | None = None) -> str:
         c = self.claim
-        where = "/".join(self.slices.get(k, "?") for k in ("release", "route"))
-        lines = [
-            f"[{c.get('verdict')} {float(c.get('confidence') or 0):.2f}] [{where}] {c.get('text') or '(claim text not kept)'}"
-        ]
+        where = "/".join(str(self.slices.get(k) or "?") for k in ("release", "route"))
+        lines = [f"[{c.get('verdict')} {confidence(c):.2f}] [{where}] {c.get('text') or '(claim text not kept)'}"]
         if c.get("evidence"):
             chunk = (
                 " ".join(x for x in (c.get("context_source"), c.get("context_id")) if x)
@@ -108,6 +112,12 @@ class FlaggedClaim:
         url = trace_url(trace_url_template, self.trace_id)
         lines.append(f"    trace {self.trace_id}" + (f"  {url}" if url else ""))
         return "\n".join(lines)
+
+
+def confidence(claim: dict[str, Any]) -> float:
+    """A claim's confidence; 0.0 when it has none (or, in a record no reader checked, not a number)."""
+    value = claim.get("confidence")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def trace_url(template: str | None, trace_id: str, span_id: str | None = None) -> str | None:
@@ -149,8 +159,12 @@ def read_results(
     max_records: int,
     follow: bool = False,
     poll_ms: int = 500,
+    skips: ResultSkips | None = None,
 ) -> Iterator[tuple[dict[str, Any], int]]:
-    """Decoded result records (and their timestamps) from every partition of ``topic``."""
+    """Decoded result records (and their timestamps) from every partition of ``topic``, each record once.
+
+    Records that are no result record and duplicates are counted in ``skips``; without ``skips``, what was
+    left out is printed on stderr when the read ends."""
     parts = consumer.partitions_for_topic(topic)
     if not parts:
         raise ConfigError(f"topic {topic!r} has no partitions (no results yet, or the wrong --topic / bootstrap)")
@@ -172,24 +186,52 @@ def read_results(
         consumer.seek_to_beginning(*tps)
     # read until the topic has been quiet for a moment: some Kafka-protocol brokers report end offsets
     # per record batch, so "position >= end offset" is not a reliable stop everywhere
-    first = FirstPerRecord()
+    own = skips is None
+    skips = ResultSkips() if skips is None else skips
+    first = FirstPerRecord(skips=skips)
     seen, quiet = 0, 0
-    while seen < max_records and (follow or quiet < IDLE_POLLS):
-        batch = consumer.poll(timeout_ms=poll_ms)
-        if not batch:
-            quiet += 1
-            continue
-        quiet = 0
-        for msgs in batch.values():
-            for m in msgs:
-                seen += 1
-                try:
-                    value = json.loads(m.value) if m.value else None
-                except ValueError:
-                    value = None
-                ts = int(m.timestamp or 0)
-                if isinstance(value, dict) and ts >= at and first(value):
-                    yield value, ts
+    try:
+        while seen < max_records and (follow or quiet < IDLE_POLLS):
+            batch = consumer.poll(timeout_ms=poll_ms)
+            if not batch:
+                quiet += 1
+                continue
+            quiet = 0
+            for msgs in batch.values():
+                for m in msgs:
+                    seen += 1
+                    ts = int(m.timestamp or 0)
+                    if ts < at:
+                        continue
+                    where = f"{topic}[{m.partition}]@{m.offset}"
+                    value, problem = decode_result(m.value)
+                    if problem is not None:
+                        skips.malformed_record(problem, where)
+                    elif first(value, where):
+                        yield value, ts
+    finally:
+        if own:
+            report_skips(skips, f"results topic {topic}")
+
+
+def decode_result(raw: bytes | str | None) -> tuple[Any, str | None]:
+    """One result record from its JSON, and None; or None and why it is no result record."""
+    if not raw:
+        return None, "empty record"
+    try:
+        value = json.loads(raw)
+    except RecursionError:  # absurdly deep nesting: a RecursionError, not a ValueError
+        return None, "not JSON (nested too deeply)"
+    except ValueError:  # UnicodeDecodeError included
+        return None, "not JSON"
+    problem = result_problem(value)
+    return (None, problem) if problem else (value, None)
+
+
+def report_skips(skips: ResultSkips, source: str) -> None:
+    """What a reader left out, on stderr (nothing when nothing was)."""
+    for line in skips.lines():
+        print(f"claimwatch: {source}: {line}", file=sys.stderr)
 
 
 class FirstPerRecord:
@@ -200,36 +242,58 @@ class FirstPerRecord:
     worker's dedupe window may hold a second judgement. Readers count each record once.
     """
 
-    def __init__(self, window: int = 1_000_000) -> None:
-        self._seen = DedupeWindow(window)
+    def __init__(self, window: int = 1_000_000, skips: ResultSkips | None = None) -> None:
+        self.window = window
+        #: record key -> a hash of its slices, the last ``window`` keys
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self.skips = skips
         self.duplicates = 0
 
-    def __call__(self, result: dict[str, Any]) -> bool:
+    def __call__(self, result: dict[str, Any], where: str = "") -> bool:
         trace_id = result.get("trace_id")
         if not trace_id:
             return True
         key = record_key(str(trace_id), result.get("call_id"))
+        slices = hash(json.dumps(result.get("slices"), sort_keys=True, default=str))
         if key in self._seen:
             self.duplicates += 1
+            if self.skips is not None:
+                self.skips.duplicate(key, where, conflicting=self._seen[key] != slices)
             return False
-        self._seen.add(key)
+        self._seen[key] = slices
+        if len(self._seen) > self.window:
+            self._seen.popitem(last=False)
         return True
 
 
-def read_results_file(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Result records from a JSONL file (``claimwatch score`` output, or the results topic dumped one per line)."""
-    first = FirstPerRecord()
+def read_results_file(path: str | Path, skips: ResultSkips | None = None) -> Iterator[dict[str, Any]]:
+    """Result records from a JSONL file (``claimwatch score`` output, or the results topic dumped one per line),
+    each record once.
+
+    Lines that are no result record and duplicates are counted in ``skips`` (without ``skips``, printed on stderr
+    at the end); a file of which no line is a result record is a ``ConfigError``."""
+    own = skips is None
+    skips = ResultSkips() if skips is None else skips
+    first = FirstPerRecord(skips=skips)
     p = Path(path)
-    with p.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                raise ConfigError(f"{p}:{lineno}: not a JSON result record") from None
-            if isinstance(value, dict) and first(value):
-                yield value
+    before, kept, empty = skips.skipped, 0, False
+    try:
+        with p.open("rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                value, problem = decode_result(raw)
+                if problem is not None:
+                    skips.malformed_record(problem, f"{p}:{lineno}")
+                elif first(value, f"{p}:{lineno}"):
+                    kept += 1
+                    yield value
+        empty = not kept and skips.skipped > before
+    finally:
+        if own and not empty:
+            report_skips(skips, f"results file {p}")
+    if empty:
+        raise ConfigError(f"{p}: no line is a JSON result record ({'; '.join(skips.lines())})")
 
 
 def open_results(bootstrap: str | None = None, topic: str | None = None) -> tuple[KafkaConsumer, str]:
@@ -249,6 +313,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     since_s = None if args.from_offset is not None else parse_since(args.since)
     consumer, topic = open_results(args.bootstrap, args.topic)
     out: list[FlaggedClaim] = []
+    skips = ResultSkips()
     try:
         for result, ts in read_results(
             consumer,
@@ -257,6 +322,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
             from_offset=args.from_offset,
             max_records=args.max_records,
             follow=args.follow,
+            skips=skips,
         ):
             if not matches(result, filters) or (args.at_risk and result.get("at_risk") is not True):
                 continue
@@ -270,6 +336,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
         pass
     finally:
         consumer.close()
+        report_skips(skips, f"results topic {topic}")
     if args.follow:
         return 0
     out.sort(key=lambda f: f.rank)

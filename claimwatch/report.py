@@ -9,7 +9,11 @@ flagged claims over time, and the worst claims with their evidence highlighted i
 the chunk. Like ``claimwatch gate``, it names the judge behind the counts (the records' ``judge``)
 when it is not fit for a rollback decision and holds such a rollback unless ``--trust-judge``
 (:mod:`claimwatch.gate.judge_fitness`). The page needs no network: charts are Vega-Lite specifications rendered to
-inline SVG by ``vl-convert`` (the ``report`` extra), no JavaScript, no CDN.
+inline SVG by ``vl-convert`` (the ``report`` extra), no JavaScript, no CDN. Every text that comes from
+the records or the flags (slice names and values, release and judge names, claims, evidence, reasons,
+trace ids) is HTML-escaped, and a trace link is made only for an ``http(s)`` URL. Records that are no
+result record (:func:`claimwatch.gate.counts.result_problem`) and duplicates are left out, counted, and
+said on the page and on the command's output.
 
 Why Vega-Lite to SVG: a grammar made for statistical charts (intervals are one
 ``errorbar`` layer); measured on the demo's data the page is ~60 KB and renders in
@@ -25,11 +29,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+from urllib.parse import quote, urlsplit
 
-from claimwatch.claims_query import FLAGGED, FlaggedClaim, flagged_claims, trace_url
+from claimwatch.claims_query import FLAGGED, FlaggedClaim, confidence, flagged_claims, trace_url
 from claimwatch.gate import DEFAULT_MIN_ANSWERS, Counts, GateConfig, GateDecision, ReleaseCounts, TestConfig, decide
 from claimwatch.gate.correction import correct
-from claimwatch.gate.counts import latest_per_trace, record_verdicts
+from claimwatch.gate.counts import ResultSkips, latest_per_trace, record_verdicts, valid_results
 from claimwatch.gate.judge_fitness import check_decision
 from claimwatch.stats.proportions import wilson_interval
 from contract.errors import ConfigError
@@ -64,6 +69,8 @@ class ReleaseReport:
     corrected: tuple[str, ...] = ()
     #: without one: the judges behind the counts that are not fit for a rollback (``claimwatch.gate.judge_fitness``)
     judge_lines: tuple[str, ...] = ()
+    #: the records left out (malformed, duplicates), in words (:meth:`claimwatch.gate.counts.ResultSkips.lines`)
+    left_out: tuple[str, ...] = ()
 
 
 def build_report(
@@ -76,17 +83,21 @@ def build_report(
     gate: GateConfig | None = None,
     profile: str | None = None,
     trust_judge: bool = False,
+    skips: ResultSkips | None = None,
 ) -> ReleaseReport:
     """Counts per release and slice, the gate's decision, verdicts over time, the worst claims; with a judge
     ``profile``, the shares corrected for its measured error rates (and a rollback they cannot support held);
     without one, the records' ``judge`` checked as ``claimwatch gate`` checks it (a rollback on the counts of a
-    judge not fit for one held unless ``trust_judge``)."""
+    judge not fit for one held unless ``trust_judge``). Records without a result record's shape and duplicates
+    are left out, counted in ``skips`` (with what the reader left out before) and listed in ``left_out``."""
+    skips = skips if skips is not None else ResultSkips()
     releases = {baseline: ReleaseCounts(), candidate: ReleaseCounts()}
     by_slice: dict[tuple[str, str], Counts] = defaultdict(Counts)
     answers: dict[str, int] = defaultdict(int)
     stamped: list[tuple[float, str, str]] = []
     worst: list[FlaggedClaim] = []
-    for r in latest_per_trace(results):  # the results topic is at-least-once: the worker counted each once
+    # the results topic is at-least-once (the worker counted each record once), and anyone can write to it
+    for r in latest_per_trace(valid_results(results, skips), skips):
         slices = r.get("slices") or {}
         release = slices.get(label)
         if release not in releases:
@@ -124,6 +135,7 @@ def build_report(
         dict(answers),
         corrected=corrected,
         judge_lines=judge_lines,
+        left_out=tuple(skips.lines()),
     )
 
 
@@ -253,7 +265,7 @@ def _pct(x: float) -> str:
 
 def highlight(chunk: str, evidence: str | None) -> str:
     """The chunk, HTML-escaped, with the evidence span marked (when it occurs verbatim)."""
-    if not evidence or evidence not in chunk:
+    if not evidence or not isinstance(evidence, str) or evidence not in chunk:
         return html.escape(chunk)
     at = chunk.index(evidence)
     return (
@@ -265,32 +277,40 @@ def highlight(chunk: str, evidence: str | None) -> str:
     )
 
 
+def _text(value: Any) -> str:
+    """Any value from a record or a flag as HTML text (quotes escaped too: safe inside an attribute)."""
+    return html.escape(str(value), quote=True)
+
+
+def _link(trace_url_template: str | None, trace_id: str) -> str | None:
+    """The trace's URL (the id URL-quoted) when it is an http(s) URL; None otherwise (no ``javascript:`` link)."""
+    url = trace_url(trace_url_template, quote(trace_id, safe=""))
+    return url if url and urlsplit(url).scheme.lower() in ("http", "https") else None
+
+
 def _claim_html(f: FlaggedClaim, trace_url_template: str | None) -> str:
     c = f.claim
     verdict = str(c.get("verdict", ""))
-    where = " · ".join(f"{k}={html.escape(v)}" for k, v in sorted(f.slices.items()))
-    url = trace_url(trace_url_template, f.trace_id)
-    trace = (
-        f'<a href="{html.escape(url, quote=True)}">trace {html.escape(f.trace_id)}</a>'
-        if url
-        else f"trace {html.escape(f.trace_id)}"
-    )
+    where = " · ".join(f"{_text(k)}={_text(v)}" for k, v in sorted(f.slices.items(), key=lambda kv: str(kv[0])))
+    url = _link(trace_url_template, f.trace_id)
+    trace = f'<a href="{_text(url)}">trace {_text(f.trace_id)}</a>' if url else f"trace {_text(f.trace_id)}"
     chunk = c.get("context_excerpt") or c.get("evidence") or ""
     source = " ".join(str(x) for x in (c.get("context_source"), c.get("context_id")) if x)
+    css = "".join(ch for ch in verdict.lower() if ch.isalnum() or ch in "-_")
     risk = (
         ""
         if f.answer_risk is None
         else f" · answer risk {f.answer_risk:.2f}" + (" <b>at risk</b>" if f.at_risk else " (below the threshold)")
     )
     parts = [
-        f'<div class="claim {verdict.lower()}"><div><b>{html.escape(verdict)}</b> '
-        f"{float(c.get('confidence') or 0):.2f} — {html.escape(str(c.get('text') or '(claim text not kept)'))}</div>",
+        f'<div class="claim {css}"><div><b>{_text(verdict)}</b> '
+        f"{confidence(c):.2f} — {_text(c.get('text') or '(claim text not kept)')}</div>",
         f'<div class="meta">{where} · {trace}{risk}</div>',
     ]
     if c.get("reason"):
-        parts.append(f'<div class="meta">why: {html.escape(str(c["reason"]))}</div>')
+        parts.append(f'<div class="meta">why: {_text(c["reason"])}</div>')
     if chunk:
-        label = f" ({html.escape(source)})" if source else ""
+        label = f" ({_text(source)})" if source else ""
         parts.append(
             f'<div class="chunk"><span class="muted">evidence{label}:</span> '
             f"{highlight(str(chunk), c.get('evidence'))}</div>"
@@ -301,12 +321,12 @@ def _claim_html(f: FlaggedClaim, trace_url_template: str | None) -> str:
 def render_html(report: ReleaseReport, *, trace_url_template: str | None = None) -> str:
     """The whole page: decision, counts table, charts (inline SVG), worst claims."""
     d = report.decision
-    reasons = "".join(f"<li>{html.escape(r)}</li>" for r in d.reasons)
+    reasons = "".join(f"<li>{_text(r)}</li>" for r in d.reasons)
     rows = []
     for name, rc in ((report.baseline, d.baseline), (report.candidate, d.candidate)):
         counts = rc.claims
         rows.append(
-            f'<tr><td class="l">{html.escape(name)}</td><td>{rc.answers}</td><td>{_pct(rc.flagged_share)}</td>'
+            f'<tr><td class="l">{_text(name)}</td><td>{rc.answers}</td><td>{_pct(rc.flagged_share)}</td>'
             f"<td>{counts.judged}</td>"
             f"<td>{_pct(counts.rate('contradicted'))}</td><td>{_pct(counts.rate('unsupported'))}</td>"
             f"<td>{counts.error}</td></tr>"
@@ -334,8 +354,9 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
         if report.corrected
         else ""
     )
-    judge = "".join(f'<p class="judge" id="judge">{html.escape(line)}</p>' for line in report.judge_lines[:1])
-    judge += "".join(f'<p class="judge">{html.escape(line)}</p>' for line in report.judge_lines[1:])
+    judge = "".join(f'<p class="judge" id="judge">{_text(line)}</p>' for line in report.judge_lines[:1])
+    judge += "".join(f'<p class="judge">{_text(line)}</p>' for line in report.judge_lines[1:])
+    judge += "".join(f'<p class="judge left-out">{_text(line)}</p>' for line in report.left_out)
     charts = [rates_spec(report, v) for v in RATES]
     if report.over_time:
         charts.append(over_time_spec(report))
@@ -344,19 +365,19 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(report.generated_at))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>claimwatch release report: {html.escape(report.candidate)} vs {html.escape(report.baseline)}</title>
+<title>claimwatch release report: {_text(report.candidate)} vs {_text(report.baseline)}</title>
 <style>{_CSS}</style></head><body>
-<h1>Release report: {html.escape(report.candidate)} vs {html.escape(report.baseline)}</h1>
-<div class="muted">claimwatch · {when} · {report.label} label · gate: {t.method} test, alpha {t.alpha:g}, tolerance
-{t.max_increase * 100:g} pts of flagged answers, at least {d.config.min_answers} evaluated answers per release</div>
-<div class="decision {d.action}" id="decision"><b>{d.action.upper()}</b><ul>{reasons}</ul></div>
+<h1>Release report: {_text(report.candidate)} vs {_text(report.baseline)}</h1>
+<div class="muted">claimwatch · {when} · {_text(report.label)} label · gate: {_text(t.method)} test, alpha {t.alpha:g},
+tolerance {t.max_increase * 100:g} pts of flagged answers, at least {d.config.min_answers} evaluated answers per release</div>
+<div class="decision {_text(d.action)}" id="decision"><b>{_text(d.action.upper())}</b><ul>{reasons}</ul></div>
 {judge}<h2>Answers and claims per release</h2>
-<table><tr><th class="l">{html.escape(report.label)}</th><th>evaluated answers</th><th>flagged answers ({flag_rule})</th>
+<table><tr><th class="l">{_text(report.label)}</th><th>evaluated answers</th><th>flagged answers ({flag_rule})</th>
 <th>judged claims</th><th>contradicted</th><th>unsupported</th><th>errors</th></tr>{"".join(rows)}</table>
-<table><tr><th class="l">decided on</th><th>candidate − baseline</th><th>bounds ({t.method})</th>
+<table><tr><th class="l">decided on</th><th>candidate − baseline</th><th>bounds ({_text(t.method)})</th>
 <th>smallest rise detectable (power {t.power:g})</th></tr>{comparisons}</table>
-{corrected}<h2>Rates per {html.escape(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
-<h2>Worst claims of {html.escape(report.candidate)}</h2>{worst}
+{corrected}<h2>Rates per {_text(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
+<h2>Worst claims of {_text(report.candidate)}</h2>{worst}
 </body></html>
 """
 
@@ -368,8 +389,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from claimwatch.claims_query import open_results, parse_since, read_results, read_results_file
 
     results: list[dict[str, Any]]
+    skips = ResultSkips()  # what the reader and the report leave out, said on the page and here
     if args.results:  # a results file (claimwatch score output, the demo's --results-out)
-        results = list(read_results_file(args.results))
+        results = list(read_results_file(args.results, skips))
     else:
         since_s = parse_since(args.since) if args.since else None
         consumer, topic = open_results(args.bootstrap, args.topic)
@@ -377,7 +399,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             results = [
                 value
                 for value, _ in read_results(
-                    consumer, topic, since_s=since_s, from_offset=None, max_records=args.max_records
+                    consumer, topic, since_s=since_s, from_offset=None, max_records=args.max_records, skips=skips
                 )
             ]
         finally:
@@ -393,10 +415,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         ),
         profile=args.profile,
         trust_judge=args.trust_judge,
+        skips=skips,
     )
     Path(args.out).write_text(render_html(report, trace_url_template=args.trace_url_template), encoding="utf-8")
     print(f"claimwatch report: {report.decision.action.upper()} -> {args.out}")
-    for line in report.judge_lines:
+    for line in (*report.judge_lines, *report.left_out):
         print(f"  {line}")
     return report.decision.exit_code
 

@@ -15,14 +15,26 @@ The statistical unit is the answer (see :mod:`claimwatch.stats.answer_share`):
 - ``judges``: the names of the judges whose verdicts these are (``claimwatch_judge_info`` of the workers
   that counted the release, a result record's ``judge``): not a count, left out of equality; the gate
   says whether they are fit for a rollback decision (:mod:`claimwatch.gate.judge_fitness`).
+
+Result records are read from a topic or a file anyone can write to: :func:`result_problem` says what is wrong
+with one that does not have a result record's shape (a list for ``slices``, a string ``confidence``, a
+non-numeric ``counts`` value ...), and every reader (``claims``, ``report``, ``gate --results``, the functions
+here) leaves such a record out, counted in :class:`ResultSkips` and logged at most once a minute per reason,
+never counted as an answer and never a traceback. Duplicates (one record key read twice) are counted there too.
 """
 
 from __future__ import annotations
 
+import math
+import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from contract.logs import get_logger
 from contract.record import record_key
+
+log = get_logger("claimwatch.results")
 
 VERDICTS = ("supported", "unsupported", "contradicted", "error")
 
@@ -130,21 +142,198 @@ def record_verdicts(record: Mapping[str, Any]) -> Counts:
     return Counts(**tally)
 
 
-def latest_per_trace(results: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+# -- the shape of a result record, and what readers leave out -------------------------------------------------
+
+#: a ``counts`` value above this is no claim count of one answer
+MAX_RECORD_COUNT = 1_000_000
+#: seconds between two log lines of one kind of skip (each skip is counted)
+SKIP_LOG_EVERY_S = 60.0
+_CLAIM_TEXT = ("id", "text", "verdict", "evidence", "reason", "context_excerpt", "context_source", "context_id")
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _claim_problem(claim: Any) -> str | None:
+    if not isinstance(claim, Mapping):
+        return "a claim is not an object"
+    for name in _CLAIM_TEXT:
+        if claim.get(name) is not None and not isinstance(claim[name], str):
+            return f"a claim's {name!r} is not a string"
+    if claim.get("confidence") is not None and not _finite(claim["confidence"]):
+        return "a claim's 'confidence' is not a number"
+    index = claim.get("context_index")
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+        return "a claim's 'context_index' is not an integer"
+    return None
+
+
+def result_problem(record: Any) -> str | None:
+    """What makes ``record`` no result record the readers can count and show (None: nothing).
+
+    Checked are the fields the gate, ``report`` and ``claims`` read, with the types the worker writes
+    (``docs/results.md``); a field may be missing or null, other fields are not looked at."""
+    if not isinstance(record, Mapping):
+        return "not a JSON object"
+    trace_id = record.get("trace_id")
+    if not isinstance(trace_id, str) or not trace_id.strip():
+        return "no 'trace_id' string"
+    for name in ("call_id", "outcome", "judge"):
+        if record.get(name) is not None and not isinstance(record[name], str):
+            return f"{name!r} is not a string"
+    slices = record.get("slices")
+    if slices is not None:
+        if not isinstance(slices, Mapping):
+            return "'slices' is not an object"
+        if not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in slices.items()):
+            return "a 'slices' value is not a string"
+    for name in ("evaluated_at", "answer_risk"):
+        if record.get(name) is not None and not _finite(record[name]):
+            return f"{name!r} is not a number"
+    if record.get("at_risk") is not None and not isinstance(record["at_risk"], bool):
+        return "'at_risk' is not true or false"
+    counts = record.get("counts")
+    if counts is not None:
+        if not isinstance(counts, Mapping):
+            return "'counts' is not an object"
+        for value in counts.values():
+            if value is not None and not (
+                isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_RECORD_COUNT
+            ):
+                return "a 'counts' value is not a count"
+    claims = record.get("claims")
+    if claims is not None:
+        if not isinstance(claims, list):
+            return "'claims' is not a list"
+        for claim in claims:
+            problem = _claim_problem(claim)
+            if problem:
+                return problem
+    return None
+
+
+def _slices_of(record: Mapping[str, Any]) -> Any:
+    slices = record.get("slices")
+    return sorted(slices.items()) if isinstance(slices, Mapping) else None
+
+
+class ResultSkips:
+    """The result records a reader left out, for the command to report: malformed ones by reason, and
+    duplicates (a record key read again), of which ``conflicting`` had other slices than the record kept.
+
+    Each is counted; a log line (``results_record_skipped``; ``results_duplicate_dropped`` for a duplicate with
+    other slices) is written for the first of each kind and then at most once per :data:`SKIP_LOG_EVERY_S`, with
+    how many since."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.malformed: Counter[str] = Counter()
+        self.duplicates = 0
+        self.conflicting = 0
+        self._clock = clock
+        self._logged_at: dict[str, float] = {}
+        self._since_logged: Counter[str] = Counter()
+
+    @property
+    def skipped(self) -> int:
+        """Malformed records left out."""
+        return sum(self.malformed.values())
+
+    def __bool__(self) -> bool:
+        return bool(self.skipped or self.duplicates)
+
+    def _due(self, kind: str) -> int | None:
+        """None when ``kind`` was logged less than a minute ago, else how many went unlogged before this one."""
+        now = self._clock()
+        last = self._logged_at.get(kind)
+        if last is not None and now - last < SKIP_LOG_EVERY_S:
+            self._since_logged[kind] += 1
+            return None
+        self._logged_at[kind] = now
+        return self._since_logged.pop(kind, 0)
+
+    def malformed_record(self, reason: str, where: str) -> None:
+        """Count (and log, rate-limited) one record left out for ``reason``; ``where`` names it (never its bytes)."""
+        self.malformed[reason] += 1
+        suppressed = self._due("malformed")
+        if suppressed is not None:
+            log.warning(
+                "results_record_skipped", reason=reason, where=where, skipped=self.skipped, suppressed=suppressed
+            )
+
+    def duplicate(self, key: str, where: str, *, conflicting: bool) -> None:
+        """Count one record dropped because its key was read before; log it (rate-limited) when its slices differ
+        from the record kept: a copy re-sent by the at-least-once producer is expected, counted and said only."""
+        self.duplicates += 1
+        if not conflicting:
+            return
+        self.conflicting += 1
+        suppressed = self._due("conflicting")
+        if suppressed is not None:
+            log.warning(
+                "results_duplicate_dropped",
+                key=key[:100],
+                where=where,
+                slices_differ=True,
+                duplicates=self.duplicates,
+                suppressed=suppressed,
+            )
+
+    def lines(self) -> list[str]:
+        """What was left out, in words for the command's output (empty when nothing was)."""
+        out = []
+        if self.malformed:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in self.malformed.most_common())
+            out.append(f"skipped {self.skipped} malformed result record(s) ({reasons})")
+        if self.duplicates:
+            line = f"dropped {self.duplicates} duplicate result record(s) (a record key read again; one kept)"
+            if self.conflicting:
+                line += (
+                    f"; {self.conflicting} of them with other slices than the record kept: records of different"
+                    " answers share these ids (e.g. separately scored files whose lines had no trace_id: give each"
+                    " line a trace_id, or score them again)"
+                )
+            out.append(line)
+        return out
+
+
+def valid_results(
+    results: Iterable[Mapping[str, Any]], skips: ResultSkips | None = None
+) -> Iterator[Mapping[str, Any]]:
+    """The records of ``results`` that have a result record's shape; the others are counted in ``skips``."""
+    skips = skips if skips is not None else ResultSkips()
+    for i, r in enumerate(results, start=1):
+        problem = result_problem(r)
+        if problem is None:
+            yield r
+        else:
+            skips.malformed_record(problem, f"record {i}")
+
+
+def latest_per_trace(results: Iterable[Mapping[str, Any]], skips: ResultSkips | None = None) -> list[Mapping[str, Any]]:
     """One record per evaluated record (trace id, and call id for one of several RAG calls in a trace), the last
-    one (the results topic is at-least-once; the worker counts once)."""
+    one (the results topic is at-least-once; the worker counts once); the others are counted in ``skips``."""
     latest: dict[str, Mapping[str, Any]] = {}
-    for r in results:
-        latest[record_key(str(r.get("trace_id")), r.get("call_id"))] = r
+    for i, r in enumerate(results, start=1):
+        key = record_key(str(r.get("trace_id")), r.get("call_id"))
+        before = latest.get(key)
+        if before is not None and skips is not None:
+            skips.duplicate(key, f"record {i}", conflicting=_slices_of(before) != _slices_of(r))
+        latest[key] = r
     return list(latest.values())
 
 
 def counts_from_results(
-    results: Iterable[Mapping[str, Any]], releases: Iterable[str], label: str = "release"
+    results: Iterable[Mapping[str, Any]],
+    releases: Iterable[str],
+    label: str = "release",
+    skips: ResultSkips | None = None,
 ) -> dict[str, ReleaseCounts]:
-    """:class:`ReleaseCounts` per release from result records (what ``claimwatch report`` decides on)."""
+    """:class:`ReleaseCounts` per release from result records (what ``claimwatch report`` decides on); records
+    without a result record's shape and duplicates are left out, counted in ``skips``."""
+    skips = skips if skips is not None else ResultSkips()
     out = {release: ReleaseCounts() for release in releases}
-    for r in latest_per_trace(results):
+    for r in latest_per_trace(valid_results(results, skips), skips):
         release = (r.get("slices") or {}).get(label)
         if release in out:
             out[release] = out[release].add_result(r)

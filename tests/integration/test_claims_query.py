@@ -82,3 +82,44 @@ def test_claims_since_a_window_with_nothing_lists_nothing(kafka_bootstrap, resul
     """A release with no results gives an empty list, exit 0."""
     assert main(["claims", "--bootstrap", kafka_bootstrap, "--topic", results_topic, "--release", "v9", "--json"]) == 0
     assert capsys.readouterr().out == ""
+
+
+def _result(i: int, release: str, **extra) -> bytes:
+    rec = {
+        "trace_id": f"{release}{i:031x}",
+        "judge": "heuristic",
+        "outcome": "evaluated",
+        "slices": {"release": release, "route": "billing"},
+        "claims": [{"id": "c1", "text": f"claim {i}", "verdict": "UNSUPPORTED", "confidence": 0.5}],
+        "counts": {"SUPPORTED": 0, "UNSUPPORTED": 1, "CONTRADICTED": 0, "ERROR": 0},
+        "evaluated_at": 1_700_000_000 + i,
+    }
+    rec.update(extra)
+    return json.dumps(rec).encode()
+
+
+def test_claims_and_report_skip_foreign_records_on_the_topic(kafka_bootstrap, topic_name, tmp_path, capsys):
+    """Deep, list-sliced, int-claims, word-confidence and string-timestamp records: skipped and counted, no crash."""
+    create_topic(kafka_bootstrap, topic_name, partitions=1)
+    good = [(None, _result(i, release)) for i in range(5) for release in ("a", "b")]
+    hostile = [
+        b"[" * 100_000 + b"]" * 100_000,
+        _result(90, "b", slices=["b"]),
+        _result(91, "b", claims=3),
+        _result(92, "b", claims=[{"verdict": "CONTRADICTED", "confidence": "high"}]),
+        _result(93, "b", evaluated_at="2024-05-01T00:00:00Z"),
+        _result(0, "a"),  # a re-sent copy
+    ]
+    produce(kafka_bootstrap, topic_name, good + [(None, v) for v in hostile])
+    common = ["--bootstrap", kafka_bootstrap, "--topic", topic_name]
+    assert main(["claims", *common, "--from-offset", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "10 of 10 flagged claims" in err
+    assert "skipped 5 malformed result record(s)" in err and "1 not JSON (nested too deeply)" in err
+    assert "dropped 1 duplicate result record(s)" in err
+    out = tmp_path / "report.html"
+    code = main(["report", *common, "--baseline", "a", "--candidate", "b", "--out", str(out), "--min-answers", "3"])
+    printed = capsys.readouterr().out
+    assert code in (0, 2) and "claimwatch report:" in printed  # a decision (not enough answers to roll back)
+    assert "skipped 5 malformed result record(s)" in printed and "dropped 1 duplicate" in printed
+    assert "skipped 5 malformed result record(s)" in out.read_text(encoding="utf-8")
