@@ -3,10 +3,12 @@
 Settings come from ``CLAIMWATCH_*`` environment variables (see
 ``evaluator_worker.config``); flags override the most common ones.
 
-Exit codes: 0 ok; 1 failure (gate: rollback; an unexpected error); 2 usage, input or
-configuration error (gate: hold); 130 interrupted. Every error is one line on stderr
-(``claimwatch: error: ...`` naming the file, line and field, or the setting to fix);
-``--debug`` (or ``CLAIMWATCH_LOG_LEVEL=DEBUG``) shows the traceback instead.
+Exit codes: 0 ok; 1 failure (an unexpected error); 2 usage, input or configuration error; 130
+interrupted. ``gate`` and ``report`` exit with their decision: 0 promote, 1 rollback, 2 hold, and
+**every** error there exits 2 (hold), never 1: a crash must not read as a rollback (nor as a
+promote). Every error is one line on stderr (``claimwatch: error: ...`` naming the file, line and
+field, or the setting to fix); ``--debug`` (or ``CLAIMWATCH_LOG_LEVEL=DEBUG``) shows the traceback
+instead (and ``gate``/``report`` still exit 2).
 """
 
 from __future__ import annotations
@@ -26,6 +28,45 @@ if TYPE_CHECKING:
     from claimwatch.gate import GateConfig
 
 log = get_logger("claimwatch")
+
+#: commands whose exit code is a release decision (0 promote, 1 rollback, 2 hold): an error there holds
+DECISION_COMMANDS = ("gate", "report")
+EXIT_HOLD = 2
+
+
+def _finite_float(text: str) -> float:
+    """argparse type: a finite number (``nan``/``inf`` are not a test parameter)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
+    return value
+
+
+def _duration(text: str, *, positive: bool) -> str:
+    from claimwatch.gate.promql import GateError, duration_seconds
+
+    try:
+        seconds = duration_seconds(text)
+    except GateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if positive and seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be longer than 0, not {text!r}")
+    return text
+
+
+def _positive_duration(text: str) -> str:
+    """argparse type: a PromQL duration longer than 0 (``--window``, ``--target``, ``--every``)."""
+    return _duration(text, positive=True)
+
+
+def _gate_duration(text: str) -> str:
+    """argparse type: a PromQL duration, 0 allowed (``--duration``: one look)."""
+    return _duration(text, positive=False)
 
 
 def _settings(args: argparse.Namespace) -> WorkerSettings:
@@ -418,7 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--baseline", required=True)
     g.add_argument("--candidate", required=True)
-    g.add_argument("--window", default="1h", help="counts over this window (with --follow: its start stays put)")
+    g.add_argument(
+        "--window",
+        default="1h",
+        type=_positive_duration,
+        help="counts over this window (with --follow: its start stays put)",
+    )
     g.add_argument(
         "--test",
         choices=["sequential", "fixed"],
@@ -426,22 +472,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="sequential: valid over any number of looks (default); fixed: one planned look, more power",
     )
     g.add_argument("--min-answers", type=int, default=50, help="evaluated answers each release needs before a decision")
-    g.add_argument("--alpha", type=float, default=0.05, help="false-rollback rate (over all looks when sequential)")
+    g.add_argument(
+        "--alpha", type=_finite_float, default=0.05, help="false-rollback rate (over all looks when sequential)"
+    )
     g.add_argument(
         "--max-increase",
-        type=float,
+        type=_finite_float,
         default=0.02,
         help="tolerated rise of the share of flagged answers (any UNSUPPORTED or CONTRADICTED claim)",
     )
     g.add_argument(
-        "--tau", type=float, default=0.1, help="sequential test: mixing sd (the Argo template's tau; see docs/gate.md)"
+        "--tau",
+        type=_finite_float,
+        default=0.1,
+        help="sequential test: mixing sd (the Argo template's tau; see docs/gate.md)",
     )
     g.add_argument("--label", default="release", help="label that names releases")
     g.add_argument("--selector", default="", help='extra matchers, e.g. environment="prod"')
     g.add_argument("--follow", action="store_true", help="look again every --every until --duration or a rollback")
-    g.add_argument("--every", default="5m", help="--follow: time between looks")
-    g.add_argument("--duration", default="1h", help="--follow: how long to keep looking")
-    g.add_argument("--target", default="1h", help="on HOLD, recommend sampling to settle it within this time")
+    g.add_argument("--every", default="5m", type=_positive_duration, help="--follow: time between looks")
+    g.add_argument("--duration", default="1h", type=_gate_duration, help="--follow: how long to keep looking")
+    g.add_argument(
+        "--target",
+        default="1h",
+        type=_positive_duration,
+        help="on HOLD, recommend sampling to settle it within this time",
+    )
     g.add_argument(
         "--profile",
         default=None,
@@ -457,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--sampling-ratio",
-        type=float,
+        type=_finite_float,
         default=None,
         help="the collector's current sampling ratio for the candidate (for the recommendation)",
     )
@@ -540,19 +596,35 @@ def explain(exc: BaseException) -> tuple[str, int]:
     return f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", 1
 
 
+def _decision_error(command: str, message: str) -> int:
+    """An error in a command whose exit code is a release decision: HOLD (exit 2), said on stdout like its
+    decisions and on stderr like any error; never 1 (rollback) or 0 (promote)."""
+    print(f"claimwatch {command}: HOLD (exit {EXIT_HOLD})\n  - could not decide, an error: {message}")
+    print(f"claimwatch: error: {message}", file=sys.stderr)
+    return EXIT_HOLD
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = "DEBUG" if args.debug else (args.log_level or WorkerSettings().log_level)
     configure_logging(level)
+    decision = args.command in DECISION_COMMANDS
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
-        if args.debug or str(level).upper() == "DEBUG":
+        debug = args.debug or str(level).upper() == "DEBUG"
+        if debug and not decision:
             raise
+        if debug:
+            import traceback
+
+            traceback.print_exc()
         message, code = explain(exc)
+        if decision:
+            return _decision_error(args.command, message)
         print(f"claimwatch: error: {message}", file=sys.stderr)
         return code
 

@@ -1,5 +1,8 @@
 """The decision: promote, hold or roll back a candidate given both releases' answer counts.
 
+- **hold** (exit 2) when a release's counts are inconsistent: more flagged (or contradicted) answers than
+  evaluated answers, which no worker counts; the counts are not decided on (a counter reset or a scrape the
+  exact counts could not resolve, :mod:`claimwatch.gate.promql`);
 - **hold** (exit 2) while either release has fewer than ``min_answers`` evaluated answers;
 - **rollback** (exit 1) when the lower bound of the rise of the flagged-answer share
   (candidate - baseline) exceeds ``max_increase``: worse by more than the tolerance, and
@@ -12,7 +15,8 @@ were counted so, else the any-claim rule for both (:func:`claimwatch.gate.counts
 names the rule.
 
 Every decision states its power: the smallest rise it would have caught with probability
-``power`` at the current counts, and on a HOLD roughly how many more answers would settle it.
+``power`` at the current counts (not computable while a release has no evaluated answers), and on
+a HOLD roughly how many more answers would settle it.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ class GateConfig:
 class Power:
     """What the decision could see: detectable rise now, and answers that would settle a HOLD."""
 
-    min_detectable: float  # smallest rise caught with probability cfg.power at these counts
+    min_detectable: float  # smallest rise caught with probability cfg.power at these counts (inf: not computable)
     more_candidate: int | None = None  # more evaluated answers needed (None: nothing to settle / out of reach)
     more_baseline: int | None = None
 
@@ -88,10 +92,7 @@ class GateDecision:
             f"  flagged answers  change {_pts(cmp.difference)}, bounds [{_pts(cmp.lower)}, {_pts(cmp.upper)}]"
             f"  tolerance {_pts(t.max_increase)}; at most {t.alpha:g} false rollbacks over {test}"
         )
-        lines.append(
-            f"  power: a rise of {_pts(self.power.min_detectable)} or more is caught with probability "
-            f"{t.power:g} at these counts"
-        )
+        lines.append("  power: " + _power_text(self.power.min_detectable, t.power))
         lines += [f"  - {reason}" for reason in self.reasons]
         return "\n".join(lines)
 
@@ -112,13 +113,22 @@ def _pts(x: float) -> str:
     return "n/a" if math.isinf(x) else f"{x * 100:+.2f} pts"
 
 
+def _power_text(min_detectable: float, power: float) -> str:
+    """The power line: the smallest rise caught, or why none can be named."""
+    if not math.isfinite(min_detectable):
+        return "not computable: a release has no evaluated answers"
+    if min_detectable >= 1:
+        return f"no rise, even to every answer flagged, is caught with probability {power:g} at these counts"
+    return f"a rise of {_pts(min_detectable)} or more is caught with probability {power:g} at these counts"
+
+
 def _power(
     baseline: ReleaseCounts, candidate: ReleaseCounts, cmp: ShareComparison, cfg: GateConfig, action: str
 ) -> Power:
     nc, nb = candidate.answers, baseline.answers
-    p = (candidate.flagged + baseline.flagged) / (nc + nb) if nc + nb else 0.0
-    mde = power.min_detectable_increase(p, max(nc, 1), max(nb, 1), cfg.test)
-    if action != HOLD:
+    p = min(1.0, (candidate.flagged + baseline.flagged) / (nc + nb)) if nc + nb else 0.0
+    mde = power.min_detectable_increase(p, nc, nb, cfg.test)  # inf while a release has no answers
+    if action != HOLD or _inconsistent(baseline, candidate):
         return Power(mde)
     if nc < cfg.min_answers or nb < cfg.min_answers:
         return Power(mde, max(0, cfg.min_answers - nc), max(0, cfg.min_answers - nb))
@@ -137,7 +147,17 @@ def decide(
     """Promote, hold or roll back ``candidate`` given ``baseline`` (see the module docstring)."""
     cfg = config or GateConfig()
     t = cfg.test
+    partly = [role for role, c in (("baseline", baseline), ("candidate", candidate)) if c.flag_rule == "mixed"]
     baseline, candidate = common_rule(baseline, candidate)
+    notes = (
+        [
+            f"flagged by the any-claim rule for both releases: part of the {' and the '.join(partly)}'s answers were "
+            "counted without the answer risk (workers without claimwatch_answers_at_risk_total in the window, e.g. a "
+            "rolling upgrade of the workers, or older records), so an at-risk share would leave them out"
+        ]
+        if partly
+        else []
+    )
     cmp = compare_shares(candidate.flagged, candidate.answers, baseline.flagged, baseline.answers, t)
 
     def done(action: str, reasons: list[str]) -> GateDecision:
@@ -146,12 +166,23 @@ def decide(
             baseline,
             candidate,
             cmp,
-            tuple(reasons),
+            tuple(reasons + notes),
             cfg,
             _power(baseline, candidate, cmp, cfg, action),
             dict(labels or {}),
         )
 
+    inconsistent = _inconsistent(baseline, candidate)
+    if inconsistent:
+        return done(
+            HOLD,
+            [
+                "inconsistent counts, not decided on: "
+                + "; ".join(inconsistent)
+                + " (a worker restart or a scrape gap the exact counts could not resolve, or counts that are not "
+                "the worker's; check the workers' counters over the window, or narrow it to after the restart)"
+            ],
+        )
     thin = [
         f"{role} has {c.answers} evaluated answers, fewer than the {cfg.min_answers} needed"
         for role, c in (("baseline", baseline), ("candidate", candidate))
@@ -184,6 +215,16 @@ def decide(
             f"{_pts(cmp.difference)}"
         ],
     )
+
+
+def _inconsistent(baseline: ReleaseCounts, candidate: ReleaseCounts) -> list[str]:
+    """What no worker counts: more flagged or contradicted answers than evaluated answers (empty: consistent)."""
+    return [
+        f"the {role} has {n} {what} answers of {c.answers} evaluated answers"
+        for role, c in (("baseline", baseline), ("candidate", candidate))
+        for what, n in (("flagged", c.flagged), ("contradicted", c.contradicted))
+        if n > c.answers
+    ]
 
 
 def _with_more(d: GateDecision) -> GateDecision:

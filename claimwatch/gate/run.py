@@ -37,6 +37,13 @@ class Advice:
     target_s: float = 3600.0
     sampling_ratio: float | None = None  # the collector's ratio for the candidate now, if known
 
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.target_s) and self.target_s > 0):
+            raise ValueError(f"the target time must be longer than 0 s, not {self.target_s!r}")
+        ratio = self.sampling_ratio
+        if ratio is not None and not (math.isfinite(ratio) and 0 < ratio <= 1):
+            raise ValueError(f"the sampling ratio must be in (0, 1], not {ratio!r}")
+
 
 def sampling_advice(d: GateDecision, window_s: float, advice: Advice) -> list[str]:
     """How to get the answers a HOLD needs within ``advice.target_s`` (empty when none are needed).
@@ -129,6 +136,12 @@ class Follow:
 
     every_s: float = 300.0
     duration_s: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.every_s) and self.every_s > 0):
+            raise ValueError(f"the time between looks must be longer than 0 s, not {self.every_s!r}")
+        if not (math.isfinite(self.duration_s) and self.duration_s >= 0):
+            raise ValueError(f"the duration must be 0 s or more, not {self.duration_s!r}")
 
 
 def follow(

@@ -22,6 +22,7 @@ Either way the chance of rolling back a release that is not worse is at most ``a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from statistics import NormalDist
@@ -46,12 +47,18 @@ class TestConfig:
     __test__ = False  # not a pytest class
 
     def __post_init__(self) -> None:
+        # every comparison written so that NaN fails it (NaN compares False): a NaN tolerance would pass
+        # ``max_increase < 0`` and promote anything
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, not {self.method!r}")
         if not 0 < self.alpha < 0.5:
-            raise ValueError("alpha must be in (0, 0.5)")
-        if self.max_increase < 0 or self.tau <= 0 or not 0.5 <= self.power < 1:
-            raise ValueError("max_increase must be >= 0, tau > 0 and power in [0.5, 1)")
+            raise ValueError(f"alpha must be in (0, 0.5), not {self.alpha!r}")
+        if not 0 <= self.max_increase < 1:
+            raise ValueError(f"max_increase must be a share rise in [0, 1), not {self.max_increase!r}")
+        if not (math.isfinite(self.tau) and self.tau > 0):
+            raise ValueError(f"tau must be a finite number > 0, not {self.tau!r}")
+        if not 0.5 <= self.power < 1:
+            raise ValueError(f"power must be in [0.5, 1), not {self.power!r}")
 
     @property
     def z(self) -> float:
@@ -115,5 +122,6 @@ class ShareComparison:
 
 def compare_shares(xc: int, nc: int, xb: int, nb: int, cfg: TestConfig) -> ShareComparison:
     """Flagged ``xc`` of ``nc`` candidate answers vs ``xb`` of ``nb`` baseline answers."""
-    # counters read at one instant never have more flagged than answers; stay safe anyway
+    # counters read at one instant never have more flagged than answers; the gate holds when they do
+    # (claimwatch.gate.decision), and the interval stays defined here anyway
     return ShareComparison(max(0, min(xc, nc)), nc, max(0, min(xb, nb)), nb, cfg)

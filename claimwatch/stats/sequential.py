@@ -54,8 +54,8 @@ def difference_variance(x1: float, n1: float, x2: float, n2: float) -> float:
 
 
 def _check(alpha: float, tau: float) -> None:
-    if not 0 < alpha < 0.5 or tau <= 0:
-        raise ValueError("alpha must be in (0, 0.5) and tau > 0")
+    if not (0 < alpha < 0.5 and math.isfinite(tau) and tau > 0):
+        raise ValueError("alpha must be in (0, 0.5) and tau a finite number > 0")
 
 
 def mills_lower(c: float) -> float:

@@ -184,9 +184,11 @@ def test_equal_or_slightly_worse_shares_promote_and_state_their_power():
         assert "caught with probability 0.8" in d.render()
 
 
-def test_flagged_counts_above_answers_cannot_break_the_interval():
-    """A (never expected) flagged > answers is clamped instead of producing a negative variance."""
+def test_flagged_counts_above_answers_hold_and_cannot_break_the_interval():
+    """A (never expected) flagged > answers holds, saying so, and the interval stays defined (clamped)."""
     d = decide(ReleaseCounts(100, 10), ReleaseCounts(60, 90))
+    assert d.action == "hold" and d.exit_code == 2
+    assert "inconsistent counts" in d.render() and "the candidate has 90 flagged answers of 60" in d.render()
     assert d.comparison.candidate_rate == 1.0 and math.isfinite(d.comparison.lower)
 
 
@@ -215,11 +217,16 @@ def test_answers_for_power_reaches_the_requested_power():
     assert power.answers_for_power(0.01, 0.3, cfg) is None  # below the tolerance: never
 
 
-def test_exact_increase_subtracts_the_window_start_or_counts_from_birth():
-    """The per-series count is last - value at the window start, or the whole counter for a series born inside."""
-    assert exact_increase('m{a="b"}', "1h") == (
-        '(((last_over_time(m{a="b"}[1h]) - m{a="b"} offset 1h) >= 0) or ignoring(__name__) last_over_time(m{a="b"}[1h]))'
+def test_exact_increase_subtracts_the_window_start_or_counts_from_birth_or_restart():
+    """The per-series count is last - value at the window start, or the whole counter for a series born inside the
+    window, reset inside it, or of a worker that restarted inside it (the ``restarted`` set)."""
+    assert exact_increase('m{a="b"}', "1h", "R") == (
+        '(((last_over_time(m{a="b"}[1h]) - m{a="b"} offset 1h) unless (resets(m{a="b"}[1h]) > 0 or '
+        'min_over_time(m{a="b"}[1h]) < m{a="b"} offset 1h) unless ignoring(outcome, verdict) R) '
+        'or ignoring(__name__) last_over_time(m{a="b"}[1h]))'
     )
+    # a counter the restart signal is built from needs no reset check of its own
+    assert "unless (resets(" not in exact_increase("claimwatch_answers_at_risk_total", "1h", "R")
 
 
 def test_count_query_escapes_release_selects_evaluated_answers_and_rejects_bad_input():
