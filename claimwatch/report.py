@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -318,6 +319,11 @@ def _claim_html(f: FlaggedClaim, trace_url_template: str | None) -> str:
     return "".join(parts) + "</div>"
 
 
+def _min_detectable(share: float) -> str:
+    """The smallest rise the gate catches, or why none can be named (no answers yet: infinite)."""
+    return f"{share * 100:+.1f} pts" if math.isfinite(share) else "not computable (no evaluated answers)"
+
+
 def render_html(report: ReleaseReport, *, trace_url_template: str | None = None) -> str:
     """The whole page: decision, counts table, charts (inline SVG), worst claims."""
     d = report.decision
@@ -343,7 +349,7 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
     t = d.config.test
     comparisons = (
         f'<tr><td class="l">flagged answers</td><td>{c.difference * 100:+.1f} pts</td>'
-        f"<td>[{c.lower * 100:+.1f}, {c.upper * 100:+.1f}]</td><td>{d.power.min_detectable * 100:+.1f} pts</td></tr>"
+        f"<td>[{c.lower * 100:+.1f}, {c.upper * 100:+.1f}]</td><td>{_min_detectable(d.power.min_detectable)}</td></tr>"
     )
     corrected = (
         (

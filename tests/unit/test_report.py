@@ -132,3 +132,10 @@ def test_report_renders_in_headless_chromium(tmp_path: Path):
     dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert "ROLLBACK" in dom.stdout and dom.stdout.count("<svg") == 3
     assert "<path" in dom.stdout or "<line" in dom.stdout  # the charts drew marks
+
+
+def test_a_release_with_no_answers_shows_no_infinite_rise():
+    """With no candidate answers yet, the smallest detectable rise is "not computable", not "+inf pts"."""
+    results = [r for r in _demo_like_results() if r["slices"]["release"] == BASE]
+    page = render_html(build_report(results, BASE, CAND))
+    assert "inf pts" not in page and "not computable" in page
