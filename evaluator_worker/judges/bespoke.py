@@ -30,6 +30,7 @@ import os
 from typing import Any, Sequence
 
 from evaluator_worker.errors import ConfigError
+from evaluator_worker.judges import http_errors
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.claims import extract_claims, sentence_spans
 from evaluator_worker.judges.settings import BespokeSettings
@@ -153,10 +154,13 @@ class BespokeMiniCheckJudge(JudgeBase):
         except Exception as exc:  # the SDK's errors, mapped to the judge error kinds the flow layer retries on
             raise map_openai_error(exc, model=self.settings.model) from exc
         usage.calls += 1
+        choices = getattr(out, "choices", None)
+        if not isinstance(choices, list) or not choices:  # a proxy's HTML page (the SDK returns a str), no choices
+            raise http_errors.bad_response_error(None, None, f"got {type(out).__name__} {str(out)[:80]!r}")
         u = getattr(out, "usage", None)
         usage.input_tokens += int(getattr(u, "prompt_tokens", 0) or 0)
         usage.output_tokens += int(getattr(u, "completion_tokens", 0) or 0)
-        return support_from_choice(out.choices[0])
+        return support_from_choice(choices[0])
 
     def support_probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """P(supported) for each (document, claim) pair, one call each, unchunked (``claimwatch selfcheck``)."""

@@ -113,3 +113,17 @@ def test_registry_builds_it_and_it_declares_io_bound():
     judge = get_judge("bespoke-minicheck", JudgeSettings(bespoke=BespokeSettings(base_url="http://127.0.0.1:9/v1")))
     assert isinstance(judge, Judge) and judge.io_bound and judge.name == "bespoke-minicheck"
     assert user_prompt("D", "C") == "Document: D\nClaim: C"
+
+
+@pytest.mark.parametrize(
+    "body, ctype", [("<html><body>502 Bad Gateway</body></html>", "text/html"), ('{"choices": [', "application/json")]
+)
+def test_a_200_that_is_not_a_completion_is_a_retryable_judge_error(body, ctype):
+    """A proxy's HTML page or a cut body is JudgeUnavailable (retried by the flow layer), not a crash."""
+    from evaluator_worker.errors import JudgeUnavailable
+
+    with MessagesServer(responder=minicheck_responder) as srv:
+        srv.raw(body, content_type=ctype)
+        with pytest.raises(JudgeUnavailable) as err:
+            _judge(srv).verify(_claims("The Eiffel Tower is 330 metres tall."), CONTEXTS)
+    assert err.value.retryable
