@@ -128,23 +128,11 @@ class AnthropicTransport:
             raise
         except anthropic.APIError as exc:
             raise map_api_error(exc, model=request.model) from exc
-        # only decoding the body and reading the Message are guarded below: our own bugs elsewhere still raise
-        try:
-            message = raw.parse()
-        except anthropic.APIError as exc:
-            raise map_api_error(exc, model=request.model) from exc
-        except (ValueError, TypeError) as exc:  # JSONDecodeError: a cut or garbled body
-            raise http_errors.bad_response_error(raw.status_code, raw.headers, f"{type(exc).__name__}: {exc}") from exc
-        if not isinstance(message, Message):  # the SDK returns a non-JSON body (text/html...) as a str
-            raise http_errors.bad_response_error(
-                raw.status_code, raw.headers, f"got {type(message).__name__} {str(message)[:80]!r}"
-            )
-        try:
-            return self._result(message, request)
-        except (AttributeError, TypeError, ValueError) as exc:  # fields of the wrong type (the SDK does not validate)
-            raise http_errors.bad_response_error(
-                raw.status_code, raw.headers, f"unexpected message shape: {type(exc).__name__}: {exc}"
-            ) from exc
+        # only decoding the body and reading the Message are guarded: our own bugs elsewhere still raise
+        message = http_errors.parsed_body(
+            raw, Message, anthropic.APIError, lambda exc: map_api_error(exc, model=request.model)
+        )
+        return http_errors.read_body(raw, lambda: self._result(message, request), "message")
 
     def _result(self, message: Message, request: ChatRequest) -> ToolCallResult:
         """The neutral result of one Messages response."""

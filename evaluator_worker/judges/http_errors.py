@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from evaluator_worker.errors import (
     JudgeAuthError,
@@ -41,7 +41,12 @@ __all__ = [
     "connection_error",
     "call_error",
     "bad_response_error",
+    "parsed_body",
+    "read_body",
 ]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: response headers: any mapping with ``.get`` (httpx.Headers, a dict), or None
 Headers = Any
@@ -164,3 +169,31 @@ def bad_response_error(status: int | None, headers: Headers, detail: str) -> Jud
         status_code=status,
         retry_after=retry_after_s(headers),
     )
+
+
+def parsed_body(
+    raw: Any, expected: type[T], sdk_errors: type[Exception], map_error: Callable[[Exception], JudgeError]
+) -> T:
+    """``raw.parse()`` of an SDK's raw response, as ``expected``. The SDK's own errors go through ``map_error``; a
+    body that does not decode (a cut JSON) or is not ``expected`` (an HTML page, which the SDKs return as a str) is
+    :func:`bad_response_error`. Only the decoding is guarded: bugs of the caller still raise."""
+    try:
+        body = raw.parse()
+    except sdk_errors as exc:
+        raise map_error(exc) from exc
+    except (ValueError, TypeError) as exc:  # JSONDecodeError: a cut or garbled body
+        raise bad_response_error(raw.status_code, raw.headers, f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(body, expected):
+        raise bad_response_error(raw.status_code, raw.headers, f"got {type(body).__name__} {str(body)[:80]!r}")
+    return body
+
+
+def read_body(raw: Any, read: Callable[[], R], what: str) -> R:
+    """``read()`` of a parsed body; fields of the wrong type (the SDKs do not validate them), or a ``ValueError``
+    raised for a body without an answer, are :func:`bad_response_error` naming ``what``."""
+    try:
+        return read()
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise bad_response_error(
+            raw.status_code, raw.headers, f"unexpected {what} shape: {type(exc).__name__}: {exc}"
+        ) from exc

@@ -96,25 +96,11 @@ class OpenAITransport:
             raw = self.client.chat.completions.with_raw_response.create(**params)
         except openai.APIError as exc:
             raise map_openai_error(exc, model=request.model) from exc
-        # only decoding the body and reading the completion are guarded below: our own bugs elsewhere still raise
-        try:
-            completion = raw.parse()
-        except openai.APIError as exc:
-            raise map_openai_error(exc, model=request.model) from exc
-        except (ValueError, TypeError) as exc:  # JSONDecodeError: a cut or garbled body
-            raise http_errors.bad_response_error(raw.status_code, raw.headers, f"{type(exc).__name__}: {exc}") from exc
-        if not isinstance(completion, ChatCompletion):  # the SDK returns a non-JSON body (text/html...) as a str
-            raise http_errors.bad_response_error(
-                raw.status_code, raw.headers, f"got {type(completion).__name__} {str(completion)[:80]!r}"
-            )
-        try:
-            return self._result(completion, request)
-        except _NotACompletion as exc:
-            raise http_errors.bad_response_error(raw.status_code, raw.headers, str(exc)) from exc
-        except (AttributeError, TypeError, ValueError) as exc:  # fields of the wrong type (the SDK does not validate)
-            raise http_errors.bad_response_error(
-                raw.status_code, raw.headers, f"unexpected completion shape: {type(exc).__name__}: {exc}"
-            ) from exc
+        # only decoding the body and reading the completion are guarded: our own bugs elsewhere still raise
+        completion = http_errors.parsed_body(
+            raw, ChatCompletion, openai.APIError, lambda exc: map_openai_error(exc, model=request.model)
+        )
+        return http_errors.read_body(raw, lambda: self._result(completion, request), "completion")
 
     def _result(self, completion: Any, request: ChatRequest) -> ToolCallResult:
         """The neutral result of one chat completion (:class:`_NotACompletion` when it holds no answer at all)."""
@@ -149,7 +135,7 @@ class OpenAITransport:
         )
 
 
-class _NotACompletion(Exception):
+class _NotACompletion(ValueError):
     """A 200 chat completion that holds no answer (no choices, a choice without its message)."""
 
 
