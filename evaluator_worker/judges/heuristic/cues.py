@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from evaluator_worker.judges.heuristic.lexicon import (
     HEDGE_CUES,
@@ -55,7 +56,12 @@ def hedge_cues(text: str) -> list[str]:
 
 _NAME = r"((?:[A-Z][\w.'’\-]*\s+){0,4}[A-Z][\w.'’\-]*)"
 _SAY = alternation(SPEECH_VERBS)
+#: a quoted passage: "double" / “curly” (group 1), or 'single' / ‘curly’ not inside a word (group 2).
+#: ``_quote_spans`` finds its matches without the regex engine's rescans (see there).
 _QUOTE = re.compile(r"[\"“]([^\"”]{3,})[\"”]|(?<![\w'’])['‘]([^'‘’]{3,}?)['’](?![\w'’])")
+_QUOTE_OPEN = re.compile(r"[\"“'‘]")
+_DOUBLE_CLOSE = re.compile(r"[\"”]")
+_SINGLE_MARK = re.compile(r"['‘’]")
 _AFTER_SPEAKER = [
     re.compile(r"^[\s,.]*" + _SAY + r"\s+" + _NAME),
     re.compile(r"^[\s,.]*" + _NAME + r"\s+" + _SAY + r"\b"),
@@ -76,6 +82,45 @@ def name_keys(name: str) -> set[str]:
     return {w for w in toks if w and w not in TITLES and w not in STOPWORDS}
 
 
+def _wordish(ch: str) -> bool:
+    """``ch`` is in ``[\\w'’]`` (re's ``\\w`` is ``str.isalnum`` or the underscore)."""
+    return ch.isalnum() or ch in "_'’"
+
+
+def _quote_spans(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, quoted text) of each match of ``_QUOTE`` in ``text``, as ``_QUOTE.finditer`` gives them.
+
+    The regex engine reads from every opening mark to the next closing one, and to the end of the text when
+    there is none, so a long text with many unclosed marks (OCR or PDF text) took time in the square of its
+    length. The closing marks only depend on the position, so they are found once for all openings: a
+    double-quoted passage runs from its opening mark to the next " or ” (at least 3 characters between), a
+    single-quoted one to the next ' ‘ or ’, which must be a closing ' or ’ not followed by a word character.
+    """
+    n = len(text)
+    double_at = single_at = -1  # the next closing mark after the last opening looked at (n: none)
+    m = _QUOTE_OPEN.search(text)
+    while m is not None:
+        p = m.start()
+        if text[p] in '"“':
+            if double_at <= p:
+                d = _DOUBLE_CLOSE.search(text, p + 1)
+                double_at = d.start() if d else n
+            if double_at < n and double_at - p - 1 >= 3:
+                yield p, double_at + 1, text[p + 1 : double_at]
+                m = _QUOTE_OPEN.search(text, double_at + 1)
+                continue
+        if text[p] in "'‘" and not (p and _wordish(text[p - 1])):
+            if single_at <= p:
+                c = _SINGLE_MARK.search(text, p + 1)
+                single_at = c.start() if c else n
+            q = single_at
+            if q < n and text[q] in "'’" and q - p - 1 >= 3 and not (q + 1 < n and _wordish(text[q + 1])):
+                yield p, q + 1, text[p + 1 : q]
+                m = _QUOTE_OPEN.search(text, q + 1)
+                continue
+        m = _QUOTE_OPEN.search(text, p + 1)
+
+
 @dataclass
 class Quote:
     text: str
@@ -86,26 +131,53 @@ class Quote:
 def quotes(text: str) -> list[Quote]:
     """Quoted passages with the speaker named right before or after them (if any)."""
     out = []
-    for m in _QUOTE.finditer(text):
+    for start, end, quoted in _quote_spans(text):
         spk, spk_text = set(), ""
-        after = text[m.end() : m.end() + 80]
+        after = text[end : end + 80]
         for pat in _AFTER_SPEAKER:
             a = pat.match(after)
             if a and name_keys(a.group(1)):
                 spk, spk_text = name_keys(a.group(1)), a.group(1)
                 break
         if not spk:
-            b = _BEFORE_SPEAKER.search(text[max(0, m.start() - 80) : m.start()])
+            b = _BEFORE_SPEAKER.search(text[max(0, start - 80) : start])
             if b and name_keys(b.group(1)):
                 spk, spk_text = name_keys(b.group(1)), b.group(1)
-        out.append(Quote(m.group(1) or m.group(2), spk, spk_text.strip().rstrip(".,")))
+        out.append(Quote(quoted, spk, spk_text.strip().rstrip(".,")))
     return out
+
+
+def name_led_matches(
+    pat: re.Pattern[str], text: str, capital: re.Pattern[str], name_chars: re.Pattern[str]
+) -> Iterator[re.Match[str]]:
+    """``pat.finditer(text)`` for a ``pat`` that opens with a name: one to five words, each a ``capital``
+    then ``name_chars``, followed by a space or a comma (``_NAME`` here, ``rules._NAME``).
+
+    The regex engine tries a match at every capital letter, and from each reads the rest of its word, so a
+    long run of word characters (a base64 blob, a URL, text without spaces) took time in the square of its
+    length. The name's first word must run to the end of its word (a space or comma follows it), so every
+    capital of a word gives the same match as the first, which is tried alone: the same matches, in time
+    proportional to the text."""
+    pos = 0
+    while (c := capital.search(text, pos)) is not None:
+        m = pat.match(text, c.start())
+        if m is not None:
+            yield m
+            pos = max(m.end(), c.start() + 1)
+        else:  # skip the rest of the word: its capitals give the same (no) match
+            rest = name_chars.match(text, c.start() + 1)
+            pos = rest.end() if rest is not None else c.start() + 1
+
+
+_CAPITAL = re.compile(r"[A-Z]")
+_NAME_CHARS = re.compile(r"[\w.'’\-]*")
 
 
 def speakers(text: str) -> tuple[set[str], str]:
     """Names a statement is attributed to ("X said", "said X", "according to X") -> (keys, display)."""
     for pat in _ATTRIB:
-        for m in pat.finditer(text):
+        found = name_led_matches(pat, text, _CAPITAL, _NAME_CHARS) if pat is _ATTRIB[0] else pat.finditer(text)
+        for m in found:
             k = name_keys(m.group(1))
             if k:
                 return k, m.group(1).strip().rstrip(".,")

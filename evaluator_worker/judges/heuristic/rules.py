@@ -9,10 +9,11 @@ specific evidence decides. Every threshold and confidence is a field of ``Thresh
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
+from typing import Callable, Mapping
 
 from evaluator_worker.judges.base import Verdict
 from evaluator_worker.judges.heuristic import cues as cu
@@ -22,8 +23,10 @@ from evaluator_worker.judges.heuristic import text as tx
 from evaluator_worker.judges.heuristic.analysis import (
     Analysed,
     ClaimCase,
+    Clause,
     Sentence,
     analyse,
+    fuzzy_keys,
     has_key,
     overlap,
     sentence_overlap,
@@ -90,6 +93,18 @@ def _has(k: str, s: Sentence) -> bool:
     return has_key(k, s.a.terms, s.a.fuzzy)
 
 
+def _clause_fuzzy(s: Sentence) -> tuple[frozenset[str], ...]:
+    """``fuzzy_keys`` of each clause's keys, computed once per sentence (``overlap`` recomputes them per call)."""
+    return s.memo("clause_fuzzy", lambda: tuple(fuzzy_keys(cl.keys) for cl in s.clauses))
+
+
+def _clause_overlap(
+    terms: Mapping[str, float], s: Sentence, i: int, exclude: frozenset[str] | set[str] = frozenset()
+) -> float:
+    """``overlap`` of ``terms`` with the keys of clause ``i`` of ``s``."""
+    return overlap(terms, s.clauses[i].keys, exclude=exclude, fuzzy=_clause_fuzzy(s)[i])
+
+
 def _names(a: Analysed) -> list[str]:
     """Name keys in text order (reasons list them in a stable order)."""
     return [k for k in a.terms if k in a.entities]
@@ -126,12 +141,12 @@ def quote_speaker(case: ClaimCase) -> RuleHit | None:
         if not qkeys:
             continue
         for s in case.sents:
-            for eq in cu.quotes(s.text):
-                if len(qkeys & term_keys(eq.text)) / len(qkeys) < case.t.rules.quote_overlap:
+            for qi, (eq, ekeys) in enumerate(_quotes(s)):
+                if len(qkeys & ekeys) / len(qkeys) < case.t.rules.quote_overlap:
                     continue
                 speaker, speaker_text = eq.speaker, eq.speaker_text
                 if not speaker:
-                    speaker, speaker_text = cu.speakers(s.text.replace(eq.text, " "))
+                    speaker, speaker_text = _unquoted_speakers(s, qi, eq)
                 if speaker and not (speaker & cq.speaker):
                     return _contradicted(
                         case.t.confidence.quote_speaker,
@@ -139,6 +154,26 @@ def quote_speaker(case: ClaimCase) -> RuleHit | None:
                         s,
                     )
     return None
+
+
+def _quotes(s: Sentence) -> tuple[tuple[cu.Quote, frozenset[str]], ...]:
+    """The quotes of ``s`` with their content keys (read once per sentence)."""
+    return s.memo("quotes", lambda: tuple((eq, term_keys(eq.text)) for eq in cu.quotes(s.text)))
+
+
+def _unquoted_speakers(s: Sentence, qi: int, eq: cu.Quote) -> tuple[set[str], str]:
+    """Who ``s`` attributes its ``qi``-th quote to when the quote names no speaker (read once per quote)."""
+    return s.memo(("quote_speakers", qi), lambda: cu.speakers(s.text.replace(eq.text, " ")))
+
+
+def _speakers(s: Sentence) -> tuple[set[str], str]:
+    """``cues.speakers`` of the sentence (read once per sentence)."""
+    return s.memo("speakers", lambda: cu.speakers(s.text))
+
+
+def _words_lower(s: Sentence) -> frozenset[str]:
+    """The sentence's words, lower-cased (read once per sentence)."""
+    return s.memo("words_lower", lambda: frozenset(w.lower() for w in re.findall(r"[\w'’]+", s.text)))
 
 
 #: reporting verbs are not part of the statement's content
@@ -155,9 +190,9 @@ def statement_speaker(case: ClaimCase) -> RuleHit | None:
     # the sentence that carries the statement's content (not necessarily the one naming the speaker)
     cs = max(case.sents, key=lambda s2: sentence_overlap(ca.terms, s2, exclude=excl))
     for s2 in [case.best, cs] if cs is not case.best else [case.best]:
-        ekeys, etext = cu.speakers(s2.text)
+        ekeys, etext = _speakers(s2)
         content = sentence_overlap(ca.terms, s2, exclude=excl)
-        names_here = {w.lower() for w in re.findall(r"[\w'’]+", s2.text)}
+        names_here = _words_lower(s2)
         if ekeys and not (ekeys & spk) and content >= case.t.rules.statement_overlap and not (spk & names_here):
             return _contradicted(
                 case.t.confidence.statement_speaker,
@@ -229,8 +264,21 @@ def _neg_cues(text: str) -> list[str]:
 
 def _shares_condition(claim_cond: str, context_cond: str) -> bool:
     """The claim keeps the context's condition ('not X until Y' vs 'X once Y')."""
-    cond = term_keys(claim_cond)
-    return bool(cond) and len(cond & term_keys(context_cond)) >= max(1, len(cond) // 2)
+    return _shares_condition_keys(term_keys(claim_cond), term_keys(context_cond))
+
+
+def _shares_condition_keys(cond: frozenset[str], context_cond: frozenset[str]) -> bool:
+    """``_shares_condition`` on the keys of the claim's and the context's conditions."""
+    return bool(cond) and len(cond & context_cond) >= max(1, len(cond) // 2)
+
+
+def _clause_polarity(s: Sentence) -> tuple[tuple[Clause, bool, bool], ...]:
+    """Each clause of ``s`` with whether it is conditional and whether it is negated (read once per sentence;
+    a clause's ``keys`` are ``term_keys`` of its text)."""
+    return s.memo(
+        "clause_polarity",
+        lambda: tuple((cl, bool(_CONDITIONAL.match(cl.text)), bool(_neg_cues(cl.text))) for cl in s.clauses),
+    )
 
 
 def negation_flip(case: ClaimCase) -> RuleHit | None:
@@ -241,22 +289,21 @@ def negation_flip(case: ClaimCase) -> RuleHit | None:
     claim_neg = bool(_neg_cues(text))
     predicate = _non_names(ca)
     scored = []
-    for cl in case.best.clauses:
-        if _CONDITIONAL.match(cl.text):
+    for i, (cl, conditional, neg) in enumerate(_clause_polarity(case.best)):
+        if conditional:
             continue
-        neg = bool(_neg_cues(cl.text))
-        scored.append((overlap(ca.terms, cl.keys), neg == claim_neg, neg, cl.text))
+        scored.append((_clause_overlap(ca.terms, case.best, i), neg == claim_neg, neg, cl.text, cl.keys))
     if not scored:
         return None
     scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
-    ov, same, _, ctext = scored[0]
+    ov, same, _, ctext, ckeys = scored[0]
     if same or ov < t.rules.polarity_overlap:
         return None
-    if predicate and overlap(predicate, term_keys(ctext)) < t.rules.polarity_overlap:
+    if predicate and overlap(predicate, ckeys) < t.rules.polarity_overlap:
         return None  # the clause shares the subject's names, not what the claim says about them
     conf = t.confidence.negation_base + t.confidence.negation_slope * ov
     if claim_neg:
-        if any(n and o > 0 for o, _, n, _ in scored):
+        if any(n and o > 0 for o, _, n, _, _ in scored):
             return None  # the context negates something the claim mentions: leave it to coverage
         return _contradicted(
             conf, f"negation: claim says '{_neg_cues(text)[0]}', context affirms: '{short(ctext)}'", case.best
@@ -275,38 +322,89 @@ _NP_END = re.compile(_SEGMENT_END.pattern + r"|\b" + lex.alternation(lex.NP_END_
 _PROHIBITION_END = re.compile(r"\b" + lex.alternation(lex.PROHIBITION_END_WORDS) + r"\b", re.I)
 
 
+_NON_SPACE = re.compile(r"\S+")  # the words of str.split(): \S is exactly "not str.isspace"
+
+
+def _first_words(text: str, pos: int, n: int) -> list[str]:
+    """``text[pos:].split()[:n]`` without splitting the rest of a long text."""
+    return [m.group(0) for m in itertools.islice(_NON_SPACE.finditer(text, pos), n)]
+
+
+def _scope_keys(text: str, pos: int, scope_words: int, end_at: re.Pattern[str]) -> frozenset[str]:
+    """Keys of the first ``scope_words`` words from ``pos``, up to ``end_at``: what a cue ending at ``pos``
+    puts out of the statement. Reads only those words (and the text up to them), not the rest of the text."""
+    if pos and not text[pos - 1].isspace():  # ``end_at`` would see the character before pos: read the slice
+        rest = text[pos:]
+        end = end_at.search(rest)
+        return term_keys(" ".join(rest[: end.start() if end else len(rest)].split()[:scope_words]))
+    words = list(itertools.islice(_NON_SPACE.finditer(text, pos), scope_words))
+    # an end marker is one character or one word, so one ending after the last word wanted changes nothing
+    stop = words[-1].end() if len(words) == scope_words else len(text)
+    end = end_at.search(text, pos, stop)
+    return term_keys(" ".join(text[pos : end.start() if end else stop].split()[:scope_words]))
+
+
 def _negated_keys(
     text: str, cue: re.Pattern[str], scope_words: int, end_at: re.Pattern[str] = _SEGMENT_END
 ) -> set[str]:
     """Keys of the words each ``cue`` match puts out of the statement (up to ``end_at``)."""
     out: set[str] = set()
     for m in cue.finditer(text):
-        rest = text[m.end() :]
-        end = end_at.search(rest)
-        out |= term_keys(" ".join(rest[: end.start() if end else len(rest)].split()[:scope_words]))
+        out |= _scope_keys(text, m.end(), scope_words, end_at)
     return out
+
+
+#: at most this many contrastive cues ("rather than", "but not") of one sentence (its first) are checked:
+#: each cue's exclusion runs to the end of the sentence and its assertion from the last comma, so the work
+#: grows with the square of a sentence holding many (a run-on list: "A and not B and not C ..."). Guards the
+#: negation failure type's contrastive check; real sentences hold one or two.
+_CONTRAST_MAX_CUES = 16
+
+
+def _contrast_scopes(s: Sentence, scope_words: int) -> tuple[tuple[str, frozenset[str]], ...]:
+    """(cue, keys it excludes) for each of the first ``_CONTRAST_MAX_CUES`` contrastive cues of ``s``: the
+    words the cue and every later cue of the sentence put out of the statement, less those its own segment
+    asserts before it. Read once per sentence."""
+
+    def compute() -> tuple[tuple[str, frozenset[str]], ...]:
+        text = s.text
+        ms = list(lex.CONTRAST_NEG.finditer(text))
+        if not ms:
+            return ()
+        scopes = [_scope_keys(text, m.end(), scope_words, _NP_END) for m in ms]
+        later: set[str] = set().union(*scopes[_CONTRAST_MAX_CUES:])
+        out = []
+        for i in range(min(len(ms), _CONTRAST_MAX_CUES) - 1, -1, -1):
+            m = ms[i]
+            later |= scopes[i]
+            seg_start = max(text.rfind(c, 0, m.start()) for c in ",;:") + 1
+            out.append((m.group(0).strip(), frozenset(later - term_keys(text[seg_start : m.start()]))))
+        return tuple(reversed(out))
+
+    return s.memo(("contrast", scope_words), compute)
 
 
 def contrast_exclusion(case: ClaimCase) -> RuleHit | None:
     """The context excludes X ('A rather than X', 'covers A but not X'); the claim asserts X."""
     t, ca = case.t, case.ca
     claim_neg = _negated_keys(case.text, _CLAIM_NEG_AFTER, t.rules.scope_words)
-    anywhere: set[str] = set().union(*(s2.a.terms for s2 in case.sents))
+    anywhere: set[str] | None = None
+    anywhere_fuzzy: frozenset[str] = frozenset()
     for s in case.sents:
-        for m in lex.CONTRAST_NEG.finditer(s.text):
-            seg_start = max(s.text.rfind(c, 0, m.start()) for c in ",;:") + 1
-            positive = term_keys(s.text[seg_start : m.start()])
-            neg = _negated_keys(s.text[m.start() :], lex.CONTRAST_NEG, t.rules.scope_words, _NP_END) - positive
+        for cue, neg in _contrast_scopes(s, t.rules.scope_words):
             for k in ca.terms:
                 if k not in neg or k in claim_neg:
                     continue
+                if anywhere is None:
+                    anywhere = set().union(*(s2.a.terms for s2 in case.sents))
+                    anywhere_fuzzy = fuzzy_keys(anywhere)
                 if (
                     sentence_overlap(ca.terms, s, exclude={k}) >= t.rules.contrast_here
-                    and overlap(ca.terms, anywhere, exclude={k}) >= t.rules.contrast_all
+                    and overlap(ca.terms, anywhere, exclude={k}, fuzzy=anywhere_fuzzy) >= t.rules.contrast_all
                 ):
                     return _contradicted(
                         t.confidence.scoped_negation,
-                        f"negation: context says '{m.group(0).strip()} {ca.surface[k]}': '{short(s.text)}'",
+                        f"negation: context says '{cue} {ca.surface[k]}': '{short(s.text)}'",
                         s,
                     )
     return None
@@ -321,18 +419,50 @@ def without_vs_required(case: ClaimCase) -> RuleHit | None:
     for s in case.sents:
         if sentence_overlap(ca.terms, s, exclude=lacking) < case.t.rules.without_overlap:
             continue
-        for m in lex.REQUIRE.finditer(s.text):
-            if cu.negation_cues(s.text[max(0, m.start() - case.t.rules.require_lookback) : m.start()]):
-                continue
-            hit = lacking & term_keys(" ".join(s.text[m.end() :].split()[:4]))
+        for cue, keys in _requirements(s, case.t.rules.require_lookback):
+            hit = lacking & keys
             if hit:
                 k = sorted(hit)[0]
                 return _contradicted(
                     case.t.confidence.scoped_negation,
-                    f"negation: claim says 'without {ca.surface.get(k, k)}'; context says '{m.group(0)}' it: '{short(s.text)}'",
+                    f"negation: claim says 'without {ca.surface.get(k, k)}'; context says '{cue}' it: '{short(s.text)}'",
                     s,
                 )
     return None
+
+
+def _requirements(s: Sentence, lookback: int) -> tuple[tuple[str, frozenset[str]], ...]:
+    """(cue, keys of the next four words) for each requirement cue of ``s`` not negated within ``lookback``
+    characters before it ("needs X", not "does not need X"). Read once per sentence."""
+
+    def compute() -> tuple[tuple[str, frozenset[str]], ...]:
+        text = s.text
+        return tuple(
+            (m.group(0), term_keys(" ".join(_first_words(text, m.end(), 4))))
+            for m in lex.REQUIRE.finditer(text)
+            if not cu.negation_cues(text[max(0, m.start() - lookback) : m.start()])
+        )
+
+    return s.memo(("require", lookback), compute)
+
+
+def _prohibitions(
+    s: Sentence,
+) -> tuple[tuple[Clause, frozenset[str], frozenset[str], frozenset[str] | None], ...]:
+    """(clause, keys of what it forbids and their ``fuzzy_keys``, keys of its condition or None) for each
+    clause of ``s`` that forbids something ('do not X until Y'). Read once per sentence."""
+
+    def compute() -> tuple[tuple[Clause, frozenset[str], frozenset[str], frozenset[str] | None], ...]:
+        out = []
+        for cl in s.clauses:
+            if not lex.PROHIBITION.match(cl.text):
+                continue
+            um = _PROHIBITION_END.search(cl.text)
+            forbidden = term_keys(cl.text[: um.start()] if um else cl.text)
+            out.append((cl, forbidden, fuzzy_keys(forbidden), term_keys(cl.text[um.start() :]) if um else None))
+        return tuple(out)
+
+    return s.memo("prohibitions", compute)
 
 
 def prohibited_action(case: ClaimCase) -> RuleHit | None:
@@ -345,14 +475,12 @@ def prohibited_action(case: ClaimCase) -> RuleHit | None:
     main = analyse(text[: cm.start()] if cm else text).terms
     if len(main) < 2:
         return None
+    cond = term_keys(text[cm.start() :]) if cm else frozenset()
     for s in case.sents:
-        for cl in s.clauses:
-            if not lex.PROHIBITION.match(cl.text):
+        for cl, forbidden, forbidden_fuzzy, condition in _prohibitions(s):
+            if overlap(main, forbidden, fuzzy=forbidden_fuzzy) < case.t.rules.prohibition_overlap:
                 continue
-            um = _PROHIBITION_END.search(cl.text)
-            if overlap(main, term_keys(cl.text[: um.start()] if um else cl.text)) < case.t.rules.prohibition_overlap:
-                continue
-            if um and cm and _shares_condition(text[cm.start() :], cl.text[um.start() :]):
+            if condition is not None and cm and _shares_condition_keys(cond, condition):
                 continue
             return _contradicted(
                 case.t.confidence.scoped_negation, f"negation: context forbids it: '{short(cl.text)}'", s
@@ -366,14 +494,14 @@ def prohibited_action(case: ClaimCase) -> RuleHit | None:
 def antonym_in_clause(case: ClaimCase) -> RuleHit | None:
     """A claim word whose opposite stands in a clause of the best sentence that matches the rest of the claim."""
     ca = case.ca
-    for cl in case.best.clauses:
+    for i, cl in enumerate(case.best.clauses):
         for k in ca.terms:
             if k in cl.keys:
                 continue
             opp = tx.antonyms(k) & cl.keys
             if not opp:
                 continue
-            rest = overlap(ca.terms, cl.keys, exclude={k})
+            rest = _clause_overlap(ca.terms, case.best, i, exclude={k})
             if rest >= case.t.rules.antonym_rest:
                 o = sorted(opp)[0]
                 o_word = analyse(cl.text).surface.get(o, o)
@@ -460,13 +588,12 @@ def clause_entity(case: ClaimCase) -> RuleHit | None:
     non_ent = _non_names(ca)
     if len(non_ent) < 3 or len(best.clauses) < 2 or sentence_overlap(non_ent, best) < t.rules.clause_sentence:
         return None
-    ranked = sorted(((overlap(non_ent, cl.keys), cl.text) for cl in best.clauses), reverse=True)
+    ranked = sorted(((_clause_overlap(non_ent, best, i), cl.text) for i, cl in enumerate(best.clauses)), reverse=True)
     ov, ctext = ranked[0]
     if ov < t.rules.clause_best or ov - ranked[1][0] < t.rules.clause_margin:
         return None
-    clause = analyse(ctext)
+    clause, toks = best.memo(("clause", ctext), lambda: (analyse(ctext), [tok.low for tok in tx.tokenize(ctext)]))
     moved = [k for k in _names(ca) if k not in case.qterms and k in best.a.terms and k not in clause.terms]
-    toks = [tok.low for tok in tx.tokenize(ctext)]
     claim_low = {ca.surface[k].lower() for k in ca.entities}
     beside = {toks[i + d] for i, w in enumerate(toks) if w in claim_low for d in (-1, 1) if 0 <= i + d < len(toks)}
     others = [
@@ -490,6 +617,11 @@ def clause_entity(case: ClaimCase) -> RuleHit | None:
 _CALENDAR = lex.CLOSED_CLASSES[1] | lex.MONTH_NAMES
 
 
+def _ascii_words(s: Sentence) -> frozenset[str]:
+    """The sentence's ASCII words, lower-cased (read once per sentence)."""
+    return s.memo("ascii_words", lambda: frozenset(w.lower() for w in re.findall(r"[A-Za-z]+", s.text)))
+
+
 def closed_class_swap(case: ClaimCase) -> RuleHit | None:
     """Another member of a closed class (colour, weekday, compass point, left/right) in the slot of the claim's."""
     ca = case.ca
@@ -500,7 +632,7 @@ def closed_class_swap(case: ClaimCase) -> RuleHit | None:
         for s in case.sents:
             if k in s.a.terms:
                 continue
-            rivals = ({w.lower() for w in re.findall(r"[A-Za-z]+", s.text)} & cls) - {surf.lower()}
+            rivals = (_ascii_words(s) & cls) - {surf.lower()}
             if rivals and sentence_overlap(ca.terms, s, exclude={k}) >= case.t.rules.closed_class_rest:
                 return _contradicted(
                     case.t.confidence.closed_class,
@@ -511,6 +643,9 @@ def closed_class_swap(case: ClaimCase) -> RuleHit | None:
 
 
 _NAME = r"((?:[A-ZÀ-Ý][\w'’-]*\s+){0,3}[A-ZÀ-Ý][\w'’-]*)"
+#: the first character and the rest of a word of ``_NAME`` (for ``cues.name_led_matches``)
+_CAPITAL = re.compile(r"[A-ZÀ-Ý]")
+_NAME_CHARS = re.compile(r"[\w'’-]*")
 _WIN_RE = re.compile(_NAME + r"(?:,\s*\d+,)?\s+(?:also\s+|has\s+|had\s+)?" + lex.WIN_VERBS + r"\b")
 _LOSE_RE = re.compile(r"\b" + lex.LOSE_AFTER + r"\s+(?:[a-z][\w-]*\s+){0,3}" + _NAME)
 _RANK_ONLY = re.compile(
@@ -526,15 +661,20 @@ def _name_key(name: str) -> str:
 def _roles(text: str) -> set[tuple[str, str]]:
     """(name key, 'win'|'lose') pairs: 'A beat B' -> {(a, win), (b, lose)}; 'B finished second' -> {(b, lose)}."""
     out: set[tuple[str, str]] = set()
-    for m in _WIN_RE.finditer(text):
+    for m in cu.name_led_matches(_WIN_RE, text, _CAPITAL, _NAME_CHARS):
         out.add((_name_key(m.group(1)), "win"))
     for m in _LOSE_RE.finditer(text):
         out.add((_name_key(m.group(1)), "lose"))
-    for m in _RANK_ONLY.finditer(text):
+    for m in cu.name_led_matches(_RANK_ONLY, text, _CAPITAL, _NAME_CHARS):
         name = m.group(1) or m.group(2)
         if name:
             out.add((_name_key(name), "lose"))
     return out
+
+
+def _sentence_roles(s: Sentence) -> set[tuple[str, str]]:
+    """``_roles`` of the sentence (read once per sentence)."""
+    return s.memo("roles", lambda: _roles(s.text))
 
 
 def role_swap(case: ClaimCase) -> RuleHit | None:
@@ -549,7 +689,7 @@ def role_swap(case: ClaimCase) -> RuleHit | None:
         if not about:
             continue
         s = max(about, key=lambda s2: sentence_overlap(ca.terms, s2))
-        sroles = _roles(s.text)
+        sroles = _sentence_roles(s)
         other = "lose" if role == "win" else "win"
         if (name, other) not in sroles or (name, role) in sroles:
             continue
@@ -594,11 +734,17 @@ def _hedge_texts(case: ClaimCase) -> tuple[Sentence, str, list[str], list[str]] 
     ev_text = ev.text
     if len(ev.clauses) > 1:
         # the hedge must sit in the clause that carries the claim, not elsewhere in the sentence
-        ev_text = sorted(ev.clauses, key=lambda cl: overlap(case.ca.terms, cl.keys), reverse=True)[0].text
+        # the first clause with the most overlap (as a stable sort, best first, would put it)
+        ev_text = ev.clauses[max(range(len(ev.clauses)), key=lambda i: _clause_overlap(case.ca.terms, ev, i))].text
     ch = cu.hedge_cues(case.text)
-    if ch and cu.hedge_cues(ev.text):
+    if ch and _hedges(ev, ev.text):
         return None
-    return ev, ev_text, ch, cu.hedge_cues(ev_text)
+    return ev, ev_text, ch, _hedges(ev, ev_text)
+
+
+def _hedges(s: Sentence, text: str) -> list[str]:
+    """``cues.hedge_cues`` of ``text`` (the sentence ``s`` or one of its clauses), read once."""
+    return s.memo(("hedges", text), lambda: cu.hedge_cues(text))
 
 
 def future_as_fact(case: ClaimCase) -> RuleHit | None:
@@ -635,10 +781,15 @@ def hedge_mismatch(case: ClaimCase) -> RuleHit | None:
     return _unsupported(case.t.confidence.hedge_context, f"hedge: context says '{eh[0]}' but claim asserts it", ev)
 
 
+def _intensifiers(s: Sentence) -> list[str]:
+    """``cues.intensifier_cues`` of the sentence (read once per sentence)."""
+    return s.memo("intensifiers", lambda: cu.intensifier_cues(s.text))
+
+
 def overclaiming(case: ClaimCase) -> RuleHit | None:
     """The claim adds a universal or exactness word ('exactly', 'always', 'no exceptions') its evidence lacks."""
     cov = case.coverage
-    have = {x for s in (cov.covered_by or (cov.evidence,)) for x in cu.intensifier_cues(s.text)}
+    have = {x for s in (cov.covered_by or (cov.evidence,)) for x in _intensifiers(s)}
     added = [w for w in cu.intensifier_cues(case.text) if w not in have]
     if not added:
         return None
