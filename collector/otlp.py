@@ -525,28 +525,26 @@ def _repair_json(doc: Any) -> int:
     """
     count = 0
     stack: list[Any] = [doc]
+
+    def clean(value: Any) -> Any:
+        """``value`` repaired if it is a string with a lone surrogate (counted); containers are walked later."""
+        nonlocal count
+        if isinstance(value, str) and _SURROGATE.search(value):
+            count += 1
+            return _SURROGATE.sub("\ufffd", value)
+        if isinstance(value, (dict, list)):
+            stack.append(value)
+        return value
+
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
             for key in list(node):
-                value = node[key]
-                if isinstance(value, str):
-                    if _SURROGATE.search(value):
-                        node[key] = _SURROGATE.sub("\ufffd", value)
-                        count += 1
-                elif isinstance(value, (dict, list)):
-                    stack.append(value)
-                if _SURROGATE.search(key):
-                    node[_SURROGATE.sub("\ufffd", key)] = node.pop(key)
-                    count += 1
+                value = node.pop(key)
+                node[clean(key)] = clean(value)
         elif isinstance(node, list):
             for i, value in enumerate(node):
-                if isinstance(value, str):
-                    if _SURROGATE.search(value):
-                        node[i] = _SURROGATE.sub("\ufffd", value)
-                        count += 1
-                elif isinstance(value, (dict, list)):
-                    stack.append(value)
+                node[i] = clean(value)
     return count
 
 

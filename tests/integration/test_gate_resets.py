@@ -27,6 +27,7 @@ import pytest
 from claimwatch.embedded import EmbeddedPrometheus
 from claimwatch.gate import Source, fetch_counts
 from dashboards import argo_gen
+from tests.unit.test_gate_edge_cases import ARGS
 
 pytestmark = pytest.mark.integration
 
@@ -139,14 +140,7 @@ def test_a_rolling_worker_upgrade_in_the_window_promotes_a_release_as_good_as_it
 
 def test_the_argo_analysis_finds_no_regression_in_either_scenario(backfilled):
     """The AnalysisTemplate's queries on the same Prometheus: no evidence of a rise, and point rises of about 0."""
-    args = {
-        "environment": "prod",
-        "window": "1h",
-        "min-answers": "50",
-        "alpha": "0.05",
-        "tau": "0.1",
-        "max-increase": "0.02",
-    }
+    args = ARGS  # the analysis parameters the PromQL tests use
     for baseline, candidate in (("b", "c-restart"), ("b-mixed", "c-mixed")):
         values = {**args, "baseline-release": baseline, "candidate-release": candidate}
         assert _query(backfilled.url, argo_gen.query("evidence", values)) == [], (baseline, candidate)
