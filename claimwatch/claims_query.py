@@ -98,7 +98,7 @@ class FlaggedClaim:
         lines = [f"[{c.get('verdict')} {confidence(c):.2f}] [{where}] {c.get('text') or '(claim text not kept)'}"]
         if c.get("evidence"):
             chunk = (
-                " ".join(x for x in (c.get("context_source"), c.get("context_id")) if x)
+                " ".join(x for x in (_tool(c), c.get("context_source"), c.get("context_id")) if x)
                 or f"chunk {c.get('context_index')}"
             )
             lines.append(f"    evidence ({chunk}): {c['evidence']!r}")
@@ -112,6 +112,12 @@ class FlaggedClaim:
         url = trace_url(trace_url_template, self.trace_id)
         lines.append(f"    trace {self.trace_id}" + (f"  {url}" if url else ""))
         return "\n".join(lines)
+
+
+def _tool(claim: dict[str, Any]) -> str | None:
+    """``tool NAME`` when the evidence came from a tool call of an agent turn."""
+    tool = claim.get("context_tool")
+    return f"tool {tool}" if tool else None
 
 
 def confidence(claim: dict[str, Any]) -> float:

@@ -296,7 +296,8 @@ def _claim_html(f: FlaggedClaim, trace_url_template: str | None) -> str:
     url = _link(trace_url_template, f.trace_id)
     trace = f'<a href="{_text(url)}">trace {_text(f.trace_id)}</a>' if url else f"trace {_text(f.trace_id)}"
     chunk = c.get("context_excerpt") or c.get("evidence") or ""
-    source = " ".join(str(x) for x in (c.get("context_source"), c.get("context_id")) if x)
+    tool = f"tool {c['context_tool']}" if c.get("context_tool") else None
+    source = " ".join(str(x) for x in (tool, c.get("context_source"), c.get("context_id")) if x)
     css = "".join(ch for ch in verdict.lower() if ch.isalnum() or ch in "-_")
     risk = (
         ""

@@ -78,9 +78,9 @@ class CollectorSettings(BaseSettings):
     max_spans_per_trace: int = 512
 
     # record limits
-    #: opt-in: a trace with an LLM span but no retrieved documents takes its context from the prompt (system
-    #: instructions / system messages), for apps that stuff documents into the prompt without a retriever span.
-    #: Such records carry attributes["context_source"] = "prompt"
+    #: opt-in: a trace with an LLM span but no retrieved documents and no tool results takes its context from the
+    #: prompt (system instructions / system messages), for apps that stuff documents into the prompt without a
+    #: retriever span. Such records carry attributes["context_source"] = "prompt"
     context_from_prompt: bool = False
     max_contexts: int = _record.DEFAULT_MAX_CONTEXTS
     max_text_chars: int = _record.DEFAULT_MAX_TEXT_CHARS

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
@@ -45,6 +46,15 @@ DROP_REASONS = frozenset(
 #: multi_call: a trace holding several RAG calls (each becomes a record of its own)
 TRACE_OUTCOMES = frozenset({"assembled", "not_rag", "incomplete", "multi_call", "sampled_in", "sampled_out", "queued"})
 
+#: why a trace (or one RAG call / agent turn of it) gave no record (collector.conventions.NOT_RECORDED says what
+#: would change each): an answer with nothing to ground it, grounding without an answer, grounding without text,
+#: no span of a known convention
+NOT_RECORDED_REASONS = frozenset({"ungrounded_turn", "no_answer", "no_content", "not_llm"})
+#: what a record's contexts came from (contract.record.Context.origin values joined in a fixed order)
+CONTEXT_SOURCES = frozenset({"retriever", "tool", "retriever+tool", "prompt"})
+#: what a record stands for: a RAG call (retrieve, answer) or an agent turn (tool calls, model steps, one answer)
+RECORD_UNITS = frozenset({"call", "turn"})
+
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -62,6 +72,8 @@ class CollectorMetrics:
     truncated: Counter
     sampling: Counter
     prompt_context: Counter
+    not_recorded_traces: Counter
+    records: Counter
 
     def drop(self, reason: str, amount: int = 1) -> None:
         """Count ``amount`` drops with a bounded ``reason``."""
@@ -72,6 +84,21 @@ class CollectorMetrics:
     def trace(self, outcome: str, amount: int = 1) -> None:
         """Count traces by outcome (assembled, not_rag, sampled_in, sampled_out, queued)."""
         self.traces.labels(outcome=outcome if outcome in TRACE_OUTCOMES else "other").inc(amount)
+
+    def not_recorded(self, reason: str) -> None:
+        """Count one trace (or unit of one) that gave no record, by a bounded ``reason``."""
+        self.not_recorded_traces.labels(reason=reason if reason in NOT_RECORDED_REASONS else "other").inc()
+
+    def recorded(self, record: Any) -> None:
+        """Count one record sent on by what it stands for and where its contexts came from."""
+        source = str(record.attributes.get("context_source", ""))
+        unit = str(record.attributes.get("unit", "call"))
+        self.records.labels(
+            unit=unit if unit in RECORD_UNITS else "other",
+            context_source=source if source in CONTEXT_SOURCES else "other",
+        ).inc()
+        if source == "prompt":
+            self.prompt_context.inc()
 
     def produce_error(self, reason: str) -> None:
         """Count a failed produce (reason = Kafka error class name, a finite set)."""
@@ -143,6 +170,20 @@ def get_metrics(registry: CollectorRegistry | None = None) -> CollectorMetrics:
             prompt_context=Counter(
                 "claimwatch_collector_prompt_context_total",
                 "Records whose context was taken from the prompt (CLAIMWATCH_CONTEXT_FROM_PROMPT), not a retriever",
+                registry=reg,
+            ),
+            not_recorded_traces=Counter(
+                "claimwatch_collector_not_recorded_total",
+                "Traces (or RAG calls / agent turns of one) that gave no record, by reason (ungrounded_turn, "
+                "no_answer, no_content, not_llm)",
+                ["reason"],
+                registry=reg,
+            ),
+            records=Counter(
+                "claimwatch_collector_records_total",
+                "Records built (before sampling), by unit (call = a RAG call, turn = an agent turn) and where the "
+                "contexts came from (retriever, tool, retriever+tool, prompt)",
+                ["unit", "context_source"],
                 registry=reg,
             ),
         )

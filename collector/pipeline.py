@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from collector.assembler import CompletedTrace, TraceAssembler
 from collector.config import CollectorSettings
-from collector.conventions import SpanExtractor
+from collector.conventions import NOT_RECORDED, SpanExtractor
 from collector.metrics import CollectorMetrics, get_metrics
 from collector.ratelog import RateLimitedLog
 from collector.redaction import Redactor
@@ -38,7 +38,8 @@ log = get_logger("claimwatch.collector")
 _DROP_HINTS = {
     "late_span": "a span ended after its trace was emitted: raise CLAIMWATCH_LATE_SPAN_WAIT_S (seconds after the "
     "root ends that children are still taken)",
-    "ttl_evicted": "the trace's root span never arrived within CLAIMWATCH_TRACE_TTL_S",
+    "ttl_evicted": "no span of the trace arrived for CLAIMWATCH_TRACE_TTL_S and its root span never ended (raise it "
+    "for agents whose model steps or tools take longer than that)",
     "buffer_full": "more open traces than CLAIMWATCH_MAX_BUFFERED_TRACES: the oldest was evicted",
     "too_many_spans": "a trace had more than CLAIMWATCH_MAX_SPANS_PER_TRACE spans",
     "serialise_error": "a record that cannot be written as UTF-8 JSON (a lone surrogate in its text), or whose "
@@ -166,8 +167,9 @@ class TracePipeline:
     ) -> list[int]:
         """Emit every complete trace (all with an ended root when ``flush``); returns their trace ids.
 
-        ``pause`` (if given) is called between slices of ``pause_every`` traces, outside the lock:
-        the in-app processor uses it to hand the GIL to the app thread during a burst.
+        ``pause`` (if given) is called between slices of ``pause_every`` traces, outside the lock, and inside each
+        trace's emit between its steps: the in-app processor uses it to hand the GIL to the app thread during a
+        burst (its pause yields only once its time slice is used up).
         """
         with self._lock:
             completed = self.assembler.pop_complete(flush=flush)
@@ -175,7 +177,7 @@ class TracePipeline:
             if pause is not None and n and n % max(1, pause_every) == 0:
                 pause()
             try:
-                self.emit(item)
+                self.emit(item, pause=pause if pause_every == 1 else None)
             except Exception as exc:  # one bad trace must not take the rest of the batch with it
                 self.metrics.drop("internal")
                 log.warning("collector_emit_failed", error=type(exc).__name__, detail=str(exc)[:200])
@@ -191,16 +193,16 @@ class TracePipeline:
         with self._lock:
             return self.assembler.forget_all()
 
-    def emit(self, completed: CompletedTrace) -> bool:
-        """Build, sample, redact, limit and submit one complete trace (a record per RAG call in it); True when the
-        sink took every record."""
+    def emit(self, completed: CompletedTrace, *, pause: Callable[[], None] | None = None) -> bool:
+        """Build, sample, redact, limit and submit one complete trace (a record per RAG call or agent turn in it);
+        True when the sink took every record. ``pause`` is called between the steps."""
         self.metrics.trace("assembled")
         results = self.extractor.build(completed.trace_id, completed.facts)
         if len(results) > 1:
             self.metrics.trace("multi_call")
-        return all([self._emit_one(completed, result) for result in results])
+        return all([self._emit_one(completed, result, pause) for result in results])
 
-    def _emit_one(self, completed: CompletedTrace, result: Any) -> bool:
+    def _emit_one(self, completed: CompletedTrace, result: Any, pause: Callable[[], None] | None = None) -> bool:
         """Sample, redact, limit and submit one call's record (or count why there is none)."""
         m = self.metrics
         if result.missing_content:
@@ -219,7 +221,7 @@ class TracePipeline:
                     reason=result.reason,
                     dropped_attributes=dropped,
                 )
-            self._explain_not_rag(result)
+            self._explain_not_rag(completed.trace_id, result)
             return False
         if dropped:
             m.trace("incomplete")
@@ -230,6 +232,7 @@ class TracePipeline:
                 "missing); raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT or SpanLimits(max_span_attributes=...)",
                 dropped_attributes=dropped,
             )
+        m.recorded(result.record)
         decision = self.sampler.decide(
             completed.trace_id, slices=result.record.slices, error=result.error, signals=result.signals
         )
@@ -238,9 +241,11 @@ class TracePipeline:
             m.trace("sampled_out")
             return False
         m.trace("sampled_in")
-        if result.record.attributes.get("context_source") == "prompt":
-            m.prompt_context.inc()
+        if pause is not None:
+            pause()
         record = self.redactor.record(result.record)
+        if pause is not None:
+            pause()
         s = self.settings
         try:
             record = enforce_limits(
@@ -256,9 +261,18 @@ class TracePipeline:
             return True
         return False
 
-    def _explain_not_rag(self, result: Any) -> None:
-        """One-time warnings for the shapes that make RAG traces look like something else."""
-        if result.reason == "no_context" and result.missing_content:
+    def _explain_not_rag(self, trace_id: int, result: Any) -> None:
+        """Count why a unit gave no record and log it (rate-limited per reason) with the trace id and what would
+        change it; plus the one-time warnings for the shapes that make RAG traces look like something else."""
+        self.metrics.not_recorded(result.reason)
+        self.ratelog.warn(
+            f"not_recorded_{result.reason}",
+            "collector_not_recorded",
+            reason=result.reason,
+            trace_id=format(trace_id, "032x"),
+            hint=NOT_RECORDED.get(result.reason, ""),
+        )
+        if result.reason == "no_content" and result.missing_content:
             warn_once(
                 "documents_without_content",
                 "retrieved documents carry no text (only ids/scores), so traces cannot be judged: make the "
@@ -267,7 +281,7 @@ class TracePipeline:
                 documents=result.missing_content,
             )
             return
-        if result.reason == "no_context" and result.had_answer:
+        if result.reason == "ungrounded_turn" and result.had_answer:
             self._answer_only += 1
         elif result.reason == "no_answer" and result.had_retriever:
             self._retrieval_only += 1
@@ -279,13 +293,6 @@ class TracePipeline:
                 "retriever and LLM spans share a trace",
                 answer_only=self._answer_only,
                 retrieval_only=self._retrieval_only,
-            )
-        elif self._answer_only >= 20 and not self._retrieval_only and not self.settings.context_from_prompt:
-            warn_once(
-                "no_retriever_spans",
-                "traces have answers but no retriever spans: instrument the retriever, or set "
-                "CLAIMWATCH_CONTEXT_FROM_PROMPT=true if the documents are in the prompt",
-                answer_only=self._answer_only,
             )
 
     # -- backpressure --------------------------------------------------------

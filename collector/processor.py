@@ -59,7 +59,7 @@ def _pause() -> None:
 
 
 #: the background thread yields the GIL after working this long (see ``_maybe_yield``)
-_SLICE_S = 0.0005
+_SLICE_S = 0.0001
 
 #: attributes one OpenInference document uses (id, content, score, metadata)
 _ATTRS_PER_DOCUMENT = 4
@@ -89,7 +89,7 @@ def check_environment(environ: Any = None) -> list[str]:
         warn_once(
             "hidden_inputs_env",
             "OpenInference is told to hide inputs/outputs: questions, answers or documents will be blank "
-            "and such traces are counted as not_rag",
+            "and such traces give no record (counted not_recorded_total{reason=no_content})",
             flags=found,
         )
     if (env.get("TRACELOOP_TRACE_CONTENT") or "").strip().lower() in ("false", "0", "no", "off"):

@@ -51,6 +51,12 @@ class Context(BaseModel):
     content: str = ""
     score: float | None = None
     source: str | None = None
+    #: how the answering model was given it: ``retriever`` (a retrieved document), ``tool`` (a tool's returned
+    #: text), ``prompt`` (the system prompt, opt-in); None in records of collectors before agent turns
+    origin: str | None = None
+    #: the tool whose call produced it (a retriever tool's documents carry the tool's name too)
+    tool: str | None = None
+    tool_call_id: str | None = None
 
 
 class Truncation(BaseModel):
@@ -239,7 +245,7 @@ def enforce_limits(
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
     max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> RagTrace:
-    """Return a copy of ``record`` that fits the limits, noting every cut.
+    """Return a copy of ``record`` that fits the limits, noting every cut (a shallow copy when nothing is cut).
 
     Order: drop chunks past ``max_contexts`` (retrieval order kept, so the
     best-ranked survive); cap every text at ``max_text_chars``; then, if the
@@ -257,6 +263,14 @@ def enforce_limits(
     ``ValueError``) is raised; lone surrogates raise ``ValueError`` too, as
     serialising them would.
     """
+    texts = _texts(record)
+    if (
+        len(record.contexts) <= max_contexts
+        and all(len(t) <= max_text_chars for t in texts)
+        and sum(map(len, texts)) <= max_bytes
+        and _wire_size(record) <= max_bytes
+    ):
+        return record.model_copy()  # fits as it is (the usual case): no deep copy of every chunk
     rec = record.model_copy(deep=True)
     trunc = Truncation()
     if len(rec.contexts) > max_contexts:

@@ -18,7 +18,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from collector.metrics import get_metrics
+from collector.metrics import CONTEXT_SOURCES, NOT_RECORDED_REASONS, RECORD_UNITS, get_metrics
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.metrics import WorkerMetrics
 
@@ -46,6 +46,9 @@ LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
         {"assembled", "not_rag", "incomplete", "sampled_in", "sampled_out", "queued", "other"}
     ),
     ("claimwatch_collector_queue_depth", "queue"): frozenset({"span", "sink"}),
+    ("claimwatch_collector_not_recorded_total", "reason"): frozenset(NOT_RECORDED_REASONS | {"other"}),
+    ("claimwatch_collector_records_total", "unit"): frozenset(RECORD_UNITS | {"other"}),
+    ("claimwatch_collector_records_total", "context_source"): frozenset(CONTEXT_SOURCES | {"other"}),
     ("claimwatch_answers_failing_total", "evaluator"): frozenset({"faithfulness", "hallucination"}),
     ("claimwatch_consistency_checks_total", "outcome"): frozenset({"consistent", "inconsistent", "not_detected"}),
     ("claimwatch_collector_sampling_decisions_total", "decision"): frozenset({"keep", "drop"}),

@@ -499,6 +499,41 @@ def pipeline() -> dict[str, Any]:
     )
     lay.add(
         timeseries(
+            "Collector records by unit and grounding",
+            targets(
+                (
+                    "sum by (unit, context_source) (rate(claimwatch_collector_records_total[$__rate_interval]))",
+                    "{{unit}} from {{context_source}}",
+                )
+            ),
+            unit="cps",
+            stacked=True,
+            description="Records built, before sampling: unit call = a RAG call, turn = an agent turn (tool "
+            "calls, model steps, one final answer); context_source = what the answering model was given: "
+            "retriever documents, tool results, both, or the system prompt (opt-in).",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Collector traces without a record, by reason",
+            targets(
+                (
+                    "sum by (reason) (rate(claimwatch_collector_not_recorded_total[$__rate_interval]))",
+                    "{{reason}}",
+                )
+            ),
+            unit="cps",
+            stacked=True,
+            description="ungrounded_turn = an answer with no retrieval or tool result to ground it; no_answer = "
+            "documents or tool results but no final answer; no_content = documents/tool results without text; "
+            "not_llm = no span of a known convention. Each is logged (once a minute per reason) with a trace id "
+            "and the setting that would change it.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
             "Collector sampling decisions",
             targets(
                 (

@@ -76,7 +76,7 @@ def _attach_chunks(result: AnswerResult, trace: RagTrace, *, include_text: bool)
         if i is None or not 0 <= i < len(trace.contexts):
             continue
         ctx = trace.contexts[i]
-        c.context_id, c.context_source = ctx.id, ctx.source
+        c.context_id, c.context_source, c.context_tool = ctx.id, ctx.source, ctx.tool
         if include_text and ctx.content:
             c.context_excerpt = _excerpt(ctx.content, c.evidence)
 

@@ -73,6 +73,7 @@ def _cut_claim_text(r: AnswerResult) -> list[str]:
         c.reason = _cut(c.reason, SHRUNK_TEXT_CHARS)
         c.context_excerpt = None
         c.context_id, c.context_source = _cut(c.context_id, 128), _cut(c.context_source, 128)
+        c.context_tool = _cut(c.context_tool, 128)
     r.error = _cut(r.error, SHRUNK_TEXT_CHARS)
     return ["claims.text(cut)", "claims.context_excerpt"]
 
@@ -80,7 +81,7 @@ def _cut_claim_text(r: AnswerResult) -> list[str]:
 def _drop_claim_text(r: AnswerResult) -> list[str]:
     for c in r.claims:
         c.text, c.evidence, c.reason = "", None, None
-        c.context_id = c.context_source = c.context_excerpt = None
+        c.context_id = c.context_source = c.context_tool = c.context_excerpt = None
     r.consistency = None
     r.parity = None
     return ["claims.text", "claims.evidence", "claims.reason", "claims.context", "consistency", "parity"]

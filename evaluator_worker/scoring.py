@@ -43,6 +43,8 @@ class ClaimResult(BaseModel):
     #: the chunk's id and source as the retriever reported them
     context_id: str | None = None
     context_source: str | None = None
+    #: the tool whose call gave the model that chunk (agent turns; None for a retriever outside any tool)
+    context_tool: str | None = None
     #: up to ~300 characters of the chunk around the evidence (omitted with results_include_text=false)
     context_excerpt: str | None = None
     #: 0-1; how sure the judge is of this verdict

@@ -148,7 +148,17 @@ def record_verdicts(record: Mapping[str, Any]) -> Counts:
 MAX_RECORD_COUNT = 1_000_000
 #: seconds between two log lines of one kind of skip (each skip is counted)
 SKIP_LOG_EVERY_S = 60.0
-_CLAIM_TEXT = ("id", "text", "verdict", "evidence", "reason", "context_excerpt", "context_source", "context_id")
+_CLAIM_TEXT = (
+    "id",
+    "text",
+    "verdict",
+    "evidence",
+    "reason",
+    "context_excerpt",
+    "context_source",
+    "context_id",
+    "context_tool",
+)
 
 
 def _finite(x: Any) -> bool:

@@ -100,23 +100,50 @@ def run_traceloop_langchain(cap: Capture) -> Seen:
     return seen
 
 
+def _from_traceloop(wrapper: Any) -> bool:
+    """A wrapper (function or callable object) defined by Traceloop's LangChain instrumentation."""
+    module = getattr(wrapper, "__module__", None) or type(wrapper).__module__
+    return str(module).startswith("opentelemetry.instrumentation.langchain")
+
+
 def unwrap_traceloop_callback_manager() -> int:
     """Undo what ``LangchainInstrumentor.uninstrument()`` (0.62.4) leaves behind; returns how many layers.
 
-    Its ``unwrap("langchain_core.callbacks", "BaseCallbackManager.__init__")`` resolves to
-    nothing (the dotted path is split at the wrong dot), so the wrapper that adds the first
-    TraceloopCallbackHandler stays: a later ``instrument(tracer_provider=other)`` nests a second
-    wrapper, and the first handler (old provider) keeps winning.
+    Its ``unwrap("langchain_core.callbacks", "BaseCallbackManager.__init__")`` (and likewise
+    ``"langgraph.pregel", "Pregel.stream"``, ``Command.__init__``, the agent factories and middleware
+    hooks) resolves to nothing (the dotted path is split at the wrong dot), so the wrappers stay: the
+    TraceloopCallbackHandler of the old provider keeps winning, and ``Pregel.stream`` keeps opening a
+    workflow span in the old provider, which then parents every later LangGraph run's spans (their
+    trace's root is a span no later capture ever sees).
     """
-    from langchain_core.callbacks.base import BaseCallbackManager
-    from opentelemetry.instrumentation.langchain import _BaseCallbackManagerInitWrapper
+    import importlib
 
+    targets = [
+        ("langchain_core.callbacks.base", "BaseCallbackManager", "__init__"),
+        ("langgraph.pregel", "Pregel", "stream"),
+        ("langgraph.pregel", "Pregel", "astream"),
+        ("langgraph.types", "Command", "__init__"),
+        ("langgraph.prebuilt.chat_agent_executor", None, "create_react_agent"),
+        ("langgraph.prebuilt", None, "create_react_agent"),
+        ("langchain.agents.factory", None, "create_agent"),
+        ("langchain.agents", None, "create_agent"),
+    ]
+    hooks = ("before_model", "after_model", "before_agent", "after_agent")
+    targets += [
+        ("langchain.agents.middleware.types", "AgentMiddleware", h) for h in (*hooks, *(f"a{h}" for h in hooks))
+    ]
     peeled = 0
-    fn = BaseCallbackManager.__dict__.get("__init__")
-    while isinstance(getattr(fn, "_self_wrapper", None), _BaseCallbackManagerInitWrapper):
-        BaseCallbackManager.__init__ = fn.__wrapped__
-        fn = BaseCallbackManager.__dict__.get("__init__")
-        peeled += 1
+    for module_name, owner_name, attr in targets:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        owner = getattr(module, owner_name) if owner_name else module
+        fn = vars(owner).get(attr)
+        while hasattr(fn, "__wrapped__") and _from_traceloop(getattr(fn, "_self_wrapper", None)):
+            setattr(owner, attr, fn.__wrapped__)
+            fn = vars(owner).get(attr)
+            peeled += 1
     return peeled
 
 

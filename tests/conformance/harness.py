@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any, Iterable, Sequence
 
 import pytest
+from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -96,6 +97,8 @@ class Capture:
     lp: Any = None  # opentelemetry.sdk._logs.LoggerProvider
     logs: Any = None  # InMemoryLogRecordExporter
     _closed: bool = field(default=False, repr=False)
+    #: the OpenTelemetry context this capture started from (restored at close)
+    _context_token: Any = field(default=None, repr=False)
 
     def records(self) -> list[RagTrace]:
         """Flush the processor (no late-span wait) and return every record built so far."""
@@ -115,6 +118,10 @@ class Capture:
         if self._closed:
             return
         self._closed = True
+        if self._context_token is not None:
+            # an instrumentation that left a span attached as the current context (Traceloop's LangChain handler
+            # does, on uninstrument) would otherwise parent the next capture's spans to a span it never sees
+            otel_context.detach(self._context_token)
         self.tp.shutdown()  # shuts the processor down too
         if self.lp is not None:
             self.lp.shutdown()
@@ -131,6 +138,7 @@ def make_capture(*, logs: bool = False, settings: CollectorSettings | None = Non
     tp.add_span_processor(SimpleSpanProcessor(spans))
     tp.add_span_processor(processor)
     cap = Capture(tp=tp, processor=processor, sink=sink, spans=spans, registry=registry)
+    cap._context_token = otel_context.attach(otel_context.Context())
     if logs:
         from opentelemetry.sdk._logs import LoggerProvider
         from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
@@ -232,3 +240,71 @@ def log_summary(item: Any, limit: int = 300) -> dict[str, Any]:
         "span_id": format(rec.span_id, "016x") if rec.span_id else None,
         "attributes": attrs,
     }
+
+
+# ----------------------------------------------------------------------------- agent turns (issue 42)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One piece of grounding the answering model was given in a turn, as the app saw it.
+
+    ``content`` is exactly the retrieved document's text or the tool's returned text; ``tool`` the tool that
+    produced it (None for a retriever outside any tool); ``id`` / ``score`` where the framework gives them.
+    """
+
+    content: str
+    tool: str | None = None
+    id: str | None = None
+    score: float | None = None
+
+
+@dataclass
+class Turn:
+    """One agent turn as the app saw it: the user's message, the final answer, the grounding in call order."""
+
+    question: str
+    answer: str
+    contexts: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class AgentSeen:
+    """What an agent run saw, one :class:`Turn` per user message (ground truth for the records)."""
+
+    turns: list[Turn] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def dedupe_evidence(items: Iterable[Evidence]) -> list[Evidence]:
+    """Evidence in first-seen order, each content once (a document two calls both retrieved counts once)."""
+    out: list[Evidence] = []
+    seen: set[str] = set()
+    for e in items:
+        if e.content in seen:
+            continue
+        seen.add(e.content)
+        out.append(e)
+    return out
+
+
+def assert_turns(records: Sequence[RagTrace], turns: Sequence[Turn], *, tools: bool = True, ids: bool = True) -> None:
+    """Exactly one record per turn, in turn order: question, answer and contexts exact (content, order), and each
+    context's tool name (``tools``) and document id (``ids``, where the ground truth has one)."""
+    assert len(records) == len(turns), (
+        f"expected {len(turns)} record(s), one per turn, got {len(records)}: "
+        + json.dumps([{"q": r.question, "a": r.answer} for r in records], indent=1)
+    )
+    ordered = sorted(records, key=lambda r: (r.start_time_unix_nano or 0, r.end_time_unix_nano or 0))
+    for n, (rec, turn) in enumerate(zip(ordered, turns), start=1):
+        assert rec.question == turn.question, f"turn {n} question: {rec.question!r}"
+        assert rec.answer == turn.answer, f"turn {n} answer: {rec.answer!r}"
+        got = [c.content for c in rec.contexts]
+        want = [e.content for e in turn.contexts]
+        assert got == want, f"turn {n} contexts: got {json.dumps(got, indent=1)}\nwant {json.dumps(want, indent=1)}"
+        if tools:
+            assert [c.tool for c in rec.contexts] == [e.tool for e in turn.contexts], f"turn {n} context tools"
+        if ids:
+            for c, e in zip(rec.contexts, turn.contexts):
+                if e.id is not None:
+                    assert c.id == e.id, f"turn {n} context id {c.id!r} != {e.id!r}"

@@ -17,12 +17,12 @@ import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from claimwatch.docgen import doc_main
 from contract.record import RagTrace
 from tests.conformance.flows import Seen
-from tests.conformance.harness import ANSWER, QUESTION, Capture, make_capture
+from tests.conformance.harness import ANSWER, QUESTION, AgentSeen, Capture, make_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "collector.md"
@@ -125,6 +125,171 @@ ROWS: tuple[Row, ...] = (
 )
 
 
+# ----------------------------------------------------------------------------- agent turns
+
+AGENT_BEGIN, AGENT_END = "<!-- agent-table:begin -->", "<!-- agent-table:end -->"
+_LANGGRAPH = ("langgraph", "langgraph-prebuilt", "openinference-instrumentation-langchain")
+_LANGCHAIN = ("langchain", "openinference-instrumentation-langchain")
+_AGENTS_SDK = ("openai-agents", "openinference-instrumentation-openai-agents")
+_LLAMA_AGENT = ("llama-index-core", "openinference-instrumentation-llama-index")
+
+
+@dataclass(frozen=True)
+class AgentRow:
+    """One agent shape: its framework, the flow (module, row name, builder) and what the row shows."""
+
+    label: str
+    packages: tuple[str, ...]
+    module: str
+    row: str
+    builder: str | None = None
+    note: str = ""
+
+    def run(self, cap: Capture) -> AgentSeen:
+        flows = importlib.import_module(f"tests.conformance.{self.module}")
+        flow = flows.ROWS[self.row]
+        return flow(cap, self.builder) if self.builder is not None else flow(cap)
+
+
+def _lc_rows(builder: str, name: str, packages: tuple[str, ...]) -> tuple[AgentRow, ...]:
+    shapes = (
+        ("retriever_tool_one_call", "retriever tool, 1 call", ""),
+        ("retriever_tool_two_calls", "retriever tool, 2 calls", "documents of both calls, deduplicated"),
+        ("search_tool", "`@tool` searching the store (text)", ""),
+        ("search_and_calculator", "search + calculator (parallel calls)", "results in the order the model got them"),
+        ("multi_turn", "2-turn thread (MemorySaver), a trace per turn", "turn 2: only its own tool result"),
+        ("multi_turn_one_trace", "2-turn thread inside one app span", "one record per turn, each with a `call_id`"),
+        ("calculator_only", "calculator only", "a tool result grounds the turn"),
+        ("no_tool", "no tool call", "no record: counted `ungrounded_turn`"),
+    )
+    return tuple(
+        AgentRow(f"{name}, {text}", packages, "agent_flows_langchain", row, builder, note) for row, text, note in shapes
+    )
+
+
+AGENT_ROWS: tuple[AgentRow, ...] = (
+    *_lc_rows("langgraph", "LangGraph `create_react_agent`", _LANGGRAPH),
+    *_lc_rows("langchain", "LangChain `create_agent`", _LANGCHAIN),
+    AgentRow(
+        "OpenAI Agents SDK, Chat Completions, function tool", _AGENTS_SDK, "agent_flows_openai", "agents_chat_one_tool"
+    ),
+    AgentRow(
+        "OpenAI Agents SDK, Responses API, function tool",
+        _AGENTS_SDK,
+        "agent_flows_openai",
+        "agents_responses_one_tool",
+    ),
+    AgentRow(
+        "OpenAI Agents SDK, Responses API, 2 calls", _AGENTS_SDK, "agent_flows_openai", "agents_responses_two_searches"
+    ),
+    AgentRow(
+        "OpenAI Agents SDK, search + calculator", _AGENTS_SDK, "agent_flows_openai", "agents_chat_search_and_calculator"
+    ),
+    AgentRow(
+        "OpenAI Agents SDK, tool traced as RETRIEVER (`tool_span_kinds`)",
+        _AGENTS_SDK,
+        "agent_flows_openai",
+        "agents_chat_retriever_kind_tool",
+        note="the returned documents with ids and scores",
+    ),
+    AgentRow(
+        "LlamaIndex `FunctionAgent`, `QueryEngineTool`, 1 call",
+        _LLAMA_AGENT,
+        "agent_flows_llama_index",
+        "function_agent_query_engine_one",
+        note="the tool's retrieved nodes, not its synthesis",
+    ),
+    AgentRow(
+        "LlamaIndex `FunctionAgent`, `QueryEngineTool`, 2 calls",
+        _LLAMA_AGENT,
+        "agent_flows_llama_index",
+        "function_agent_query_engine_two",
+    ),
+    AgentRow(
+        "LlamaIndex `FunctionAgent`, `FunctionTool`",
+        _LLAMA_AGENT,
+        "agent_flows_llama_index",
+        "function_agent_function_tool",
+    ),
+    AgentRow(
+        "LlamaIndex `FunctionAgent`, `FunctionTool`, 2 calls",
+        _LLAMA_AGENT,
+        "agent_flows_llama_index",
+        "function_agent_function_tool_two",
+    ),
+    AgentRow(
+        "LlamaIndex `ReActAgent`, `QueryEngineTool`, 1 call",
+        _LLAMA_AGENT,
+        "agent_flows_llama_index",
+        "react_agent_query_engine_one",
+        note="answer read after `Answer:`; observations are tool results",
+    ),
+    AgentRow(
+        "LlamaIndex `ReActAgent`, `QueryEngineTool`, 2 calls",
+        _LLAMA_AGENT,
+        "agent_flows_llama_index",
+        "react_agent_query_engine_two",
+    ),
+    AgentRow(
+        "LlamaIndex `ReActAgent`, `FunctionTool`", _LLAMA_AGENT, "agent_flows_llama_index", "react_agent_function_tool"
+    ),
+    AgentRow(
+        "LlamaIndex `ReActAgent`, `FunctionTool`, 2 calls",
+        _LLAMA_AGENT,
+        "agent_flows_llama_index",
+        "react_agent_function_tool_two",
+    ),
+    AgentRow(
+        "OTel GenAI agent (util-genai `invoke_agent`/`execute_tool` + openai-v2 chat)",
+        GENAI,
+        "agent_flows_openai",
+        "genai_agent_one_tool",
+    ),
+    AgentRow("same, search + calculator", GENAI, "agent_flows_openai", "genai_agent_search_and_calculator"),
+)
+
+
+def _agent_cells(row: AgentRow) -> list[str]:
+    """turns, records, then per field: yes when every turn's record has it exactly (``-`` when there is no turn)."""
+    cap = make_capture(logs=True)
+    try:
+        seen = row.run(cap)
+        records = sorted(cap.records(), key=lambda r: (r.start_time_unix_nano or 0, r.end_time_unix_nano or 0))
+    finally:
+        cap.close()
+    turns = seen.turns
+    cells = [str(len(turns)), str(len(records))]
+    if not turns or len(records) != len(turns):
+        return cells + [NA if not turns else NO] * 5
+    pairs = list(zip(records, turns))
+
+    def every(ok: Callable[[RagTrace, Any], bool]) -> str:
+        return YES if all(ok(r, t) for r, t in pairs) else NO
+
+    with_ids = [(r, t) for r, t in pairs if any(e.id for e in t.contexts)]
+    ids = NA
+    if with_ids:
+        ids = YES if all([c.id for c in r.contexts] == [e.id for e in t.contexts] for r, t in with_ids) else NO
+    return cells + [
+        every(lambda r, t: r.question == t.question),
+        every(lambda r, t: r.answer == t.answer),
+        every(lambda r, t: [c.content for c in r.contexts] == [e.content for e in t.contexts]),
+        every(lambda r, t: [c.tool for c in r.contexts] == [e.tool for e in t.contexts]),
+        ids,
+    ]
+
+
+def render_agents() -> str:
+    lines = [
+        "| agent | versions | turns | records | question | answer | contexts (content, order) | tool named | doc ids | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in AGENT_ROWS:
+        cells = _agent_cells(row)
+        lines.append(f"| {row.label} | {_version(row.packages)} | " + " | ".join(cells) + f" | {row.note} |")
+    return "\n".join(lines) + "\n"
+
+
 def locked_versions() -> dict[str, str]:
     """The lock's pins by normalised name (scripts/lockcheck.py reads them; one parser for setup and the table)."""
     spec = importlib.util.spec_from_file_location("lockcheck", ROOT / "scripts" / "lockcheck.py")
@@ -147,7 +312,7 @@ def drift() -> list[str]:
     """The table's packages whose installed version differs from the lock (the table would describe other code)."""
     pins = locked_versions()
     out = []
-    for p in sorted({p for row in ROWS for p in row.packages}):
+    for p in sorted({p for row in (*ROWS, *AGENT_ROWS) for p in row.packages}):
         try:
             have = importlib.metadata.version(p)
         except importlib.metadata.PackageNotFoundError:
@@ -199,24 +364,29 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
-def replace_table(doc: str, table: str) -> str:
-    head, _, rest = doc.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    return f"{head}{BEGIN}\n{table}{END}{tail}"
+def replace_table(doc: str, table: str, begin: str = BEGIN, end: str = END) -> str:
+    head, _, rest = doc.partition(begin)
+    _, _, tail = rest.partition(end)
+    return f"{head}{begin}\n{table}{end}{tail}"
 
 
-def current_table(doc: str) -> str:
-    return doc.partition(BEGIN)[2].partition(END)[0].lstrip("\n")
+def current_table(doc: str, begin: str = BEGIN, end: str = END) -> str:
+    return doc.partition(begin)[2].partition(end)[0].lstrip("\n")
+
+
+def render_both() -> str:
+    """Both tables, the instrumentations' then the agents', as one text (what ``--write`` puts in the doc)."""
+    return render() + AGENT_BEGIN + "\n" + render_agents()
+
+
+def _write(both: str) -> None:
+    table, _, agents = both.partition(AGENT_BEGIN + "\n")
+    doc = replace_table(DOC.read_text(encoding="utf-8"), table)
+    DOC.write_text(replace_table(doc, agents, AGENT_BEGIN, AGENT_END), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
-    return doc_main(
-        argv,
-        description=__doc__.splitlines()[0],
-        doc=DOC,
-        render=render,
-        write=lambda table: DOC.write_text(replace_table(DOC.read_text(encoding="utf-8"), table), encoding="utf-8"),
-    )
+    return doc_main(argv, description=__doc__.splitlines()[0], doc=DOC, render=render_both, write=_write)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,16 @@ def test_collector_doc_table_matches_a_fresh_run():
     )
 
 
+def test_collector_doc_agent_table_matches_a_fresh_run():
+    """Every agent row is re-run at the locked versions; the committed agent table equals the rendered one."""
+    for module in ("langgraph.prebuilt", "langchain.agents", "agents", "openinference.instrumentation.openai_agents"):
+        need(module)
+    doc = table.DOC.read_text(encoding="utf-8")
+    assert table.current_table(doc, table.AGENT_BEGIN, table.AGENT_END) == table.render_agents(), (
+        "docs/collector.md agent table is stale: python -m tests.conformance.table --write"
+    )
+
+
 def test_versions_column_comes_from_the_lock_not_the_environment(monkeypatch):
     """A newer release installed by hand changes nothing in the rendered versions: they are the lock's."""
     monkeypatch.setattr(table.importlib.metadata, "version", lambda name: "999.0")

@@ -231,13 +231,13 @@ def test_traceloop_workflow_and_vector_db_events():
 
 
 def test_not_rag_without_context_or_answer():
-    """Traces with no retrieved context, or no answer, are reported as not RAG with the reason."""
+    """An answer with nothing to ground it, or documents without an answer, are not records, each with its reason."""
     tp, exporter = make_provider()
     tracer = tp.get_tracer("t")
     with tracer.start_as_current_span("llm") as llm:
         llm.set_attribute("openinference.span.kind", "LLM")
         llm.set_attribute("llm.output_messages.0.message.content", "hi")
-    assert build(exporter).reason == "no_context"
+    assert build(exporter).reason == "ungrounded_turn"
     exporter.clear()
     with tracer.start_as_current_span("retrieve") as r:
         r.set_attribute("openinference.span.kind", "RETRIEVER")

@@ -7,6 +7,7 @@ OTLP span can carry, including JSON text of any shape, huge integers and odd ind
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from hypothesis import HealthCheck, given, settings
@@ -38,10 +39,52 @@ KEYS = [
     "db.query.result.score",
     "service.version",
     "deployment.environment",
+    "tool.name",
+    "tool_call.id",
+    "gen_ai.tool.name",
+    "gen_ai.tool.call.id",
+    "gen_ai.tool.call.result",
+    "gen_ai.tool.call.arguments",
 ]
 INDEXED = ["retrieval.documents", "llm.input_messages", "llm.output_messages", "gen_ai.prompt", "gen_ai.completion"]
-LEAVES = ["document.content", "document.score", "document.id", "document.metadata", "message.role", "message.content"]
-KINDS = ["RETRIEVER", "LLM", "CHAIN", "retrieval", "chat", "task", "workflow", "retriever", "llm"]
+LEAVES = [
+    "document.content",
+    "document.score",
+    "document.id",
+    "document.metadata",
+    "message.role",
+    "message.content",
+    "message.tool_call_id",
+    "message.name",
+    "message.tool_calls.0.tool_call.id",
+    "message.tool_calls.1.tool_call.function.name",
+    "tool_calls.0.name",
+    "role",
+    "content",
+]
+KINDS = [
+    "RETRIEVER",
+    "LLM",
+    "CHAIN",
+    "TOOL",
+    "AGENT",
+    "retrieval",
+    "chat",
+    "task",
+    "workflow",
+    "retriever",
+    "llm",
+    "tool",
+    "agent",
+    "execute_tool",
+    "invoke_agent",
+    "user",
+    "tool_call",
+    "tool_call_response",
+    "Thought: t\nAction: search\nAction Input: {}",
+    "Thought: t\nAnswer: a",
+    "Observation: o",
+]
 
 json_values = st.recursive(
     st.none()
@@ -53,7 +96,10 @@ json_values = st.recursive(
     lambda inner: (
         st.lists(inner, max_size=4)
         | st.dictionaries(
-            st.sampled_from(["content", "text", "role", "messages", "args", "kwargs", "documents", "parts", "score"])
+            st.sampled_from(
+                ["content", "text", "role", "messages", "args", "kwargs", "documents", "parts", "score"]
+                + ["tool_calls", "tool_call_id", "type", "id", "name", "response", "blocks", "tool_name", "data"]
+            )
             | st.text(max_size=8),
             inner,
             max_size=4,
@@ -95,3 +141,22 @@ def _span(attrs: dict, events: list[dict], parent: bool) -> OtlpSpan:
 def test_extract_never_raises_on_any_attribute_values(attrs: dict, events: list[dict], parent: bool) -> None:
     """Any mix of convention keys and value types extracts to facts, never an exception."""
     SpanExtractor().extract(_span(attrs, events, parent))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(attributes, st.integers(0, 6), st.integers(0, 5)), min_size=1, max_size=7))
+def test_build_never_raises_on_any_trace(spans: list) -> None:
+    """Any set of such spans, any parent links (cycles, self-parents, missing parents), builds or says why not."""
+    ex = SpanExtractor()
+    facts = []
+    for i, (attrs, parent, start) in enumerate(spans, start=1):
+        span = dataclasses.replace(
+            _span(attrs, [], parent=False),
+            context=SpanRef(1, i),
+            parent=SpanRef(1, parent) if parent else None,
+            start_time=start,
+            end_time=start + i,
+        )
+        facts.append(ex.extract(span))
+    for result in ex.build(1, facts):
+        assert (result.record is None) == (result.reason != "ok")

@@ -143,7 +143,7 @@ def test_context_from_prompt_is_opt_in_and_marked():
     """Without a retriever: not RAG by default; with context_from_prompt the system prompt is the context, marked as such."""
     tp, exp = make_provider()
     _prompt_only(tp)
-    assert build(exp).reason == "no_context"
+    assert build(exp).reason == "ungrounded_turn"
     r = build(exp, CollectorSettings(context_from_prompt=True)).record
     assert r is not None and r.attributes["context_source"] == "prompt"
     assert [c.content for c in r.contexts] == ["Answer from this: Refunds are accepted within 30 days."]

@@ -111,7 +111,7 @@ def test_trace_unusable_after_attribute_loss_is_counted_and_logged():
     with capture_logs() as logs:
         pipe.pop_complete(flush=True)
     assert metric(registry, "claimwatch_collector_dropped_total", reason="attribute_limit") == 1
-    assert any(e.get("warning") == "attribute_limit_lost" and e["reason"] == "no_context" for e in logs)
+    assert any(e.get("warning") == "attribute_limit_lost" and e["reason"] == "ungrounded_turn" for e in logs)
 
 
 def test_late_spans_are_logged_with_reason_and_hint_rate_limited():
