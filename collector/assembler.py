@@ -8,8 +8,10 @@ for a trace already emitted are dropped as ``late_span``.
 Memory is bounded three ways, each counted through ``on_drop(reason, n)``:
 
 - ``trace_ttl_s``: a trace whose root never ends (orphans, a crashed request)
-  is evicted ``ttl_evicted``;
-- ``max_traces``: a new trace beyond the bound evicts the oldest ``buffer_full``;
+  is evicted ``ttl_evicted`` once no span of it has arrived for that long (an
+  idle time, not an age: an agent turn of many tool calls and slow model steps
+  may run for minutes while its spans keep arriving);
+- ``max_traces``: a new trace beyond the bound evicts the least recently active ``buffer_full``;
 - ``max_spans_per_trace``: further non-root spans are dropped ``too_many_spans``.
 
 Only :class:`~collector.conventions.SpanFacts` are kept (never whole spans).
@@ -31,7 +33,7 @@ DropCounter = Callable[[str, int], None]
 
 @dataclass(slots=True)
 class _Buffer:
-    first_seen: float
+    last_seen: float
     facts: list[SpanFacts] = field(default_factory=list)
     root_ended_at: float | None = None
 
@@ -63,7 +65,7 @@ class TraceAssembler:
         self.max_spans_per_trace = max(1, max_spans_per_trace)
         self._clock = clock
         self._on_drop = on_drop or (lambda _reason, _n: None)
-        self._buffers: "OrderedDict[int, _Buffer]" = OrderedDict()  # insertion = first seen
+        self._buffers: "OrderedDict[int, _Buffer]" = OrderedDict()  # least recently active first
         self._ready: "OrderedDict[int, float]" = OrderedDict()  # trace id -> root end time
         self._emitted: "OrderedDict[int, float]" = OrderedDict()  # recently emitted, for late spans
         self._emitted_max = 4 * self.max_traces
@@ -87,8 +89,11 @@ class TraceAssembler:
                 old_id, _ = self._buffers.popitem(last=False)
                 self._ready.pop(old_id, None)
                 self._on_drop("buffer_full", 1)
-            buf = _Buffer(first_seen=now)
+            buf = _Buffer(last_seen=now)
             self._buffers[trace_id] = buf
+        else:
+            buf.last_seen = now
+            self._buffers.move_to_end(trace_id)
         if len(buf.facts) >= self.max_spans_per_trace and not facts.is_root:
             self._on_drop("too_many_spans", 1)
             return
@@ -134,7 +139,7 @@ class TraceAssembler:
     def _evict_expired(self, now: float) -> None:
         while self._buffers:
             trace_id, buf = next(iter(self._buffers.items()))
-            if now - buf.first_seen < self.trace_ttl_s:
+            if now - buf.last_seen < self.trace_ttl_s:
                 break
             if buf.root_ended_at is not None:
                 break  # complete, waiting out late spans: emitted by pop_complete

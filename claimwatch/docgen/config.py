@@ -108,7 +108,8 @@ FALLBACK_DESCRIPTIONS: dict[str, str] = {
     "CollectorSettings.static_slices": "Extra constant slice labels of this process (JSON object).",
     "CollectorSettings.slice_attributes": "Slice name -> span/resource attribute it is read from (JSON object).",
     "CollectorSettings.late_span_wait_s": "Wait after the root span ends for late children.",
-    "CollectorSettings.trace_ttl_s": "Incomplete traces are dropped after this long.",
+    "CollectorSettings.trace_ttl_s": "An incomplete trace is dropped after this long without a new span (idle time: "
+    "a long agent turn whose spans keep arriving is kept).",
     "CollectorSettings.max_buffered_traces": "Traces buffered at once; the oldest are evicted past it.",
     "CollectorSettings.max_spans_per_trace": "Spans kept per trace.",
     "CollectorSettings.max_contexts": "Retrieved contexts kept per record.",

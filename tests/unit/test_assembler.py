@@ -78,6 +78,30 @@ def test_orphan_evicted_by_ttl():
     assert len(asm) == 0 and drops["ttl_evicted"] == 1
 
 
+def test_long_running_trace_is_kept_while_its_spans_keep_arriving():
+    """The TTL is idle time: an agent turn running past it, spans still arriving, is complete and whole at the end."""
+    asm, clock, drops = make(trace_ttl_s=10, late_span_wait_s=0)
+    for span_id in range(2, 12):  # a model step or tool call every 8 s: 80 s in all
+        asm.add(5, facts(span_id, 1))
+        clock.now += 8
+        asm.pop_complete()
+    asm.add(5, facts(1, None))
+    [done] = asm.pop_complete()
+    assert len(done.facts) == 11 and not drops
+
+
+def test_buffer_full_evicts_the_least_recently_active_trace():
+    """At the trace bound the trace idle longest goes, not an old one still receiving spans."""
+    asm, clock, drops = make(max_traces=2)
+    asm.add(1, facts(2, 1))
+    clock.now += 1
+    asm.add(2, facts(2, 1))
+    clock.now += 1
+    asm.add(1, facts(3, 1))  # trace 1 is active again
+    asm.add(3, facts(2, 1))
+    assert 1 in asm and 2 not in asm and 3 in asm and drops["buffer_full"] == 1
+
+
 def test_oldest_trace_evicted_when_buffer_full():
     """Beyond max_traces the oldest buffered trace is evicted and counted buffer_full."""
     asm, clock, drops = make(max_traces=3, late_span_wait_s=0)
