@@ -6,6 +6,7 @@ worker and only add measurement around them.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -190,6 +191,239 @@ def rag_request(tracer: Tracer, rng: random.Random, *, timings: list[int] | None
     llm.set_attribute("llm.input_messages.0.message.content", question)
     llm.set_attribute("llm.output_messages.0.message.role", "assistant")
     llm.set_attribute("llm.output_messages.0.message.content", answer)
+    _end(llm, timings)
+    root.set_attribute("output.value", answer)
+    _end(root, timings)
+    return perf() - t0
+
+
+#: the agent's tools: name -> (description, JSON-schema properties); ``search_docs`` has a RETRIEVER child
+AGENT_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "search_docs": (
+        "Search the documentation; returns the best matching passages, each with its document id.",
+        {"query": {"type": "string"}, "top_k": {"type": "integer"}},
+    ),
+    "get_document": (
+        "Fetch one documentation page by its id; returns the page text.",
+        {"doc_id": {"type": "string"}},
+    ),
+    "lookup_order": (
+        "Look a customer order up by its number; returns status, items and dates as JSON.",
+        {"order_id": {"type": "string"}},
+    ),
+    "calculator": (
+        "Evaluate an arithmetic expression; returns the steps and the result.",
+        {"expression": {"type": "string"}},
+    ),
+}
+_AGENT_TOOL_WEIGHTS = (4, 3, 2, 1)  # search_docs, get_document, lookup_order, calculator
+_AGENT_SYSTEM = (
+    "You are the support assistant of a documentation site and an online shop. Answer only from what the "
+    "tools return: look passages up with search_docs, read whole pages with get_document, check orders with "
+    "lookup_order and do arithmetic with calculator. Cite the document ids you used; say so when the tools "
+    "do not answer the question."
+)
+#: OpenInference ``llm.tools.{i}.tool.json_schema`` (the OpenAI instrumentation sets them on every LLM span)
+_AGENT_TOOL_SCHEMAS = tuple(
+    json.dumps(
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": desc,
+                "parameters": {"type": "object", "properties": props, "required": [next(iter(props))]},
+            },
+        }
+    )
+    for name, (desc, props) in AGENT_TOOLS.items()
+)
+_DOC_SENTENCES: dict[str, list[str]] = {}
+for _cid, _text in CHUNKS:
+    _DOC_SENTENCES.setdefault(_cid.split("#")[0], []).append(_text)
+
+
+def _agent_tool_step(rng: random.Random, step: int) -> dict[str, Any]:
+    """One tool call of the agent: name, arguments JSON, result text (a few hundred chars), retrieved docs."""
+    name = rng.choices(list(AGENT_TOOLS), weights=_AGENT_TOOL_WEIGHTS)[0]
+    doc_id = rng.choice(list(_DOC_SENTENCES))
+    sentences = _DOC_SENTENCES[doc_id]
+    docs: list[tuple[str, str, float]] = []
+    if name == "search_docs":
+        k = rng.randint(3, 5)
+        start = rng.randrange(len(CHUNKS))
+        hits = [CHUNKS[(start + j) % len(CHUNKS)] for j in range(k)]
+        docs = [(cid, text, round(0.92 - 0.04 * j - rng.random() * 0.02, 3)) for j, (cid, text) in enumerate(hits)]
+        args = {"query": f"{hits[0][1].split(',')[0].rstrip('.').lower()}", "top_k": k}
+        result = "\n\n".join(f"[{cid}] (score {score}) {text}" for cid, text, score in docs)
+    elif name == "get_document":
+        args = {"doc_id": doc_id}
+        result = f"# {doc_id}\n\n" + "\n".join(sentences) + f"\n\n(source: docs/{doc_id}.md, revision {step + 3})"
+    elif name == "lookup_order":
+        order = f"A-{rng.randrange(100000, 999999)}"
+        args = {"order_id": order}
+        result = json.dumps(
+            {
+                "order_id": order,
+                "status": rng.choice(["delivered", "shipped", "processing"]),
+                "placed_on": f"2026-11-{rng.randint(1, 20):02d}",
+                "items": [
+                    {"sku": f"SKU-{rng.randrange(1000, 9999)}", "qty": rng.randint(1, 3), "title": t}
+                    for t in (s.split(",")[0][:40] for s in sentences[:2])
+                ],
+                "notes": sentences[2],
+            }
+        )
+    else:
+        a, b, c = rng.randint(2, 400), rng.randint(2, 60), rng.randint(2, 9)
+        args = {"expression": f"({a} + {b}) * {c}"}
+        result = (
+            f"Expression: ({a} + {b}) * {c}\nStep 1: {a} + {b} = {a + b}\nStep 2: {a + b} * {c} = {(a + b) * c}\n"
+            f"Result: {(a + b) * c}\nContext used: {sentences[0]} {sentences[1]}"
+        )
+    call_id = f"call_{rng.getrandbits(96):024x}"
+    return {"name": name, "id": call_id, "args": json.dumps(args), "result": result, "docs": docs}
+
+
+def _message_attrs(prefix: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """OpenInference indexed attributes of chat messages: ``{prefix}.{i}.message.{role,content,tool_call_id}``
+    and ``...message.tool_calls.{j}.tool_call.{id,function.name,function.arguments}``."""
+    out: dict[str, Any] = {}
+    for i, m in enumerate(messages):
+        p = f"{prefix}.{i}.message."
+        out[p + "role"] = m["role"]
+        if m.get("content") is not None:
+            out[p + "content"] = m["content"]
+        if "tool_call_id" in m:
+            out[p + "tool_call_id"] = m["tool_call_id"]
+        for j, tc in enumerate(m.get("tool_calls", ())):
+            q = f"{p}tool_calls.{j}.tool_call."
+            out[q + "id"] = tc["id"]
+            out[q + "function.name"] = tc["function"]["name"]
+            out[q + "function.arguments"] = tc["function"]["arguments"]
+    return out
+
+
+def _llm_attrs(history: list[dict[str, Any]], output: dict[str, Any]) -> dict[str, Any]:
+    """The attributes OpenInference's OpenAI instrumentation sets on one chat-completion span."""
+    input_value = json.dumps(history)
+    output_value = json.dumps([output])
+    attrs: dict[str, Any] = {
+        "openinference.span.kind": "LLM",
+        "llm.system": "openai",
+        "llm.provider": "openai",
+        "llm.model_name": MODEL,
+        "llm.invocation_parameters": '{"temperature": 0.0, "tool_choice": "auto", "parallel_tool_calls": false}',
+        "input.value": input_value,
+        "input.mime_type": "application/json",
+    }
+    for i, schema in enumerate(_AGENT_TOOL_SCHEMAS):
+        attrs[f"llm.tools.{i}.tool.json_schema"] = schema
+    attrs.update(_message_attrs("llm.input_messages", history))
+    attrs["output.value"] = output_value
+    attrs["output.mime_type"] = "application/json"
+    attrs.update(_message_attrs("llm.output_messages", [output]))
+    prompt, completion = len(input_value) // 4, len(output_value) // 4
+    attrs["llm.token_count.prompt"] = prompt
+    attrs["llm.token_count.completion"] = completion
+    attrs["llm.token_count.total"] = prompt + completion
+    return attrs
+
+
+def agent_request(tracer: Tracer, rng: random.Random, *, tool_calls: int = 10, timings: list[int] | None = None) -> int:
+    """One OpenInference-shaped agent turn with ``tool_calls`` tool calls; returns its duration (ns).
+
+    Spans (as the OpenInference OpenAI / LangChain instrumentations emit them): root AGENT
+    (``support_agent``, question in ``input.value``, answer in ``output.value``) > ``tool_calls``
+    model steps, each an LLM span (``ChatCompletion``) whose ``llm.output_messages.0.message.tool_calls.0``
+    asks for a tool, followed by the TOOL span (``tool.name``, arguments JSON in ``input.value``, a
+    result of a few hundred characters in ``output.value``); ``search_docs`` tools (about 40%) have a
+    RETRIEVER child with 3-5 ``retrieval.documents.{i}.document.{id,content,score}``; then a final LLM
+    span whose ``llm.input_messages`` hold the system message, the question, every assistant tool-call
+    message and every ``tool`` result (``tool_call_id``), and whose output message is the answer. Every
+    LLM span carries the conversation so far (``llm.input_messages.*`` and ``input.value`` as JSON)
+    and the four tool schemas, as real agents send them on every call. The attribute values are built
+    before the clock starts; what is timed is span creation, attribute setting and ``span.end()``
+    (each appended to ``timings`` when given, as in :func:`rag_request`).
+    """
+    perf = time.perf_counter_ns
+    steps = [_agent_tool_step(rng, i) for i in range(tool_calls)]
+    topic = rng.choice(list(_DOC_SENTENCES))
+    question = (
+        f"I'm working through the {topic} page and my order: what exactly does it say, does it match what "
+        "I ordered, and can you check the numbers for me?"
+    )
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": _AGENT_SYSTEM},
+        {"role": "user", "content": question},
+    ]
+    llm_attrs: list[dict[str, Any]] = []
+    tool_attrs: list[dict[str, Any]] = []
+    for st in steps:
+        call = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": st["id"], "type": "function", "function": {"name": st["name"], "arguments": st["args"]}}
+            ],
+        }
+        llm_attrs.append(_llm_attrs(history, call))
+        tool_attrs.append(
+            {
+                "openinference.span.kind": "TOOL",
+                "tool.name": st["name"],
+                "tool.description": AGENT_TOOLS[st["name"]][0],
+                "tool.parameters": json.dumps({"type": "object", "properties": AGENT_TOOLS[st["name"]][1]}),
+                "input.value": st["args"],
+                "input.mime_type": "application/json",
+                "output.value": st["result"],
+            }
+        )
+        history = [*history, call, {"role": "tool", "tool_call_id": st["id"], "content": st["result"]}]
+    cited = [d for st in steps for d in st["docs"]][:3] or [(topic, s, 1.0) for s in _DOC_SENTENCES[topic][:3]]
+    answer = (
+        "Here is what the tools returned. "
+        + " ".join(f"{text} [{cid}]" for cid, text, _ in cited)
+        + " The order details and the arithmetic above match what you described."
+    )
+    final_attrs = _llm_attrs(history, {"role": "assistant", "content": answer})
+    retr_attrs = [
+        {
+            "openinference.span.kind": "RETRIEVER",
+            "input.value": json.loads(st["args"])["query"],
+            **{
+                f"retrieval.documents.{i}.document.{field}": value
+                for i, (cid, text, score) in enumerate(st["docs"])
+                for field, value in (("id", cid), ("content", text), ("score", score))
+            },
+        }
+        if st["docs"]
+        else None
+        for st in steps
+    ]
+    t0 = perf()
+    root = tracer.start_span("support_agent")
+    root.set_attributes(
+        {
+            "openinference.span.kind": "AGENT",
+            "agent.name": "support_agent",
+            "input.value": question,
+            "claimwatch.route": "bench",
+        }
+    )
+    ctx = otel_trace.set_span_in_context(root)
+    for st, la, ta, ra in zip(steps, llm_attrs, tool_attrs, retr_attrs):
+        llm = tracer.start_span("ChatCompletion", context=ctx)
+        llm.set_attributes(la)
+        _end(llm, timings)
+        tool = tracer.start_span(st["name"], context=ctx)
+        if ra is not None:
+            ret = tracer.start_span("VectorStoreRetriever", context=otel_trace.set_span_in_context(tool))
+            ret.set_attributes(ra)
+            _end(ret, timings)
+        tool.set_attributes(ta)
+        _end(tool, timings)
+    llm = tracer.start_span("ChatCompletion", context=ctx)
+    llm.set_attributes(final_attrs)
     _end(llm, timings)
     root.set_attribute("output.value", answer)
     _end(root, timings)

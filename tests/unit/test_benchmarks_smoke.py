@@ -58,11 +58,59 @@ def test_ragas_style_prompt_has_ragas_fixed_size():
 
 @pytest.mark.integration
 def test_app_overhead_tiny(capsys):
-    """app_overhead measures all variants (with a real broker) and prints the on_end ratio last."""
+    """app_overhead measures all variants on RAG and agent traces (with a real broker), the agent line, then the RAG
+    on_end ratio last."""
     out = app_overhead.main(["--rounds", "2", "--requests", "10"])
     assert out["bsp"]["spans"] == out["claimwatch"]["spans"] == 60
     assert out["ratio_span_end_median"] > 0
-    assert _last_line(capsys).startswith("on_end ratio")
+    agent = out["agent"]
+    assert agent["bsp"]["requests"] == agent["claimwatch"]["requests"] == 4  # 2 rounds x max(2, 10 // 4)
+    assert agent["bsp"]["spans"] == agent["claimwatch"]["spans"] >= 4 * 22  # root, 10 x (LLM, TOOL), final LLM
+    assert agent["ratio_span_end_median"] > 0 and agent["ratio_request_p99"] > 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-2].startswith("agent traces: on_end ratio claimwatch/bsp (median span end): ")
+    assert "processor/BSP p99: request " in lines[-2]
+    assert lines[-1].startswith("on_end ratio claimwatch/bsp (median span end): ")
+
+
+def test_agent_request_shape():
+    """agent_request emits an OpenInference agent turn: AGENT root, an LLM asking for each tool, the TOOL span (some
+    with a RETRIEVER child), a final LLM whose input messages carry every tool result and whose output is the answer."""
+    import random
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    timings: list[int] = []
+    assert _common.agent_request(provider.get_tracer("t"), random.Random(3), tool_calls=10, timings=timings) > 0
+    spans = exporter.get_finished_spans()
+    assert len(timings) == len(spans)
+    kinds = [s.attributes["openinference.span.kind"] for s in spans]
+    assert kinds[-1] == "AGENT" and spans[-1].parent is None
+    assert kinds.count("LLM") == 11 and kinds.count("TOOL") == 10 and kinds.count("RETRIEVER") >= 1
+    tools = [s for s in spans if s.attributes["openinference.span.kind"] == "TOOL"]
+    steps = [s for s in spans if s.attributes["openinference.span.kind"] == "LLM"][:-1]
+    for step, tool in zip(steps, tools):
+        call = "llm.output_messages.0.message.tool_calls.0.tool_call."
+        assert step.attributes[call + "function.name"] == tool.attributes["tool.name"]
+        assert step.attributes[call + "function.arguments"] == tool.attributes["input.value"]
+        assert 100 <= len(tool.attributes["output.value"]) <= 1000
+    retriever = next(s for s in spans if s.attributes["openinference.span.kind"] == "RETRIEVER")
+    assert retriever.parent.span_id in {t.context.span_id for t in tools}
+    assert "retrieval.documents.0.document.content" in retriever.attributes
+    final = spans[-2].attributes
+    roles = [final[f"llm.input_messages.{i}.message.role"] for i in range(22)]
+    assert roles == ["system", "user"] + ["assistant", "tool"] * 10
+    assert [final[f"llm.input_messages.{2 * i + 3}.message.content"] for i in range(10)] == [
+        t.attributes["output.value"] for t in tools
+    ]
+    assert final["llm.input_messages.3.message.tool_call_id"] == steps[0].attributes[call + "id"]
+    assert final["llm.output_messages.0.message.content"] == spans[-1].attributes["output.value"]
+    assert all(s.dropped_attributes == 0 for s in spans)  # fits the SDK's default 128-attribute limit
 
 
 @pytest.mark.integration
