@@ -291,6 +291,63 @@ def alert_rates(
     }
 
 
+FAILURE_ALERT = "ClaimwatchFailureTypeRise"
+_RET = "release_environment_failure_type:claimwatch_answers_with_failure"
+_FAILURE_EXPR = re.compile(
+    rf"{_RET}:ratio_count1h\s+> {_RET}_others:ratio_count1h \+ (?P<max_increase>[0-9.e-]+)\s+"
+    rf"and\s+{_RET}_vs_others:zscore1h > (?P<z>[0-9.e-]+)\s+"
+    rf"and on \(release, environment\)\s+{_RE}_evaluated:count1h >= (?P<min_answers>[0-9]+)\s+"
+    rf"and on \(release, environment\)\s+{_RE}_evaluated_others:count1h >= (?P=min_answers)"
+)
+#: shares of answers with a claim of each failure class in a release (one realistic mix: unsupported additions and
+#: numbers most common, the rarer classes near 1%); 11 classes, as in contract.failures
+CLASS_SHARES = (0.06, 0.04, 0.03, 0.02, 0.03, 0.02, 0.08, 0.02, 0.12, 0.01, 0.01)
+
+
+def failure_type_rule(thresholds: Mapping[str, Any] | None = None) -> AlertRule:
+    """``ClaimwatchFailureTypeRise``'s thresholds, read from its generated expression (a shape change raises)."""
+    t = rules_gen.merge_thresholds(thresholds)
+    alerts = {r["alert"]: r for g in rules_gen.alerting_rules(t)["groups"] for r in g["rules"]}
+    match = _FAILURE_EXPR.fullmatch(alerts[FAILURE_ALERT]["expr"])
+    if match is None:
+        raise ValueError(f"{FAILURE_ALERT} changed shape: update benchmarks/gate_simulation.py")
+    return AlertRule(float(match["max_increase"]), float(match["z"]), int(match["min_answers"]))
+
+
+def failure_type_alert_rates(
+    answers: int,
+    pairs: int,
+    seed: int,
+    *,
+    shares: tuple[float, ...] = CLASS_SHARES,
+    rise: float = 0.0,
+    rising: int = 0,
+    thresholds: Mapping[str, Any] | None = None,
+) -> dict[str, float]:
+    """Share of ``pairs`` simulated release pairs (``answers`` each, one evaluation of one hour) on which the
+    per-class alert fires for some class (``any``: the family-wise rate, what a release's on-call sees) and for
+    class ``rising`` (whose share the candidate raises by ``rise``). Each answer has each class with its share,
+    independently: the Bonferroni bound the rule relies on holds whatever the classes' dependence."""
+    rule = failure_type_rule(thresholds)
+    rng = np.random.default_rng(seed)
+    base = np.asarray(shares)
+    cand = base.copy()
+    cand[rising] = min(1.0, cand[rising] + rise)
+    xb = rng.binomial(answers, base, size=(pairs, len(base)))
+    xc = rng.binomial(answers, cand, size=(pairs, len(base)))
+    any_fired = rising_fired = 0
+    for i in range(pairs):
+        hits = [rule.fires(int(xc[i, k]), answers, int(xb[i, k]), answers) for k in range(len(base))]
+        any_fired += any(hits)
+        rising_fired += hits[rising]
+    return {
+        "any": any_fired / pairs,
+        "rising": rising_fired / pairs,
+        "nominal_alpha": rule.nominal_alpha,
+        "family_alpha": rule.nominal_alpha * len(base),
+    }
+
+
 def measured_overdispersion(sc: Scenario, pairs: int, seed: int) -> float:
     """Variance of a release's claim rate across simulated releases over the binomial variance."""
     rng = np.random.default_rng(seed)

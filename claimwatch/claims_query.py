@@ -3,7 +3,8 @@
 Reads ``claimwatch.results`` (every partition, from ``--since`` ago or ``--from-offset``,
 at most ``--max-records`` records, up to the end offsets at start), keeps the claims
 whose verdict is asked for (CONTRADICTED and UNSUPPORTED by default) in the answers
-whose slices match the filters, and prints them worst first: CONTRADICTED before
+whose slices match the filters (and, with ``--type``, whose failure type is one asked for), and prints them worst
+first: CONTRADICTED before
 UNSUPPORTED, then by the judge's confidence. Each line names the answer's trace id,
 so it leads to the trace in your trace backend and to the exemplars in Grafana; with
 ``--trace-url-template`` (or ``CLAIMWATCH_TRACE_URL_TEMPLATE``) each claim also gets the
@@ -43,6 +44,8 @@ from kafka import KafkaConsumer, TopicPartition
 
 from claimwatch.gate.counts import ResultSkips, result_problem
 from contract.errors import ConfigError
+from contract.failures import LABELS as FAILURE_LABELS
+from contract.failures import parse_failure_type
 from contract.record import record_key
 from evaluator_worker.config import WorkerSettings
 
@@ -95,7 +98,8 @@ class FlaggedClaim:
     def to_text(self, trace_url_template: str | None = None) -> str:
         c = self.claim
         where = "/".join(str(self.slices.get(k) or "?") for k in ("release", "route"))
-        lines = [f"[{c.get('verdict')} {confidence(c):.2f}] [{where}] {c.get('text') or '(claim text not kept)'}"]
+        kind = f" {c['failure_type']}" if c.get("failure_type") else ""
+        lines = [f"[{c.get('verdict')} {confidence(c):.2f}{kind}] [{where}] {c.get('text') or '(claim text not kept)'}"]
         if c.get("evidence"):
             chunk = (
                 " ".join(x for x in (_tool(c), c.get("context_source"), c.get("context_id")) if x)
@@ -138,8 +142,12 @@ def matches(result: dict[str, Any], filters: dict[str, str | None]) -> bool:
     return all(value is None or slices.get(key) == value for key, value in filters.items())
 
 
-def flagged_claims(result: dict[str, Any], verdicts: Iterable[str], timestamp_ms: int = 0) -> list[FlaggedClaim]:
+def flagged_claims(
+    result: dict[str, Any], verdicts: Iterable[str], timestamp_ms: int = 0, types: Iterable[str] | None = None
+) -> list[FlaggedClaim]:
+    """The claims of ``result`` with one of ``verdicts`` (and, when ``types`` is given, one of those failure types)."""
     wanted = set(verdicts)
+    kinds = None if types is None else set(types)
     risk = result.get("answer_risk")
     at_risk = result.get("at_risk")
     return [
@@ -152,7 +160,9 @@ def flagged_claims(result: dict[str, Any], verdicts: Iterable[str], timestamp_ms
             at_risk if isinstance(at_risk, bool) else None,
         )
         for claim in result.get("claims") or []
-        if isinstance(claim, dict) and claim.get("verdict") in wanted
+        if isinstance(claim, dict)
+        and claim.get("verdict") in wanted
+        and (kinds is None or claim.get("failure_type") in kinds)
     ]
 
 
@@ -314,7 +324,9 @@ def open_results(bootstrap: str | None = None, topic: str | None = None) -> tupl
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    verdicts = [v.upper() for v in (args.verdict or FLAGGED)]
+    types = sorted({parse_failure_type(t).value for t in args.type}) if args.type else None
+    # a class asked for by name is shown whatever the verdict (a hedge under the lenient policy is SUPPORTED)
+    verdicts = [v.upper() for v in (args.verdict or (FLAGGED if types is None else (*FLAGGED, "SUPPORTED")))]
     filters = {"release": args.release, "route": args.route, "model": args.model, "environment": args.environment}
     since_s = None if args.from_offset is not None else parse_since(args.since)
     consumer, topic = open_results(args.bootstrap, args.topic)
@@ -332,7 +344,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
         ):
             if not matches(result, filters) or (args.at_risk and result.get("at_risk") is not True):
                 continue
-            found = flagged_claims(result, verdicts, ts)
+            found = flagged_claims(result, verdicts, ts, types)
             if args.follow:  # streaming: print as they come
                 for f in found:
                     print(_line(f, args), flush=True)
@@ -350,7 +362,8 @@ def cmd_claims(args: argparse.Namespace) -> int:
     for f in shown:
         print(_line(f, args))
     if not args.json:
-        print(f"{len(shown)} of {len(out)} flagged claims ({', '.join(verdicts)})", file=sys.stderr)
+        kinds = f"; {', '.join(types)}" if types else ""
+        print(f"{len(shown)} of {len(out)} flagged claims ({', '.join(verdicts)}{kinds})", file=sys.stderr)
     return 0
 
 
@@ -366,6 +379,12 @@ def add_cli(sub: Any) -> None:
     c.add_argument("--since", default="1h", help="how far back to read, e.g. 10m, 2h, 1d (default 1h)")
     c.add_argument("--from-offset", type=int, default=None, help="read every partition from this offset instead")
     c.add_argument("--verdict", action="append", help="CONTRADICTED, UNSUPPORTED (repeatable; default both)")
+    c.add_argument(
+        "--type",
+        action="append",
+        help="failure type (repeatable): " + ", ".join(FAILURE_LABELS) + "; with --type and no --verdict, SUPPORTED "
+        "claims of the type are shown too (hedge_inflation under the lenient hedge policy)",
+    )
     c.add_argument("--release")
     c.add_argument("--route")
     c.add_argument("--model")

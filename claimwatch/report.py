@@ -34,6 +34,7 @@ from urllib.parse import quote, urlsplit
 
 from claimwatch.claims_query import FLAGGED, FlaggedClaim, confidence, flagged_claims, trace_url
 from claimwatch.gate import DEFAULT_MIN_ANSWERS, Counts, GateConfig, GateDecision, ReleaseCounts, TestConfig, decide
+from claimwatch.gate.by_type import TypeChange, TypeCounts, changes, headline
 from claimwatch.gate.correction import correct
 from claimwatch.gate.counts import ResultSkips, latest_per_trace, record_verdicts, valid_results
 from claimwatch.gate.judge_fitness import check_decision
@@ -72,6 +73,29 @@ class ReleaseReport:
     judge_lines: tuple[str, ...] = ()
     #: the records left out (malformed, duplicates), in words (:meth:`claimwatch.gate.counts.ResultSkips.lines`)
     left_out: tuple[str, ...] = ()
+    #: flagged answers per failure type, per release (``None`` key) and per (release, slice value)
+    by_type: dict[tuple[str, str | None], TypeCounts] = field(default_factory=dict)
+
+    def type_changes(self) -> list[TypeChange]:
+        """Every failure class's flagged-answer share, baseline vs candidate, largest rise first."""
+        return changes(
+            self.by_type.get((self.baseline, None), TypeCounts()),
+            self.by_type.get((self.candidate, None), TypeCounts()),
+        )
+
+    def type_headline(self) -> str | None:
+        """The largest per-class rise in one line, with the slice where it rose most."""
+        values = {v for (_, v) in self.by_type if v is not None}
+        per_slice = [
+            c
+            for v in sorted(values)
+            for c in changes(
+                self.by_type.get((self.baseline, v), TypeCounts()),
+                self.by_type.get((self.candidate, v), TypeCounts()),
+                where=f"{self.slice_label}={v}",
+            )
+        ]
+        return headline(self.type_changes(), per_slice)
 
 
 def build_report(
@@ -97,6 +121,7 @@ def build_report(
     answers: dict[str, int] = defaultdict(int)
     stamped: list[tuple[float, str, str]] = []
     worst: list[FlaggedClaim] = []
+    by_type: dict[tuple[str, str | None], TypeCounts] = defaultdict(TypeCounts)
     # the results topic is at-least-once (the worker counted each record once), and anyone can write to it
     for r in latest_per_trace(valid_results(results, skips), skips):
         slices = r.get("slices") or {}
@@ -108,6 +133,8 @@ def build_report(
         releases[release] = releases[release].add_result(r)
         key = (release, str(slices.get(slice_label) or "unknown"))
         by_slice[key] = by_slice[key] + record_verdicts(r)
+        by_type[(release, None)].add_result(r)
+        by_type[key].add_result(r)
         at = float(r.get("evaluated_at") or 0.0)
         stamped += [(at, release, str(c.get("verdict", "")).lower()) for c in claims if c.get("verdict") in FLAGGED]
         if release == candidate:
@@ -137,6 +164,7 @@ def build_report(
         corrected=corrected,
         judge_lines=judge_lines,
         left_out=tuple(skips.lines()),
+        by_type=dict(by_type),
     )
 
 
@@ -306,7 +334,8 @@ def _claim_html(f: FlaggedClaim, trace_url_template: str | None) -> str:
     )
     parts = [
         f'<div class="claim {css}"><div><b>{_text(verdict)}</b> '
-        f"{confidence(c):.2f} — {_text(c.get('text') or '(claim text not kept)')}</div>",
+        + (f'<span class="type">{_text(c["failure_type"])}</span> ' if c.get("failure_type") else "")
+        + f"{confidence(c):.2f} — {_text(c.get('text') or '(claim text not kept)')}</div>",
         f'<div class="meta">{where} · {trace}{risk}</div>',
     ]
     if c.get("reason"):
@@ -369,6 +398,21 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
         charts.append(over_time_spec(report))
     svgs = "".join(f'<div class="chart">{render_svg(s)}</div>' for s in charts)
     worst = "".join(_claim_html(f, trace_url_template) for f in report.worst) or '<p class="muted">none</p>'
+    top = report.type_headline()
+    top_html = f'<p class="types" id="top-type">Largest rise by kind of failure: {_text(top)}</p>' if top else ""
+    type_rows = "".join(
+        f'<tr><td class="l">{_text(c.failure_type)}</td><td class="l">{_text(c.name)}</td>'
+        f"<td>{_pct(c.baseline_share)} ({c.baseline[0]})</td><td>{_pct(c.candidate_share)} ({c.candidate[0]})</td>"
+        f"<td>{c.difference * 100:+.1f} pts</td></tr>"
+        for c in report.type_changes()
+    )
+    types = (
+        f'<table id="types"><tr><th class="l">failure type</th><th class="l">class</th>'
+        f"<th>baseline: answers with one (n)</th><th>candidate: answers with one (n)</th><th>change</th></tr>"
+        f"{type_rows}</table>"
+        if type_rows
+        else '<p class="muted">no flagged claim in either release</p>'
+    )
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(report.generated_at))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -378,11 +422,14 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
 <div class="muted">claimwatch · {when} · {_text(report.label)} label · gate: {_text(t.method)} test, alpha {t.alpha:g},
 tolerance {t.max_increase * 100:g} pts of flagged answers, at least {d.config.min_answers} evaluated answers per release</div>
 <div class="decision {_text(d.action)}" id="decision"><b>{_text(d.action.upper())}</b><ul>{reasons}</ul></div>
-{judge}<h2>Answers and claims per release</h2>
+{top_html}{judge}<h2>Answers and claims per release</h2>
 <table><tr><th class="l">{_text(report.label)}</th><th>evaluated answers</th><th>flagged answers ({flag_rule})</th>
 <th>judged claims</th><th>contradicted</th><th>unsupported</th><th>errors</th></tr>{"".join(rows)}</table>
 <table><tr><th class="l">decided on</th><th>candidate − baseline</th><th>bounds ({_text(t.method)})</th>
 <th>smallest rise detectable (power {t.power:g})</th></tr>{comparisons}</table>
+<h2>What kind of failure</h2>
+<p class="muted">Evaluated answers with at least one unsupported or contradicted claim of each class
+(contract.failures; one class per flagged claim), baseline vs candidate.</p>{types}
 {corrected}<h2>Rates per {_text(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
 <h2>Worst claims of {_text(report.candidate)}</h2>{worst}
 </body></html>

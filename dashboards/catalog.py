@@ -19,6 +19,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from collector.metrics import CONTEXT_SOURCES, NOT_RECORDED_REASONS, RECORD_UNITS, get_metrics
+from contract.failures import LABELS as FAILURE_LABELS
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.metrics import WorkerMetrics
 
@@ -46,6 +47,8 @@ LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
         {"assembled", "not_rag", "incomplete", "sampled_in", "sampled_out", "queued", "other"}
     ),
     ("claimwatch_collector_queue_depth", "queue"): frozenset({"span", "sink"}),
+    ("claimwatch_claim_failures_total", "failure_type"): frozenset(FAILURE_LABELS),
+    ("claimwatch_answers_with_failure_total", "failure_type"): frozenset(FAILURE_LABELS),
     ("claimwatch_collector_not_recorded_total", "reason"): frozenset(NOT_RECORDED_REASONS | {"other"}),
     ("claimwatch_collector_records_total", "unit"): frozenset(RECORD_UNITS | {"other"}),
     ("claimwatch_collector_records_total", "context_source"): frozenset(CONTEXT_SOURCES | {"other"}),

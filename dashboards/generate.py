@@ -246,6 +246,28 @@ def overview() -> dict[str, Any]:
     )
     lay.add(
         timeseries(
+            "What kind of failure: answers with a claim of each class, by release",
+            targets(
+                (
+                    f"sum by (release, failure_type) (rate(claimwatch_answers_with_failure_total{{{F}}}[{RI}]))\n"
+                    "/ ignoring (failure_type) group_left ()\n"
+                    f'sum by (release) (rate(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RI}]))',
+                    "{{release}} {{failure_type}}",
+                )
+            ),
+            unit="percentunit",
+            minimum=0,
+            description=(
+                "Share of evaluated answers with at least one claim of each failure class (docs/failure-types.md: "
+                "numeric, temporal, attribution, list_membership, polarity, quantifier, hedge_inflation, "
+                "certainty_inflation, unsupported_addition, other, unknown), per release: when the flagged share "
+                "moves, the class that moved. ClaimwatchFailureTypeRise compares each class between releases; "
+                "claimwatch claims --type <class> lists the claims."
+            ),
+        )
+    )
+    lay.add(
+        timeseries(
             "Average per-answer faithfulness score",
             targets(
                 (

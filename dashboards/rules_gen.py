@@ -91,6 +91,13 @@ DEFAULT_THRESHOLDS: dict[str, Any] = {
     "release_z": 2.326,  # one-sided z threshold (alpha = 0.01)
     "release_min_answers": 50,  # evaluated answers on each side
     "release_for": "10m",
+    # ClaimwatchFailureTypeRise (per release, environment and failure type, 1h window): the release comparison's
+    # statistic per class; its z is Bonferroni-corrected over the classes, so that a release alerts on some class
+    # at most at the release comparison's rate (alpha 0.01 / 11 classes, one-sided)
+    "failure_type_max_increase": 0.02,  # absolute rise of the share of answers with a claim of the class
+    "failure_type_z": 3.121,
+    "failure_type_min_answers": 50,
+    "failure_type_for": "10m",
     # ClaimwatchPipelineStalled
     "stalled_min_lag": 100,  # records
     "stalled_for": "10m",
@@ -212,6 +219,36 @@ def _release_rules() -> list[dict[str, str]]:
     ]
 
 
+#: evaluated answers with at least one claim of each failure class (evaluator_worker.metrics)
+WITH_FAILURE = "claimwatch_answers_with_failure_total"
+RET = "release_environment_failure_type"
+
+
+def _failure_type_rules() -> list[dict[str, str]]:
+    """Per release, environment and failure class: answers with a claim of the class in the last hour, as a share
+    of the release's evaluated answers, vs every other release of the environment (the release comparison, per
+    class); the denominators are the release comparison's own recording rules."""
+    n, no = f"{RE}:claimwatch_answers_evaluated:count1h", f"{RE}:claimwatch_answers_evaluated_others:count1h"
+    x, xo = f"{RET}:claimwatch_answers_with_failure:count1h", f"{RET}:claimwatch_answers_with_failure_others:count1h"
+    p, po = (
+        f"{RET}:claimwatch_answers_with_failure:ratio_count1h",
+        f"{RET}:claimwatch_answers_with_failure_others:ratio_count1h",
+    )
+    pooled = f"{RET}:claimwatch_answers_with_failure_pooled:ratio_count1h"
+    per = "ignoring (failure_type) group_left ()"  # a class's count over its release's answers
+    return [
+        {"record": x, "expr": f"sum by (release, environment, failure_type) ({exact_increase(WITH_FAILURE, '1h')})"},
+        {"record": xo, "expr": f"sum by (environment, failure_type) ({x})\n- ignoring (release) group_right ()\n{x}"},
+        {"record": p, "expr": f"{x}\n/ {per}\n{n}"},
+        {"record": po, "expr": f"{xo}\n/ {per}\n{no}"},
+        {"record": pooled, "expr": f"({x} + {xo})\n/ {per}\n({n} + {no})"},
+        {
+            "record": f"{RET}:claimwatch_answers_with_failure_vs_others:zscore1h",
+            "expr": f"({p} - {po})\n/\nsqrt(\n  {pooled} * (1 - {pooled})\n  * {per} (1 / {n} + 1 / {no})\n)",
+        },
+    ]
+
+
 def _baseline_rules() -> list[dict[str, str]]:
     """Per release: evaluated and flagged answers over the last hour and over the 24h ending an hour ago
     (the level alert's own baseline), flagged by one rule for both: at risk where its count covers both
@@ -321,7 +358,7 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
     )
     trailing += _baseline_rules()
 
-    release = _release_rules()
+    release = _release_rules() + _failure_type_rules()
 
     ignored = "|".join(t["collector_ignored_drop_reasons"]) or "^$"
     pipeline = [
@@ -470,6 +507,29 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
                 f"evaluated answers were flagged {_FLAGGED_RELEASES} over the last hour, significantly above "
                 "the other releases in the same window "
                 f"(tolerance {t['release_max_increase']}, z > {t['release_z']}). Run claimwatch gate before promoting."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchFailureTypeRise",
+            (
+                f"{RET}:claimwatch_answers_with_failure:ratio_count1h\n"
+                f"  > {RET}:claimwatch_answers_with_failure_others:ratio_count1h + {t['failure_type_max_increase']}\n"
+                f"and\n{RET}:claimwatch_answers_with_failure_vs_others:zscore1h > {t['failure_type_z']}\n"
+                f"and on (release, environment)\n{RE}:claimwatch_answers_evaluated:count1h >= {t['failure_type_min_answers']}\n"
+                f"and on (release, environment)\n{RE}:claimwatch_answers_evaluated_others:count1h >= "
+                f"{t['failure_type_min_answers']}"
+            ),
+            t["failure_type_for"],
+            t["severity_warning"],
+            "Release {{ $labels.release }} has more {{ $labels.failure_type }} failures than the other releases",
+            (
+                "Release {{ $labels.release }} in {{ $labels.environment }}: {{ $value | humanizePercentage }} of "
+                "evaluated answers had a claim of class {{ $labels.failure_type }} (docs/failure-types.md) over the "
+                "last hour, significantly above the other releases in the same window "
+                f"(tolerance {t['failure_type_max_increase']}, z > {t['failure_type_z']}, Bonferroni over the "
+                "classes). claimwatch claims --release {{ $labels.release }} --type {{ $labels.failure_type }} "
+                "lists them."
             ),
             t,
         ),

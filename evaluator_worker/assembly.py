@@ -71,7 +71,13 @@ def build_evaluator(
     f = settings.flow
     retry = RetryPolicy(base_s=f.retry_base_s, max_s=f.retry_max_s, deadline_s=f.retry_deadline_s)
     return Evaluator(
-        judge, metrics, retry=retry, include_text=settings.results_include_text, parity=p, consistency=tracker
+        judge,
+        metrics,
+        retry=retry,
+        include_text=settings.results_include_text,
+        parity=p,
+        consistency=tracker,
+        hedge_policy=settings.hedge_policy,
     )
 
 

@@ -7,6 +7,7 @@ from pydantic_settings import SettingsConfigDict
 
 from contract.kafka import KafkaConnection
 from contract.record import DEFAULT_SLICE_LABELS
+from evaluator_worker.judges.base import HedgePolicy
 from evaluator_worker.judges.settings import AnthropicSettings, CascadeSettings, JudgeSettings
 
 #: values of CLAIMWATCH_RESULTS_TOPIC that turn the results topic off
@@ -131,6 +132,10 @@ class WorkerSettings(JudgeSettings):
     dedupe_seed_records: int = 20_000
     #: include question/answer text in result records (off when redaction matters downstream)
     results_include_text: bool = True
+    #: whether a claim that hedges what the context asserts ("may reduce" where it "reduces") counts against
+    #: faithfulness: lenient = SUPPORTED, strict = UNSUPPORTED; typed hedge_inflation either way
+    #: (evaluator_worker.judges.base.HedgePolicy; the default is measured in docs/judge-quality.md)
+    hedge_policy: HedgePolicy = HedgePolicy.LENIENT
     log_level: str = "INFO"
 
     @field_validator("results_topic", mode="before")

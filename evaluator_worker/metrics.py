@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from contract.failures import LABELS as FAILURE_LABELS
+from contract.failures import FailureType
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.judges.base import Verdict
 
@@ -114,6 +116,22 @@ class WorkerMetrics:
         )
         self.answers_with_contradicted = Counter(
             "claimwatch_answers_with_contradicted", "Answers with at least one CONTRADICTED claim.", s, registry=r
+        )
+        self.claim_failures = Counter(
+            "claimwatch_claim_failures",
+            "Claims with a failure type (contract.failures), by type, verdict and slice: every UNSUPPORTED or "
+            "CONTRADICTED claim has one (unknown when the judge cannot tell); a SUPPORTED claim only "
+            "hedge_inflation (the lenient hedge policy).",
+            ["failure_type", "verdict", *s],
+            registry=r,
+        )
+        self.answers_with_failure = Counter(
+            "claimwatch_answers_with_failure",
+            "Evaluated answers with at least one claim of the failure type (an UNSUPPORTED or CONTRADICTED claim; "
+            "for hedge_inflation also a SUPPORTED one, the lenient hedge policy), by slice: the answer-level count "
+            "per class that the per-type alert compares between releases.",
+            ["failure_type", *s],
+            registry=r,
         )
         self.answers_at_risk = Counter(
             "claimwatch_answers_at_risk",
@@ -286,6 +304,7 @@ class WorkerMetrics:
                     n, exemplar=exemplar if verdict in EXEMPLAR_VERDICTS else None
                 )
         self.answers.labels(result.outcome, *values).inc()
+        self._observe_failures(result, values, exemplar)
         if result.outcome == "evaluated":
             if result.has_unsupported:
                 self.answers_with_unsupported.labels(*values).inc()
@@ -299,6 +318,21 @@ class WorkerMetrics:
         self._observe_parity(result, values)
         self._observe_usage(result)
         self.last_evaluation.set(result.evaluated_at)
+
+    def _observe_failures(self, result: AnswerResult, values: tuple[str, ...], exemplar: dict[str, str] | None) -> None:
+        """Typed claims by type and verdict; evaluated answers once per type they have a claim of."""
+        flagged: set[str] = set()
+        for c in result.claims:
+            if c.failure_type is None:
+                continue
+            failure = c.failure_type if c.failure_type in FAILURE_LABELS else FailureType.OTHER.value
+            self.claim_failures.labels(failure, c.verdict.label, *values).inc(
+                exemplar=exemplar if c.verdict in EXEMPLAR_VERDICTS else None
+            )
+            flagged.add(failure)
+        if result.outcome == "evaluated":
+            for failure in flagged:
+                self.answers_with_failure.labels(failure, *values).inc(exemplar=exemplar)
 
     def _zero_slice(self, values: tuple[str, ...]) -> None:
         """Create a new slice's verdict and outcome series at 0, so increase() sees its first CONTRADICTED claim."""
@@ -315,6 +349,8 @@ class WorkerMetrics:
         self.answers_with_unsupported.labels(*values)
         self.answers_with_contradicted.labels(*values)
         self.answers_at_risk.labels(*values)
+        for failure in FAILURE_LABELS:  # the per-type alert's increase() needs each class's series from 0
+            self.answers_with_failure.labels(failure, *values)
 
     def _observe_parity(self, result: AnswerResult, values: tuple[str, ...]) -> None:
         par = result.parity

@@ -35,10 +35,12 @@ from evaluator_worker.judges.base import (
     Claim,
     ClaimVerdict,
     Extraction,
+    HedgePolicy,
     Judge,
     SingleCallJudge,
     Usage,
     Verification,
+    apply_hedge_policy,
     complete_verdicts,
 )
 from evaluator_worker.metrics import NullMetrics, WorkerMetrics
@@ -95,8 +97,11 @@ class Evaluator:
         parity: ParitySettings | None = None,
         consistency: ConsistencyTracker | None = None,
         sleep: Callable[[float], None] | None = None,
+        hedge_policy: HedgePolicy = HedgePolicy.LENIENT,
     ) -> None:
         self.judge = judge
+        #: whether hedge-inflated claims count against faithfulness (judges type them; the policy decides here)
+        self.hedge_policy = HedgePolicy(hedge_policy)
         #: where the judge reports and where callers count results (``metrics.observe``)
         self.metrics: WorkerMetrics = metrics if metrics is not None else NullMetrics()
         self.caller = caller or JudgeCaller(judge.name, retry=retry, metrics=self.metrics, sleep=sleep)
@@ -200,6 +205,7 @@ class Evaluator:
             for v in verdicts:
                 v.reason = f"judge error: {exc.reason}"
             error = f"{exc.reason}: {str(exc)[:500]}"
+        verdicts = apply_hedge_policy(verdicts, self.hedge_policy)
         result = score(
             trace.trace_id,
             self.judge.name,

@@ -49,6 +49,10 @@ class ClaimResult(BaseModel):
     context_excerpt: str | None = None
     #: 0-1; how sure the judge is of this verdict
     confidence: float = 0.5
+    #: the kind of unfaithfulness (contract.failures: numeric, temporal, attribution, ...): one on every UNSUPPORTED
+    #: or CONTRADICTED claim (``unknown`` when the judge cannot tell); on a SUPPORTED claim only
+    #: ``hedge_inflation`` (counted supported under the lenient hedge policy)
+    failure_type: str | None = None
     #: the judge's short explanation (or the failure, for ERROR)
     reason: str | None = None
 
@@ -173,6 +177,7 @@ def score(
                 context_index=v.context_index,
                 confidence=v.confidence,
                 reason=v.reason,
+                failure_type=v.failure_type.value if v.failure_type is not None else None,
             )
             for c, v in zip(claims, verdicts)
         ],

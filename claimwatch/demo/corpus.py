@@ -71,7 +71,7 @@ DOCUMENTS: tuple[Document, ...] = (
         (
             "Adults are advised to take 10 micrograms of vitamin D a day during autumn and winter.",
             "Vitamin D helps the body absorb calcium.",
-            "Taking more than 100 micrograms a day can be harmful.",
+            "Taking more than 100 micrograms a day may be harmful.",
             'Dr. Helen Park said, "most people get enough vitamin D from sunlight in summer."',
         ),
     ),
@@ -105,7 +105,7 @@ DOCUMENTS: tuple[Document, ...] = (
             "The X200 router supports Wi-Fi 6 on the 2.4 GHz and 5 GHz bands.",
             "Hold the reset button for 10 seconds to restore factory settings.",
             "The default admin password is printed on the label under the router.",
-            "Firmware updates are installed automatically at 3 AM.",
+            "Firmware updates may be installed automatically at 3 AM.",
         ),
     ),
     Document(

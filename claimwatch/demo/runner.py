@@ -30,8 +30,10 @@ from prometheus_client import CollectorRegistry
 from claimwatch.claims_query import FlaggedClaim, flagged_claims, matches, open_results, read_results
 from claimwatch.demo.app import DemoRagApp, Sent, make_provider
 from claimwatch.demo.corpus import ABSTAIN_QUESTION
+from claimwatch.demo.faults import EXPECTED_TYPE
 from claimwatch.embedded import EmbeddedBroker, EmbeddedPrometheus, free_port
 from claimwatch.gate import Counts, GateConfig, ReleaseCounts, decide
+from claimwatch.gate.by_type import TypeCounts, changes, headline
 from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from contract.errors import ConfigError
@@ -117,7 +119,8 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
     """Per-release/per-route counts, recall and false positives (the worst claims come from the results topic)."""
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     totals: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
-    caught: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # kind -> [caught, injected]
+    caught: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # kind -> [caught, injected, typed]
+    by_type: dict[str, TypeCounts] = defaultdict(TypeCounts)
     clean_flagged = clean_total = 0
     for s in sent:
         r = results.get(s.trace_id)
@@ -141,9 +144,14 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
         if flagged:
             row["flagged_answers"] += 1
             totals[s.release]["flagged_answers"] += 1
+        by_type[s.release].add_result(r.model_dump(mode="json"))
         if s.fault:
+            expected = EXPECTED_TYPE[s.fault].value
+            typed = any(c.failure_type == expected for c in r.claims)
             caught[s.fault][1] += 1
-            caught[s.fault][0] += int(flagged)
+            # a hedge kept SUPPORTED by the lenient hedge policy is caught when it is typed: counted, not flagged
+            caught[s.fault][0] += int(flagged or (typed and expected == "hedge_inflation"))
+            caught[s.fault][2] += int(typed)
         elif r.outcome != "abstained":
             clean_total += 1
             clean_flagged += int(flagged)
@@ -162,13 +170,32 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
             "caught": sum(v[0] for v in caught.values()),
             "recall": round(sum(v[0] for v in caught.values()) / injected, 4) if injected else None,
             "recall_by_kind": {
-                k: {"caught": v[0], "injected": v[1], "recall": round(v[0] / v[1], 4) if v[1] else None}
+                k: {
+                    "caught": v[0],
+                    "injected": v[1],
+                    "recall": round(v[0] / v[1], 4) if v[1] else None,
+                    "type": EXPECTED_TYPE[k].value,
+                    "typed": v[2],
+                    "type_recall": round(v[2] / v[1], 4) if v[1] else None,
+                }
                 for k, v in sorted(caught.items())
             },
             "clean_answers": clean_total,
             "clean_flagged": clean_flagged,
             "false_positive_rate": round(clean_flagged / clean_total, 4) if clean_total else None,
         },
+        "types": [
+            {
+                "failure_type": c.failure_type,
+                "baseline": c.baseline[0],
+                "candidate": c.candidate[0],
+                "baseline_share": round(c.baseline_share, 4),
+                "candidate_share": round(c.candidate_share, 4),
+            }
+            for c in changes(by_type[BASELINE], by_type[CANDIDATE])
+        ],
+        "top_type": headline(changes(by_type[BASELINE], by_type[CANDIDATE])),
+        "types_by_release": {rel: sorted(counts.flagged.items()) for rel, counts in by_type.items()},
     }
 
 
@@ -189,6 +216,7 @@ def _counts(summary: dict[str, Any], release: str, judge: str = "") -> ReleaseCo
         judges=(judge,) if judge else (),
         flagged_any_claim=t.get("flagged_answers", 0),
         flag_rules=("at_risk",) if t.get("evaluated", 0) else (),
+        failure_types=tuple(tuple(x) for x in summary.get("types_by_release", {}).get(release, [])),
     )
 
 
@@ -218,12 +246,27 @@ def render(summary: dict[str, Any]) -> str:
         out.extend("  " + line for line in w["text"].splitlines())
     if not summary["worst_contradicted"]:
         out.append("  none")
+    out.append("")
+    out.append(f"What kind of failure: answers with a claim of each class ({BASELINE} -> {CANDIDATE})")
+    for t in summary["types"]:
+        out.append(
+            f"  {t['failure_type']:22} {t['baseline_share']:6.1%} -> {t['candidate_share']:6.1%}"
+            f"  ({t['baseline']} -> {t['candidate']} answers)"
+        )
+    out.append(f"  largest rise: {summary['top_type'] or 'none'}")
     a = summary["accuracy"]
     out.append("")
     out.append("Judge vs injected ground truth")
-    out.append(f"  recall: caught {a['caught']}/{a['injected_failures']} injected failures ({(a['recall'] or 0):.0%})")
+    out.append(
+        f"  recall: caught {a['caught']}/{a['injected_failures']} injected failures ({(a['recall'] or 0):.0%}; a hedge "
+        "inflation counts as caught when typed: the lenient hedge policy keeps it SUPPORTED)"
+    )
+    out.append(f"    {'injected kind':20} {'flagged':>12}  {'typed as':22} {'typed':>12}")
     for kind, v in a["recall_by_kind"].items():
-        out.append(f"    {kind:20} {v['caught']:3}/{v['injected']:<3} {(v['recall'] or 0):.0%}")
+        out.append(
+            f"    {kind:20} {v['caught']:3}/{v['injected']:<3} {(v['recall'] or 0):4.0%}  {v['type']:22} "
+            f"{v['typed']:3}/{v['injected']:<3} {(v['type_recall'] or 0):.0%}"
+        )
     out.append(
         f"  false positives: {a['clean_flagged']}/{a['clean_answers']} clean answers flagged ({(a['false_positive_rate'] or 0):.0%})"
     )

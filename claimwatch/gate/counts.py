@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from claimwatch.gate.by_type import TypeCounts, flagged_types
 from contract.logs import get_logger
 from contract.record import record_key
 
@@ -74,6 +75,13 @@ class ReleaseCounts:
     flagged_any_claim: int = field(default=0, compare=False)
     #: which rule counted ``flagged``: "at_risk", "any_claim" (records / workers without the answer risk), or both
     flag_rules: tuple[str, ...] = field(default=(), compare=False)
+    #: evaluated answers with at least one claim of each failure class (contract.failures), sorted by class
+    failure_types: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+
+    @property
+    def types(self) -> TypeCounts:
+        """``failure_types`` as :class:`~claimwatch.gate.by_type.TypeCounts` over the evaluated answers."""
+        return TypeCounts(self.answers, Counter(dict(self.failure_types)))
 
     @property
     def flag_rule(self) -> str:
@@ -111,7 +119,16 @@ class ReleaseCounts:
             claims=self.claims + n,
             judges=judges,
             flag_rules=rules,
+            failure_types=_plus(self.failure_types, flagged_types(record) if evaluated else set()),
         )
+
+
+def _plus(types: tuple[tuple[str, int], ...], more: set[str]) -> tuple[tuple[str, int], ...]:
+    if not more:
+        return types
+    counts = Counter(dict(types))
+    counts.update(more)
+    return tuple(sorted(counts.items()))
 
 
 def common_rule(baseline: ReleaseCounts, candidate: ReleaseCounts) -> tuple[ReleaseCounts, ReleaseCounts]:

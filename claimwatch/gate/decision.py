@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from claimwatch.gate.by_type import changes, headline
 from claimwatch.gate.counts import ReleaseCounts, common_rule
 from claimwatch.stats import power
 from claimwatch.stats.answer_share import FIXED, ShareComparison, TestConfig, compare_shares
@@ -138,6 +139,12 @@ def _power(
     return Power(mde, math.ceil(nc * (k - 1)), math.ceil(nb * (k - 1)))
 
 
+def _driving_class(baseline: ReleaseCounts, candidate: ReleaseCounts) -> list[str]:
+    """The failure class whose share of answers rose most (what the rollback is about), when the counts have them."""
+    line = headline(changes(baseline.types, candidate.types))
+    return [f"the kind of failure that rose most: {line}"] if line else []
+
+
 def decide(
     baseline: ReleaseCounts,
     candidate: ReleaseCounts,
@@ -195,7 +202,8 @@ def decide(
             ROLLBACK,
             [
                 f"flagged answers rose from {_pct(cmp.baseline_rate).strip()} to {_pct(cmp.candidate_rate).strip()}: "
-                f"even the lower bound of the rise ({_pts(cmp.lower)}) exceeds the tolerance ({_pts(t.max_increase)})"
+                f"even the lower bound of the rise ({_pts(cmp.lower)}) exceeds the tolerance ({_pts(t.max_increase)})",
+                *_driving_class(baseline, candidate),
             ],
         )
     if cmp.difference > t.max_increase:

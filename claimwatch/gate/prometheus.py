@@ -18,6 +18,7 @@ from claimwatch.gate.promql import (
     CLAIMS,
     CONTRADICTED,
     FLAGGED,
+    WITH_FAILURE,
     GateError,
     count_query,
     gaps_query,
@@ -38,7 +39,8 @@ class Source:
 
 
 def queries(release: str, window: str, label: str = "release", extra: str = "") -> dict[str, str]:
-    """The queries the gate sends for one release (field -> PromQL): five counts, how many of the release's
+    """The queries the gate sends for one release (field -> PromQL): five counts (answers with a claim of each failure
+    class among them), how many of the release's
     evaluated-answer series the at-risk counter does not cover (``at_risk_gaps``), and the judges behind them
     (``flagged`` is the any-claim count, read when the at-risk counter does not cover the release's answers)."""
     return {
@@ -48,6 +50,7 @@ def queries(release: str, window: str, label: str = "release", extra: str = "") 
         "flagged": count_query(FLAGGED, release, window, label, extra),
         "contradicted": count_query(CONTRADICTED, release, window, label, extra),
         "claims": count_query(CLAIMS, release, window, label, extra, by="verdict"),
+        "types": count_query(WITH_FAILURE, release, window, label, extra, by="failure_type"),
         "judges": judge_query(release, window, label, extra),
     }
 
@@ -140,6 +143,9 @@ def fetch_counts(
         if verdict in verdicts:
             verdicts[verdict] = _count(sample)
     judges = sorted({str(s.get("metric", {}).get("judge")) for s in read("judges") if s.get("metric", {}).get("judge")})
+    types = {
+        str(s["metric"]["failure_type"]): _count(s) for s in read("types") if s.get("metric", {}).get("failure_type")
+    }
     rule: tuple[str, ...] = ()
     if at_risk and not gaps:
         scalars["flagged"] = at_risk_count
@@ -148,4 +154,10 @@ def fetch_counts(
         rule = ("any_claim", "at_risk")
     elif scalars["answers"]:
         rule = ("any_claim",)
-    return ReleaseCounts(claims=Counts(**verdicts), judges=tuple(judges), flag_rules=rule, **scalars)
+    return ReleaseCounts(
+        claims=Counts(**verdicts),
+        judges=tuple(judges),
+        flag_rules=rule,
+        failure_types=tuple(sorted((t, n) for t, n in types.items() if n)),
+        **scalars,
+    )

@@ -43,6 +43,8 @@ FLAGGED = "claimwatch_answers_with_unsupported_total"
 AT_RISK = "claimwatch_answers_at_risk_total"
 CONTRADICTED = "claimwatch_answers_with_contradicted_total"
 CLAIMS = "claimwatch_claims_total"
+#: evaluated answers with at least one claim of each failure class (contract.failures)
+WITH_FAILURE = "claimwatch_answers_with_failure_total"
 JUDGE_INFO = "claimwatch_judge_info"
 LN2 = math.log(2)
 SQRT_2PI = math.sqrt(2 * math.pi)
@@ -119,7 +121,7 @@ def exact_increase(series: str, window: str, restarted: str | None = None) -> st
     if series.split("{")[0].strip() not in RESTART_COUNTERS:  # a restart counter's own reset is in ``marked``
         since_start += f" unless {reset_in(series, window)}"
     # last_over_time() keeps the metric name and the difference drops it: match ignoring it
-    return f"(({since_start} unless ignoring(outcome, verdict) {marked}) or ignoring(__name__) {last})"
+    return f"(({since_start} unless ignoring(outcome, verdict, failure_type) {marked}) or ignoring(__name__) {last})"
 
 
 def at_risk_gaps(window: str, inner: str = "") -> str:

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol, Sequence, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from contract.failures import FailureType
 
 
 class Verdict(str, Enum):
@@ -62,6 +64,46 @@ class ClaimVerdict(BaseModel):
     context_index: int | None = None
     confidence: float = Field(0.5, ge=0.0, le=1.0)
     reason: str | None = None
+    #: the kind of unfaithfulness (contract.failures): exactly one on UNSUPPORTED / CONTRADICTED (``unknown`` when
+    #: the judge cannot tell); none on ERROR; on SUPPORTED only ``hedge_inflation`` (the lenient hedge policy)
+    failure_type: FailureType | None = None
+
+    @model_validator(mode="after")
+    def _one_type_per_flag(self) -> "ClaimVerdict":
+        if self.verdict in (Verdict.UNSUPPORTED, Verdict.CONTRADICTED):
+            if self.failure_type is None:
+                self.failure_type = FailureType.UNKNOWN
+        elif self.verdict is Verdict.ERROR or self.failure_type is not FailureType.HEDGE_INFLATION:
+            self.failure_type = None
+        return self
+
+
+class HedgePolicy(str, Enum):
+    """Whether a hedge-inflated claim ("Aspirin may reduce inflammation" against "Aspirin reduces inflammation")
+    counts against faithfulness.
+
+    ``lenient`` (default): SUPPORTED, typed ``hedge_inflation`` (the claim is weaker than the context and entailed
+    by it; human faithfulness annotation counts it faithful, and on real labelled answers claims that hedge what
+    the context asserts are hallucinated no more often than claims nothing flags: docs/judge-quality.md).
+    ``strict``: UNSUPPORTED, typed ``hedge_inflation`` (a strict verifier's reading: the answer no longer says
+    what the source says). Judges detect and type the hedge either way; the worker applies the policy.
+    """
+
+    LENIENT = "lenient"
+    STRICT = "strict"
+
+
+def apply_hedge_policy(verdicts: Sequence[ClaimVerdict], policy: HedgePolicy) -> list[ClaimVerdict]:
+    """``verdicts`` with every ``hedge_inflation`` claim decided by ``policy`` (SUPPORTED or UNSUPPORTED); others
+    unchanged."""
+    want = Verdict.UNSUPPORTED if HedgePolicy(policy) is HedgePolicy.STRICT else Verdict.SUPPORTED
+    out = []
+    for v in verdicts:
+        if v.failure_type is FailureType.HEDGE_INFLATION and v.verdict is not want and v.verdict is not Verdict.ERROR:
+            note = f"hedge policy {HedgePolicy(policy).value}: {want.value}"
+            v = v.model_copy(update={"verdict": want, "reason": f"{v.reason}; {note}" if v.reason else note})
+        out.append(v)
+    return out
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from contract.failures import FailureType, parse_failure_type
 from contract.logs import get_logger
 from evaluator_worker.judges import prompts
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Verdict
@@ -68,6 +69,13 @@ class _WireVerdict(BaseModel):
     context_index: int | None = None
     confidence: float = Field(0.5, ge=0.0, le=1.0)
     reason: str | None = None
+    #: the model's class name, read leniently (aliases; a name outside the taxonomy is "other")
+    failure_type: FailureType | None = None
+
+    @field_validator("failure_type", mode="before")
+    @classmethod
+    def _failure(cls, v: Any) -> Any:
+        return None if v is None or (isinstance(v, str) and not v.strip()) else parse_failure_type(v)
 
     @field_validator("verdict", mode="before")
     @classmethod
@@ -274,7 +282,9 @@ class ToolWire:
             else:
                 sentence = None
             wire: dict[str, Any] = {
-                k: item[k] for k in ("verdict", "evidence", "context_index", "confidence", "reason") if k in item
+                k: item[k]
+                for k in ("verdict", "evidence", "context_index", "confidence", "reason", "failure_type")
+                if k in item
             }
             out.append((text, sentence, wire if "verdict" in wire else None))
         return out
@@ -353,4 +363,5 @@ class ToolWire:
             context_index=index,
             confidence=confidence,
             reason=reason,
+            failure_type=w.failure_type,
         )

@@ -85,6 +85,7 @@ class OfflineJudge(JudgeBase):
                     context_index=s.chunk if s is not None else None,
                     confidence=round(min(max(hit.confidence, 0.0), 1.0), 3),
                     reason=f"heuristic: {hit.reason}",
+                    failure_type=hit.failure,
                 )
         rest = [c for c in claims if c.id not in fixed]
         result = self.verifier.verify(rest, contexts, question) if rest else Verification(verdicts=[])

@@ -222,7 +222,7 @@ def test_exact_increase_subtracts_the_window_start_or_counts_from_birth_or_resta
     window, reset inside it, or of a worker that restarted inside it (the ``restarted`` set)."""
     assert exact_increase('m{a="b"}', "1h", "R") == (
         '(((last_over_time(m{a="b"}[1h]) - m{a="b"} offset 1h) unless (resets(m{a="b"}[1h]) > 0 or '
-        'min_over_time(m{a="b"}[1h]) < m{a="b"} offset 1h) unless ignoring(outcome, verdict) R) '
+        'min_over_time(m{a="b"}[1h]) < m{a="b"} offset 1h) unless ignoring(outcome, verdict, failure_type) R) '
         'or ignoring(__name__) last_over_time(m{a="b"}[1h]))'
     )
     # a counter the restart signal is built from needs no reset check of its own

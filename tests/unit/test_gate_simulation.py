@@ -12,7 +12,13 @@ import math
 
 import pytest
 
-from benchmarks.gate_simulation import Scenario, alert_rates, measured_overdispersion, rollback_rates
+from benchmarks.gate_simulation import (
+    Scenario,
+    alert_rates,
+    failure_type_alert_rates,
+    measured_overdispersion,
+    rollback_rates,
+)
 
 ALPHA = 0.05
 PAIRS = 4000
@@ -88,3 +94,21 @@ def test_the_release_alert_fires_on_identical_releases_at_most_its_nominal_level
         nominal = r["nominal_alpha"]
         assert nominal == pytest.approx(0.01, abs=1e-4)
         assert r["alert"] <= nominal + 3 * math.sqrt(nominal * (1 - nominal) / PAIRS), (answers, r)
+
+
+def test_the_per_class_alert_fires_on_identical_releases_at_most_the_release_alerts_level():
+    """ClaimwatchFailureTypeRise as generated (z > 3.121 = 0.01 over 11 classes): an A/A pair alerts on some class
+    at most 1% of the time, at 50, 200 and 1000 answers an hour a side."""
+    for answers in (50, 200, 1000):
+        r = failure_type_alert_rates(answers, PAIRS, seed=61)
+        assert r["family_alpha"] == pytest.approx(0.01, abs=2e-4)
+        assert r["any"] <= r["family_alpha"] + 3 * math.sqrt(0.01 * 0.99 / PAIRS), (answers, r)
+
+
+def test_the_per_class_alert_catches_a_class_that_rose():
+    """One class rising by 10 points of answers is caught in the hour at 1000 answers a side (>= 99%), and +20
+    points at 200 answers (>= 95%); the alert names that class."""
+    r = failure_type_alert_rates(1000, 1000, seed=67, rise=0.10, rising=0)
+    assert r["rising"] >= 0.99, r
+    r = failure_type_alert_rates(200, 1000, seed=71, rise=0.20, rising=8)
+    assert r["rising"] >= 0.95, r

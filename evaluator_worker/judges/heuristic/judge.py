@@ -85,4 +85,5 @@ def _verdict(claim_id: str, hit: RuleHit) -> ClaimVerdict:
         context_index=s.chunk if s is not None else None,
         confidence=round(min(max(hit.confidence, 0.0), 1.0), 3),
         reason=hit.reason,
+        failure_type=hit.failure,
     )

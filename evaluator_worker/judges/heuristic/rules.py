@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Callable, Mapping
 
+from contract import failures as fx
 from evaluator_worker.judges.base import Verdict
 from evaluator_worker.judges.heuristic import cues as cu
 from evaluator_worker.judges.heuristic import lexicon as lex
@@ -52,14 +53,31 @@ class FailureType(str, Enum):
     COVERAGE = "coverage"  # too little of the claim is in the context
 
 
+#: the taxonomy class (contract.failures) of each rule family's flags; a rule may declare its own
+CLASS_OF: dict[FailureType, fx.FailureType] = {
+    FailureType.NUMBER: fx.FailureType.NUMERIC,
+    FailureType.DATE: fx.FailureType.TEMPORAL,
+    FailureType.ENTITY: fx.FailureType.ATTRIBUTION,
+    FailureType.ROLE: fx.FailureType.ATTRIBUTION,
+    FailureType.ATTRIBUTION: fx.FailureType.ATTRIBUTION,
+    FailureType.NEGATION: fx.FailureType.POLARITY,
+    FailureType.ANTONYM: fx.FailureType.POLARITY,
+    FailureType.HEDGE: fx.FailureType.CERTAINTY_INFLATION,
+    FailureType.KNOWLEDGE_INSERTION: fx.FailureType.UNSUPPORTED_ADDITION,
+    FailureType.COVERAGE: fx.FailureType.UNSUPPORTED_ADDITION,
+}
+
+
 @dataclass(frozen=True)
 class RuleHit:
-    """A rule's decision: the verdict, how explicit the evidence is, why, and the deciding sentence."""
+    """A rule's decision: the verdict, how explicit the evidence is, why, and the deciding sentence; ``failure`` the
+    taxonomy class (set from the rule that fired, unless the check knows better)."""
 
     verdict: Verdict
     confidence: float
     reason: str
     evidence: Sentence | None = None
+    failure: fx.FailureType | None = None
 
 
 @dataclass(frozen=True)
@@ -73,12 +91,22 @@ class Rule:
     #: ("N did not finish" from "started" minus "finished"), the claim's wording states the
     #: relation, not a negation of the context
     applies_to_derived: bool = True
+    #: the taxonomy class of this rule's flags when it is not its family's (``CLASS_OF``)
+    failure_class: fx.FailureType | None = None
+
+    @property
+    def taxonomy(self) -> fx.FailureType:
+        """The taxonomy class this rule's flags carry."""
+        return self.failure_class or CLASS_OF[self.failure_type]
 
     def apply(self, case: ClaimCase) -> RuleHit | None:
-        """The rule's hit on ``case``, or None when it does not fire (or does not apply)."""
+        """The rule's hit on ``case`` (typed), or None when it does not fire (or does not apply)."""
         if case.derived and not self.applies_to_derived:
             return None
-        return self.check(case)
+        hit = self.check(case)
+        if hit is None or hit.failure is not None:
+            return hit
+        return replace(hit, failure=self.taxonomy)
 
 
 def _contradicted(confidence: float, reason: str, s: Sentence | None) -> RuleHit:
@@ -244,10 +272,18 @@ def number_less_specific(case: ClaimCase) -> RuleHit | None:
 
 
 def number_absent(case: ClaimCase) -> RuleHit | None:
-    """A number the context neither states nor gives by simple arithmetic."""
+    """A number the context neither states nor gives by simple arithmetic. Typed numeric when the rest of the claim
+    is in the context (a number changed or made up inside a grounded statement), unsupported_addition when too
+    little of it is (a whole fact the context lacks, which happens to hold a number)."""
     for f in case.numbers:
         if f.status == "absent":
-            return _unsupported(case.t.confidence.number_absent, f"number {f.q.text} not in context")
+            added = case.coverage.share < case.t.alignment.support
+            return RuleHit(
+                Verdict.UNSUPPORTED,
+                case.t.confidence.number_absent,
+                f"number {f.q.text} not in context" + ("; nor most of the claim" if added else ""),
+                failure=fx.FailureType.UNSUPPORTED_ADDITION if added else None,
+            )
     return None
 
 
@@ -818,8 +854,20 @@ def low_coverage(case: ClaimCase) -> RuleHit | None:
     )
 
 
+def hedge_added(case: ClaimCase) -> list[str]:
+    """The hedges a supported claim adds to what its evidence asserts ("may reduce" where it "reduces"): hedge
+    inflation. Weaker than the context and entailed by it, so the claim stays SUPPORTED and is typed
+    ``hedge_inflation`` (the hedge policy decides whether it counts against faithfulness)."""
+    h = _hedge_texts(case)
+    if h is None:
+        return []
+    _, _, claim_hedges, evidence_hedges = h
+    return [] if evidence_hedges else claim_hedges
+
+
 def supported(case: ClaimCase) -> RuleHit:
-    """No rule fired: SUPPORTED, more confident the more of the claim one sentence covers."""
+    """No rule fired: SUPPORTED, more confident the more of the claim one sentence covers; typed
+    ``hedge_inflation`` when the claim adds a hedge (:func:`hedge_added`)."""
     cov, t = case.coverage, case.t
     synthesis = len(cov.covered_by) > 1
     conf = (
@@ -839,6 +887,10 @@ def supported(case: ClaimCase) -> RuleHit:
     if case.derived:
         conf = min(conf, t.confidence.supported_derived_cap)
         reason += f"; derived: {case.derived[0].derivation}"
+    hedges = hedge_added(case)
+    if hedges:
+        reason += f"; hedge: claim says '{hedges[0]}', the context asserts it"
+        return RuleHit(Verdict.SUPPORTED, conf, reason, cov.evidence, fx.FailureType.HEDGE_INFLATION)
     return RuleHit(Verdict.SUPPORTED, conf, reason, cov.evidence)
 
 
@@ -862,7 +914,9 @@ RULES: tuple[Rule, ...] = (
     Rule("without_vs_required", F.NEGATION, without_vs_required, applies_to_derived=False),
     Rule("prohibited_action", F.NEGATION, prohibited_action, applies_to_derived=False),
     Rule("clause_entity", F.ENTITY, clause_entity, applies_to_derived=False),
-    Rule("closed_class_swap", F.ENTITY, closed_class_swap, applies_to_derived=False),
+    Rule(
+        "closed_class_swap", F.ENTITY, closed_class_swap, applies_to_derived=False, failure_class=fx.FailureType.OTHER
+    ),
     Rule("antonym_in_sentence", F.ANTONYM, antonym_in_sentence, applies_to_derived=False),
     Rule("number_less_specific", F.NUMBER, number_less_specific),
     Rule("number_absent", F.NUMBER, number_absent),
@@ -870,6 +924,6 @@ RULES: tuple[Rule, ...] = (
     Rule("stitched_entity_swap", F.ENTITY, stitched_entity_swap),
     Rule("future_as_fact", F.HEDGE, future_as_fact),
     Rule("hedge_mismatch", F.HEDGE, hedge_mismatch),
-    Rule("overclaiming", F.HEDGE, overclaiming),
+    Rule("overclaiming", F.HEDGE, overclaiming, failure_class=fx.FailureType.QUANTIFIER),
     Rule("low_coverage", F.COVERAGE, low_coverage),
 )
