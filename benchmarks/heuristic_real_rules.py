@@ -28,6 +28,7 @@ from typing import Iterable
 
 from claimwatch import realdata
 from claimwatch.calibration import roc_auc
+from contract.failures import FailureType
 from evaluator_worker.judges.base import Claim, Verdict
 from evaluator_worker.judges.claims import claim_content
 from evaluator_worker.judges.heuristic.analysis import ClaimCase, analyse, context_vocab, has_key, index_contexts
@@ -126,6 +127,45 @@ def rule_table(data: dict[str, list[realdata.LabeledClaim]], judge: HeuristicJud
         yield f"| {label} | {g} / {b} | {_share(g, b)} |"
 
 
+def _accuracies(flags: list[bool], labels: list[bool]) -> tuple[float, float]:
+    """Accuracy and balanced accuracy of ``flags`` against the not-grounded ``labels``."""
+    acc = sum(f == y for f, y in zip(flags, labels)) / len(labels)
+    tpr = sum(f and y for f, y in zip(flags, labels)) / max(1, sum(labels))
+    tnr = sum(not f and not y for f, y in zip(flags, labels)) / max(1, len(labels) - sum(labels))
+    return acc, (tpr + tnr) / 2
+
+
+def hedge_policy_table(data: dict[str, list[realdata.LabeledClaim]], judge: HeuristicJudge) -> Iterable[str]:
+    """The hedge policy's default, measured: among the claims the judge supports, those that hedge what their
+    evidence asserts (typed hedge_inflation) vs the rest, and what counting them UNSUPPORTED (strict) would do to
+    claim accuracy and balanced accuracy."""
+    yield "| set | supported, hedge_inflation: grounded / not (share not) | supported, other: grounded / not (share not) | acc lenient / strict | balanced acc lenient / strict |"
+    yield "|---|---|---|---|---|"
+    for name, claims in data.items():
+        hedged = Counter()
+        other = Counter()
+        lenient: list[bool] = []
+        strict: list[bool] = []
+        labels: list[bool] = []
+        for c in claims:
+            v = judge.verify([Claim(id="c", text=c.claim)], c.context, c.extra.get("question")).verdicts[0]
+            bad = c.label != "SUPPORTED"
+            flagged = v.verdict is not Verdict.SUPPORTED
+            typed = v.verdict is Verdict.SUPPORTED and v.failure_type is FailureType.HEDGE_INFLATION
+            if v.verdict is Verdict.SUPPORTED:
+                (hedged if typed else other)[bad] += 1
+            labels.append(bad)
+            lenient.append(flagged)
+            strict.append(flagged or typed)
+
+        (al, bl), (as_, bs) = _accuracies(lenient, labels), _accuracies(strict, labels)
+        yield (
+            f"| {name} | {hedged[False]} / {hedged[True]} ({_share(hedged[False], hedged[True])}) | "
+            f"{other[False]} / {other[True]} ({_share(other[False], other[True])}) | {al:.3f} / {as_:.3f} | "
+            f"{bl:.3f} / {bs:.3f} |"
+        )
+
+
 def coverage_sweep(data: dict[str, list[realdata.LabeledClaim]], supports: list[float]) -> Iterable[str]:
     yield "| alignment.support | " + " | ".join(f"{n}: acc / balanced acc / AUC" for n in data) + " |"
     yield "|---|" + "---|" * len(data)
@@ -160,6 +200,9 @@ def main(argv: list[str] | None = None) -> None:
     data = {n: realdata.load_real(n, args.split).claims for n in SETS}
     print(f"real claims, split {args.split}: " + ", ".join(f"{n} {len(c)}" for n, c in data.items()) + "\n")
     for line in rule_table(data, HeuristicJudge()):
+        print(line)
+    print()
+    for line in hedge_policy_table(data, HeuristicJudge()):
         print(line)
     print()
     for line in coverage_sweep(data, [float(x) for x in args.supports.split(",")]):
