@@ -34,12 +34,13 @@ from urllib.parse import quote, urlsplit
 
 from claimwatch.claims_query import FLAGGED, FlaggedClaim, confidence, flagged_claims, trace_url
 from claimwatch.gate import DEFAULT_MIN_ANSWERS, Counts, GateConfig, GateDecision, ReleaseCounts, TestConfig, decide
-from claimwatch.gate.by_type import TypeChange, TypeCounts, changes, headline
+from claimwatch.gate.by_type import MIN_SLICE_ANSWERS, TypeChange, TypeCounts, changes, headline
 from claimwatch.gate.correction import correct
 from claimwatch.gate.counts import ResultSkips, latest_per_trace, record_verdicts, valid_results
 from claimwatch.gate.judge_fitness import check_decision
 from claimwatch.stats.proportions import wilson_interval
 from contract.errors import ConfigError
+from evaluator_worker.shape import DERIVED
 
 #: the two rates the gate compares, in display order
 RATES = ("contradicted", "unsupported")
@@ -49,6 +50,8 @@ Z95 = 1.959963984540054
 WORST_CLAIMS = 12
 #: time buckets of the "over time" chart
 TIME_BUCKETS = 24
+#: rows of the per-slice failure-class table (largest rises)
+TOP_SLICE_ROWS = 10
 
 
 @dataclass
@@ -73,7 +76,8 @@ class ReleaseReport:
     judge_lines: tuple[str, ...] = ()
     #: the records left out (malformed, duplicates), in words (:meth:`claimwatch.gate.counts.ResultSkips.lines`)
     left_out: tuple[str, ...] = ()
-    #: flagged answers per failure type, per release (``None`` key) and per (release, slice value)
+    #: answers with a claim of each failure type, per release (``None``) and per (release, "label=value") for the
+    #: report's slice label and the derived slices (sources, reasoning)
     by_type: dict[tuple[str, str | None], TypeCounts] = field(default_factory=dict)
 
     def type_changes(self) -> list[TypeChange]:
@@ -82,6 +86,21 @@ class ReleaseReport:
             self.by_type.get((self.baseline, None), TypeCounts()),
             self.by_type.get((self.candidate, None), TypeCounts()),
         )
+
+    def type_changes_by_slice(self) -> list[TypeChange]:
+        """Every (slice, class) change with enough answers in both releases, largest rise first."""
+        values = sorted({v for (_, v) in self.by_type if v is not None})
+        out = [
+            c
+            for v in values
+            for c in changes(
+                self.by_type.get((self.baseline, v), TypeCounts()),
+                self.by_type.get((self.candidate, v), TypeCounts()),
+                where=v,
+            )
+            if min(c.baseline[1], c.candidate[1]) >= MIN_SLICE_ANSWERS
+        ]
+        return sorted(out, key=lambda c: (-c.difference, c.where or "", c.failure_type))
 
     def type_headline(self) -> str | None:
         """The largest per-class rise in one line, with the slice where it rose most."""
@@ -92,7 +111,7 @@ class ReleaseReport:
             for c in changes(
                 self.by_type.get((self.baseline, v), TypeCounts()),
                 self.by_type.get((self.candidate, v), TypeCounts()),
-                where=f"{self.slice_label}={v}",
+                where=v,
             )
         ]
         return headline(self.type_changes(), per_slice)
@@ -134,7 +153,13 @@ def build_report(
         key = (release, str(slices.get(slice_label) or "unknown"))
         by_slice[key] = by_slice[key] + record_verdicts(r)
         by_type[(release, None)].add_result(r)
-        by_type[key].add_result(r)
+        by_type[(release, f"{slice_label}={key[1]}")].add_result(r)
+        raw_shape = r.get("shape")
+        shape: Mapping[str, Any] = raw_shape if isinstance(raw_shape, dict) else {}
+        for name, values in DERIVED.items():
+            value = shape.get(name)
+            if value in values:  # "off", absent (older records) or foreign: not a slice
+                by_type[(release, f"{name}={value}")].add_result(r)
         at = float(r.get("evaluated_at") or 0.0)
         stamped += [(at, release, str(c.get("verdict", "")).lower()) for c in claims if c.get("verdict") in FLAGGED]
         if release == candidate:
@@ -406,6 +431,20 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
         f"<td>{c.difference * 100:+.1f} pts</td></tr>"
         for c in report.type_changes()
     )
+    slice_rows = "".join(
+        f'<tr><td class="l">{_text(c.where)}</td><td class="l">{_text(c.failure_type)}</td>'
+        f"<td>{_pct(c.baseline_share)} ({c.baseline[0]} of {c.baseline[1]})</td>"
+        f"<td>{_pct(c.candidate_share)} ({c.candidate[0]} of {c.candidate[1]})</td>"
+        f"<td>{c.difference * 100:+.1f} pts</td></tr>"
+        for c in report.type_changes_by_slice()[:TOP_SLICE_ROWS]
+        if c.difference > 0
+    )
+    by_slice_table = (
+        f'<table id="types-by-slice"><tr><th class="l">slice</th><th class="l">failure type</th>'
+        f"<th>baseline</th><th>candidate</th><th>change</th></tr>{slice_rows}</table>"
+        if slice_rows
+        else ""
+    )
     types = (
         f'<table id="types"><tr><th class="l">failure type</th><th class="l">class</th>'
         f"<th>baseline: answers with one (n)</th><th>candidate: answers with one (n)</th><th>change</th></tr>"
@@ -429,7 +468,8 @@ tolerance {t.max_increase * 100:g} pts of flagged answers, at least {d.config.mi
 <th>smallest rise detectable (power {t.power:g})</th></tr>{comparisons}</table>
 <h2>What kind of failure</h2>
 <p class="muted">Evaluated answers with at least one unsupported or contradicted claim of each class
-(contract.failures; one class per flagged claim), baseline vs candidate.</p>{types}
+(contract.failures; one class per flagged claim), baseline vs candidate; then the largest rises per slice
+({_text(report.slice_label)} and the derived slices: sources single/multi, reasoning arithmetic/temporal).</p>{types}{by_slice_table}
 {corrected}<h2>Rates per {_text(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
 <h2>Worst claims of {_text(report.candidate)}</h2>{worst}
 </body></html>

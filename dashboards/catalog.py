@@ -22,6 +22,7 @@ from collector.metrics import CONTEXT_SOURCES, NOT_RECORDED_REASONS, RECORD_UNIT
 from contract.failures import LABELS as FAILURE_LABELS
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.metrics import WorkerMetrics
+from evaluator_worker.shape import OFF, REASONING, SOURCES
 
 SLICE_LABELS: tuple[str, ...] = tuple(DEFAULT_SLICE_LABELS)
 
@@ -49,6 +50,10 @@ LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
     ("claimwatch_collector_queue_depth", "queue"): frozenset({"span", "sink"}),
     ("claimwatch_claim_failures_total", "failure_type"): frozenset(FAILURE_LABELS),
     ("claimwatch_answers_with_failure_total", "failure_type"): frozenset(FAILURE_LABELS),
+    ("claimwatch_answers_with_failure_total", "sources"): frozenset({*SOURCES, OFF}),
+    ("claimwatch_answers_with_failure_total", "reasoning"): frozenset({*REASONING, OFF}),
+    ("claimwatch_answers_by_shape_total", "sources"): frozenset({*SOURCES, OFF}),
+    ("claimwatch_answers_by_shape_total", "reasoning"): frozenset({*REASONING, OFF}),
     ("claimwatch_collector_not_recorded_total", "reason"): frozenset(NOT_RECORDED_REASONS | {"other"}),
     ("claimwatch_collector_records_total", "unit"): frozenset(RECORD_UNITS | {"other"}),
     ("claimwatch_collector_records_total", "context_source"): frozenset(CONTEXT_SOURCES | {"other"}),

@@ -268,6 +268,30 @@ def overview() -> dict[str, Any]:
     )
     lay.add(
         timeseries(
+            "What kind of failure, by answer shape (sources, reasoning)",
+            targets(
+                *(
+                    (
+                        f"sum by ({d}, failure_type) (rate(claimwatch_answers_with_failure_total{{{F}}}[{RI}]))\n"
+                        "/ ignoring (failure_type) group_left ()\n"
+                        f"sum by ({d}) (rate(claimwatch_answers_by_shape_total{{{F}}}[{RI}]))",
+                        f"{d}={{{{{d}}}}} {{{{failure_type}}}}",
+                    )
+                    for d in ("sources", "reasoning")
+                )
+            ),
+            unit="percentunit",
+            minimum=0,
+            description=(
+                "Share of evaluated answers with a claim of each failure class, per derived slice: sources (how many "
+                "documents the claims' evidence came from: single, multi) and reasoning (claims that combine numbers: "
+                "arithmetic; that place events in time: temporal). 'numeric +3 pts on multi-source answers' reads "
+                "here. CLAIMWATCH_DERIVED_SLICES switches a label off (it reads off)."
+            ),
+        )
+    )
+    lay.add(
+        timeseries(
             "Average per-answer faithfulness score",
             targets(
                 (

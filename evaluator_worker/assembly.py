@@ -78,6 +78,7 @@ def build_evaluator(
         parity=p,
         consistency=tracker,
         hedge_policy=settings.hedge_policy,
+        derived_slices=settings.derived_slices,
     )
 
 

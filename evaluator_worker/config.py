@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
@@ -9,6 +11,9 @@ from contract.kafka import KafkaConnection
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.judges.base import HedgePolicy
 from evaluator_worker.judges.settings import AnthropicSettings, CascadeSettings, JudgeSettings
+
+#: the derived slice labels (evaluator_worker.shape), all on by default
+DERIVED_LABELS: tuple[Literal["sources", "reasoning"], ...] = ("sources", "reasoning")
 
 #: values of CLAIMWATCH_RESULTS_TOPIC that turn the results topic off
 _OFF = frozenset({"null", "none", "off"})
@@ -136,6 +141,10 @@ class WorkerSettings(JudgeSettings):
     #: faithfulness: lenient = SUPPORTED, strict = UNSUPPORTED; typed hedge_inflation either way
     #: (evaluator_worker.judges.base.HedgePolicy; the default is measured in docs/judge-quality.md)
     hedge_policy: HedgePolicy = HedgePolicy.LENIENT
+    #: derived slice labels computed from every answer (evaluator_worker.shape): sources (none|single|multi:
+    #: documents the claims' evidence came from), reasoning (none|arithmetic|temporal|both); a label left out
+    #: reads "off" (fewer series)
+    derived_slices: list[Literal["sources", "reasoning"]] = Field(default_factory=lambda: list(DERIVED_LABELS))
     log_level: str = "INFO"
 
     @field_validator("results_topic", mode="before")

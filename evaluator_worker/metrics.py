@@ -28,6 +28,7 @@ from contract.failures import LABELS as FAILURE_LABELS
 from contract.failures import FailureType
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.judges.base import Verdict
+from evaluator_worker.shape import label_values
 
 if TYPE_CHECKING:
     from evaluator_worker.scoring import AnswerResult
@@ -129,8 +130,16 @@ class WorkerMetrics:
             "claimwatch_answers_with_failure",
             "Evaluated answers with at least one claim of the failure type (an UNSUPPORTED or CONTRADICTED claim; "
             "for hedge_inflation also a SUPPORTED one, the lenient hedge policy), by slice: the answer-level count "
-            "per class that the per-type alert compares between releases.",
-            ["failure_type", *s],
+            "per class that the per-type alert compares between releases; sources and reasoning are the answer's "
+            "derived slices (evaluator_worker.shape).",
+            ["failure_type", "sources", "reasoning", *s],
+            registry=r,
+        )
+        self.answers_by_shape = Counter(
+            "claimwatch_answers_by_shape",
+            "Evaluated answers by derived slice (sources none|single|multi, reasoning none|arithmetic|temporal|both; "
+            "off when switched off) and slice: the denominators of answers_with_failure per derived slice.",
+            ["sources", "reasoning", *s],
             registry=r,
         )
         self.answers_at_risk = Counter(
@@ -286,6 +295,7 @@ class WorkerMetrics:
         )
         self._zeroed: set[tuple[str, ...]] = set()
         self._zeroed_lock = threading.Lock()
+        self._zeroed_shapes: set[tuple[str, ...]] = set()
 
     # -- answers ---------------------------------------------------------------
     def observe(self, result: AnswerResult, exemplar: dict[str, str] | None = None) -> None:
@@ -320,7 +330,7 @@ class WorkerMetrics:
         self.last_evaluation.set(result.evaluated_at)
 
     def _observe_failures(self, result: AnswerResult, values: tuple[str, ...], exemplar: dict[str, str] | None) -> None:
-        """Typed claims by type and verdict; evaluated answers once per type they have a claim of."""
+        """Typed claims by type and verdict; evaluated answers by shape, and once per type they have a claim of."""
         flagged: set[str] = set()
         for c in result.claims:
             if c.failure_type is None:
@@ -331,8 +341,23 @@ class WorkerMetrics:
             )
             flagged.add(failure)
         if result.outcome == "evaluated":
+            shape = label_values(result.shape)
+            self.answers_by_shape.labels(*shape, *values).inc()
+            self._zero_shape(shape, values)
             for failure in flagged:
-                self.answers_with_failure.labels(failure, *values).inc(exemplar=exemplar)
+                self.answers_with_failure.labels(failure, *shape, *values).inc(exemplar=exemplar)
+
+    def _zero_shape(self, shape: tuple[str, str], values: tuple[str, ...]) -> None:
+        """Create every class's series of a (shape, slice) at 0 the first time it is seen (bounded like slices)."""
+        key = (*shape, *values)
+        if key in self._zeroed_shapes:
+            return
+        with self._zeroed_lock:
+            if key in self._zeroed_shapes or len(self._zeroed_shapes) >= MAX_ZEROED_SLICES:
+                return
+            self._zeroed_shapes.add(key)
+        for failure in FAILURE_LABELS:
+            self.answers_with_failure.labels(failure, *shape, *values)
 
     def _zero_slice(self, values: tuple[str, ...]) -> None:
         """Create a new slice's verdict and outcome series at 0, so increase() sees its first CONTRADICTED claim."""
@@ -349,8 +374,6 @@ class WorkerMetrics:
         self.answers_with_unsupported.labels(*values)
         self.answers_with_contradicted.labels(*values)
         self.answers_at_risk.labels(*values)
-        for failure in FAILURE_LABELS:  # the per-type alert's increase() needs each class's series from 0
-            self.answers_with_failure.labels(failure, *values)
 
     def _observe_parity(self, result: AnswerResult, values: tuple[str, ...]) -> None:
         par = result.parity

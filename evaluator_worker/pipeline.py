@@ -23,7 +23,7 @@ the only retry layer):
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from contract.logs import get_logger
 from contract.record import RagTrace
@@ -39,6 +39,7 @@ from evaluator_worker.judges.base import (
     Judge,
     SingleCallJudge,
     Usage,
+    Verdict,
     Verification,
     apply_hedge_policy,
     complete_verdicts,
@@ -46,6 +47,7 @@ from evaluator_worker.judges.base import (
 from evaluator_worker.metrics import NullMetrics, WorkerMetrics
 from evaluator_worker.parity import parity_scores
 from evaluator_worker.scoring import AnswerResult, score
+from evaluator_worker.shape import DERIVED, answer_shape
 
 log = get_logger(__name__)
 
@@ -83,6 +85,17 @@ def _attach_chunks(result: AnswerResult, trace: RagTrace, *, include_text: bool)
             c.context_excerpt = _excerpt(ctx.content, c.evidence)
 
 
+def _shape(result: AnswerResult, trace: RagTrace, enabled: Sequence[str]) -> dict[str, str]:
+    """The answer's derived slices: its claims' texts and the documents their evidence came from."""
+    documents: list[str | None] = []
+    for c in result.claims:
+        i = c.context_index
+        if c.verdict in (Verdict.SUPPORTED, Verdict.CONTRADICTED) and i is not None and 0 <= i < len(trace.contexts):
+            ctx = trace.contexts[i]
+            documents.append(ctx.source or ctx.id or f"#{i}")
+    return answer_shape([c.text for c in result.claims], documents, enabled)
+
+
 class Evaluator:
     """Runs a judge on ``RagTrace`` records: claims, verdicts, scores (``AnswerResult``)."""
 
@@ -98,10 +111,13 @@ class Evaluator:
         consistency: ConsistencyTracker | None = None,
         sleep: Callable[[float], None] | None = None,
         hedge_policy: HedgePolicy = HedgePolicy.LENIENT,
+        derived_slices: Sequence[str] = tuple(DERIVED),
     ) -> None:
         self.judge = judge
         #: whether hedge-inflated claims count against faithfulness (judges type them; the policy decides here)
         self.hedge_policy = HedgePolicy(hedge_policy)
+        #: the derived slice labels computed (evaluator_worker.shape; the others read "off")
+        self.derived_slices = tuple(derived_slices)
         #: where the judge reports and where callers count results (``metrics.observe``)
         self.metrics: WorkerMetrics = metrics if metrics is not None else NullMetrics()
         self.caller = caller or JudgeCaller(judge.name, retry=retry, metrics=self.metrics, sleep=sleep)
@@ -219,6 +235,7 @@ class Evaluator:
             call_id=trace.call_id,
         )
         _attach_chunks(result, trace, include_text=self.include_text)
+        result.shape = _shape(result, trace, self.derived_slices)
         p = self.parity
         expected = p.min_claims_per_route.get(trace.slices.get("route", ""), p.min_claims_per_route.get("*"))
         result.parity = parity_scores(

@@ -86,6 +86,9 @@ class AnswerResult(BaseModel):
     evaluated_at: float = Field(default_factory=time.time)
     #: fields dropped or cut to fit the results topic's size limit (``evaluator_worker.results.encode_result``)
     truncated: list[str] = Field(default_factory=list)
+    #: derived slices (evaluator_worker.shape): ``sources`` none|single|multi, ``reasoning``
+    #: none|arithmetic|temporal|both (``off`` when switched off)
+    shape: dict[str, str] = Field(default_factory=dict)
 
     @property
     def record_key(self) -> str:

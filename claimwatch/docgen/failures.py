@@ -13,6 +13,7 @@ from pathlib import Path
 from claimwatch.docgen import doc_main
 from contract.failures import TAXONOMY, TAXONOMY_VERSION
 from evaluator_worker.judges.heuristic.rules import RULES
+from evaluator_worker.shape import REASONING, SOURCES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "failure-types.md"
 
@@ -30,6 +31,22 @@ Where it shows: `failure_type` on every claim of the results topic (docs/results
 `claimwatch_answers_with_failure_total{{failure_type,<slices>}}` (evaluated answers with at least one claim of the
 class: the unit the per-class comparisons use, as the gate does); `claimwatch claims --type numeric`; the release
 report's "What kind of failure" table, with the largest per-class rise named at the top.
+"""
+
+_SHAPE = """
+## Derived slices: the kind of answer a class rose on
+
+Two bounded labels are derived from every evaluated answer (`evaluator_worker/shape.py`) and carried by
+`claimwatch_answers_with_failure_total` and its denominator `claimwatch_answers_by_shape_total`, and by the result
+record (`shape`), so the report and the dashboards cut each class by them:
+
+| label | values | read from |
+|---|---|---|
+| `sources` | {sources} | the distinct documents (source, else id, else position) the judge quoted as evidence for the answer's claims |
+| `reasoning` | {reasoning} | claims that combine numbers (two numbers, or one with an arithmetic word) and claims that place events in time (a year, a date, a month, before/after/since/until) |
+
+`CLAIMWATCH_DERIVED_SLICES` (default `["sources", "reasoning"]`) switches them off one by one: a label left out reads
+`off` (one series instead of several).
 """
 
 _POLICY = """
@@ -73,6 +90,9 @@ def render() -> str:
         claim = f"{c.claim}" if c.claim else "-"
         context = f"{c.context}" if c.context else "-"
         out.append(f"| `{c.type.value}` | {c.name} | {c.definition} | {claim} | {context} |")
+    out.append(
+        _SHAPE.format(sources=", ".join(f"`{v}`" for v in SOURCES), reasoning=", ".join(f"`{v}`" for v in REASONING))
+    )
     out.append(_POLICY.format())
     out.append(_JUDGES)
     by_class: dict[str, list[str]] = defaultdict(list)

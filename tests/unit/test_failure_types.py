@@ -200,11 +200,14 @@ def test_types_are_counted_per_claim_and_per_answer_by_slice():
         ("numeric", "contradicted"): 1.0,
         ("hedge_inflation", "supported"): 1.0,
     }
+    shape = {"sources": "multi", "reasoning": "temporal"}  # evidence from both contexts; a year in a claim
+    assert sample("claimwatch_answers_by_shape_total", {**base, **shape}) == 1.0
     answers = {
-        t.value: sample("claimwatch_answers_with_failure_total", {**base, "failure_type": t.value}) for t in FailureType
+        t.value: sample("claimwatch_answers_with_failure_total", {**base, **shape, "failure_type": t.value})
+        for t in FailureType
     }
     assert {k: v for k, v in answers.items() if v} == {"temporal": 1.0, "numeric": 1.0, "hedge_inflation": 1.0}
-    assert set(answers.values()) == {0.0, 1.0}  # every class's series exists from the slice's first answer
+    assert set(answers.values()) == {0.0, 1.0}  # every class's series exists from the shape's first answer
 
 
 def test_failure_types_doc_is_up_to_date():
@@ -302,3 +305,62 @@ def test_cascade_passes_each_judges_types_through():
     claims = [Claim(id="c1", text="The bridge opened in 1926."), Claim(id="c2", text=ASPIRIN_CLAIM)]
     verdicts = cascade.verify(claims, ["The bridge opened in 1924.", ASPIRIN_CONTEXT]).verdicts
     assert [v.failure_type for v in verdicts] == [FailureType.TEMPORAL, FailureType.HEDGE_INFLATION]
+
+
+# -- derived slices ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "traits"),
+    [
+        ("The bridge opened in 1932.", {"temporal"}),
+        ("The total cost was 45 dollars for 3 tickets.", {"arithmetic"}),
+        ("Revenue rose by 12% after the merger in 2019.", {"arithmetic", "temporal"}),
+        ("Aspirin reduces inflammation.", set()),
+    ],
+)
+def test_claim_traits(text, traits):
+    """A claim combining numbers is arithmetic, one placing events in time is temporal (a year alone is no number)."""
+    from evaluator_worker.shape import claim_traits
+
+    assert claim_traits(text) == traits
+
+
+def test_answers_carry_their_shape_and_a_label_can_be_switched_off():
+    """sources counts the documents the evidence came from; reasoning reads the claims; a label left out reads off."""
+    from contract.record import Context
+
+    contexts = [
+        Context(content="The bridge opened in 1924.", source="kb/bridge.md"),
+        Context(content="The canal opened in 1825.", source="kb/canal.md"),
+    ]
+    trace = RagTrace(trace_id="t", answer="The bridge opened in 1924. The canal opened in 1825.", contexts=contexts)
+    r = Evaluator(HeuristicJudge()).evaluate(trace)
+    assert r.shape == {"sources": "multi", "reasoning": "temporal"}
+    r = Evaluator(HeuristicJudge(), derived_slices=("sources",)).evaluate(trace)
+    assert r.shape == {"sources": "multi", "reasoning": "off"}
+
+
+def test_derived_slice_names_are_declared_once_for_settings_and_metrics():
+    """The settings' derived labels are the ones evaluator_worker.shape declares."""
+    from evaluator_worker.config import DERIVED_LABELS
+    from evaluator_worker.shape import DERIVED
+
+    assert tuple(DERIVED) == DERIVED_LABELS
+
+
+def test_report_names_the_derived_slice_a_class_rose_most_on():
+    """A class that rose on multi-source answers only is named with sources=multi at the top of the report."""
+    from claimwatch.report import build_report
+
+    def shaped(records: list[dict], sources: str) -> list[dict]:
+        return [{**r, "shape": {"sources": sources, "reasoning": "none"}} for r in records]
+
+    results = (
+        shaped(_records("v1", 200, {"numeric": 4}), "single")
+        + shaped(_records("v1", 200, {"numeric": 4}, start=200), "multi")
+        + shaped(_records("v2", 200, {"numeric": 4}), "single")
+        + shaped(_records("v2", 200, {"numeric": 44}, start=200), "multi")
+    )
+    top = build_report(results, "v1", "v2").type_headline()
+    assert top is not None and "most on sources=multi: +20.0 pts" in top

@@ -93,6 +93,7 @@ def test_evaluator_worker_top_level_holds_only_the_product_path():
         "pipeline",
         "results",
         "scoring",
+        "shape",  # the derived slices of every answer (labels of the per-class counters)
         "consistency",
         "parity",
         "trace_export",
