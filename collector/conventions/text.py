@@ -60,8 +60,8 @@ def visible(text: Any) -> str | None:
 def message_role(msg: Mapping[str, Any]) -> str:
     """A message's role, lower case, from ``role``/``type`` or LangChain's constructor form (``HumanMessage``)."""
     role = msg.get("role") or msg.get("type") or ""
-    if not role and isinstance(msg.get("id"), list) and msg["id"]:
-        role = str(msg["id"][-1])  # LangChain constructor form: [..., "HumanMessage"]
+    if role in ("", "constructor") and isinstance(msg.get("id"), list) and msg["id"]:
+        role = str(msg["id"][-1])  # LangChain constructor form: {"type": "constructor", "id": [..., "HumanMessage"]}
     role = str(role).lower()
     if role.endswith("message"):
         role = role[: -len("message")]
@@ -200,12 +200,20 @@ def tool_output(value: Any) -> tuple[str | None, str | None]:
     """A tool span's result as the model received it, and the call id it answers where the value says.
 
     LangChain writes the ``ToolMessage`` as JSON (``{"type": "tool", "data": {"content": ..., "tool_call_id": ..}}``
-    or its constructor form); other frameworks write the returned string itself, or JSON of a returned object,
-    which is kept as written (the model was given that text).
+    or its constructor form; Traceloop wraps it in ``{"output": ..}``), LlamaIndex a ``ToolOutput``; other
+    frameworks write the returned string itself, or JSON of a returned object, which is kept as written (the model
+    was given that text).
     """
     if not isinstance(value, str) or value.strip() == HIDDEN_MARK:
         return None, None
     parsed = maybe_json(value)
+    while (
+        isinstance(parsed, Mapping)
+        and "content" not in parsed
+        and "type" not in parsed
+        and isinstance(parsed.get("output", parsed.get("outputs")), Mapping)
+    ):
+        parsed = parsed.get("output", parsed.get("outputs"))  # Traceloop's entity output wrapper
     if isinstance(parsed, Mapping):
         kwargs = parsed.get("kwargs")
         inner: Mapping[str, Any] = kwargs if isinstance(kwargs, Mapping) else parsed

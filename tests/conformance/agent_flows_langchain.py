@@ -180,9 +180,11 @@ def calculator_tool():
 
 
 def build_agent(builder: str, model: Any, tools: Sequence[Any], *, checkpointer: Any = None):
-    """The agent graph: ``create_react_agent`` (``"langgraph"``) or ``create_agent`` (``"langchain"``)."""
+    """The agent graph: ``create_react_agent`` (``"langgraph"``) or ``create_agent`` (``"langchain"``); a
+    ``":traceloop"`` suffix only changes the instrumentation (:func:`instrumented`)."""
     import warnings
 
+    builder = builder.partition(":")[0]
     if builder == "langgraph":
         from langgraph.prebuilt import create_react_agent
 
@@ -227,7 +229,22 @@ def app_recorder():
 
 
 @contextlib.contextmanager
-def instrumented(cap: Capture) -> Iterator[None]:
+def instrumented(cap: Capture, builder: str = "") -> Iterator[None]:
+    """OpenInference's LangChain instrumentation, or Traceloop's (``opentelemetry-instrumentation-langchain``) for a
+    builder ending in ``":traceloop"``."""
+    if builder.endswith(":traceloop"):
+        from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+        from tests.conformance.flows import unwrap_traceloop_callback_manager
+
+        tl = LangchainInstrumentor()
+        tl.instrument(tracer_provider=cap.tp)
+        try:
+            yield
+        finally:
+            tl.uninstrument()
+            unwrap_traceloop_callback_manager()
+        return
     from openinference.instrumentation.langchain import LangChainInstrumentor
 
     inst = LangChainInstrumentor()
@@ -313,7 +330,7 @@ def run_turns(
     thread_id = "thread-" + uuid.uuid4().hex[:8]
     seen = AgentSeen(extra={"builder": builder, "model": AGENT_MODEL, "turns": []})
     scripted = 0
-    with instrumented(cap), _app_span(cap, app_span) as span:
+    with instrumented(cap, builder), _app_span(cap, app_span) as span:
         for question, script in turns:
             recorder = app_recorder()
             config: dict[str, Any] = {"callbacks": [recorder]}

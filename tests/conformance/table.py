@@ -167,9 +167,34 @@ def _lc_rows(builder: str, name: str, packages: tuple[str, ...]) -> tuple[AgentR
     )
 
 
+_TRACELOOP = ("opentelemetry-instrumentation-langchain", "langgraph")
+
 AGENT_ROWS: tuple[AgentRow, ...] = (
     *_lc_rows("langgraph", "LangGraph `create_react_agent`", _LANGGRAPH),
     *_lc_rows("langchain", "LangChain `create_agent`", _LANGCHAIN),
+    AgentRow(
+        "Traceloop: LangGraph `create_react_agent`, retriever tool, 2 calls",
+        _TRACELOOP,
+        "agent_flows_langchain",
+        "retriever_tool_two_calls",
+        "langgraph:traceloop",
+        note="Traceloop writes no document ids",
+    ),
+    AgentRow(
+        "Traceloop: LangGraph `create_react_agent`, search + calculator",
+        _TRACELOOP,
+        "agent_flows_langchain",
+        "search_and_calculator",
+        "langgraph:traceloop",
+        note='tool results from `traceloop.entity.output` (`{"output": ToolMessage}`)',
+    ),
+    AgentRow(
+        "Traceloop: LangChain `create_agent`, 2-turn thread",
+        (*_TRACELOOP[:1], "langchain"),
+        "agent_flows_langchain",
+        "multi_turn",
+        "langchain:traceloop",
+    ),
     AgentRow(
         "OpenAI Agents SDK, Chat Completions, function tool", _AGENTS_SDK, "agent_flows_openai", "agents_chat_one_tool"
     ),

@@ -450,3 +450,28 @@ def test_turn_output_tool_calls_are_not_answers():
     out = msgs.turn_output([msgs.Message("assistant", "Let me look.", tool_calls=(msgs.ToolCall("c", "search"),))])
     assert out.is_tool_step
     assert not msgs.turn_output([msgs.Message("assistant", "Done.")]).is_tool_step
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ('{"type": "tool", "data": {"content": "30 - 12 = 18", "tool_call_id": "c1"}}', ("30 - 12 = 18", "c1")),
+        (
+            '{"output": {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "ToolMessage"], '
+            '"kwargs": {"content": "18", "tool_call_id": "c2"}}, "kwargs": {"tags": []}}',
+            ("18", "c2"),
+        ),
+        (
+            '{"blocks": [{"text": "A-1042 shipped"}], "tool_name": "order_lookup", "raw_output": "x"}',
+            ("A-1042 shipped", None),
+        ),
+        ('"a JSON-encoded string"', ("a JSON-encoded string", None)),
+        ("plain text result", ("plain text result", None)),
+        ('{"temperature": 21}', ('{"temperature": 21}', None)),  # a returned object: kept as the model got it
+    ],
+)
+def test_tool_outputs_read_as_the_model_received_them(value, expected):
+    """LangChain ToolMessage JSON (also Traceloop-wrapped), LlamaIndex ToolOutput, JSON strings and plain text."""
+    from collector.conventions.text import tool_output
+
+    assert tool_output(value) == expected
