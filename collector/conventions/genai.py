@@ -19,16 +19,15 @@ from typing import Any, Mapping
 from collector.conventions import messages as msgs
 from collector.conventions.facts import AGENT, CHAIN, LLM, OTHER, RETRIEVER, TOOL, SpanFacts
 from collector.conventions.text import (
-    as_float,
     as_str,
     maybe_json,
     message_text,
     pick_text,
+    retrieved,
     source_of,
     tool_output_text,
     visible,
 )
-from contract.record import Context
 
 OP = "gen_ai.operation.name"
 KINDS = {
@@ -103,18 +102,16 @@ class GenAIReader:
             if not isinstance(doc, Mapping):
                 continue
             content = next((doc[k] for k in _DOC_KEYS if doc.get(k)), None)
-            if content is None:
-                f.missing_content += 1
-                continue
-            ctxs.append(
-                Context(
-                    id=as_str(doc.get("id")),
-                    content=content if isinstance(content, str) else json.dumps(content),
-                    score=as_float(doc.get("score")),
-                    source=source_of(doc.get("metadata")) or as_str(doc.get("source")),
-                    origin="retriever",
-                )
+            ctx = retrieved(
+                content,
+                id=doc.get("id"),
+                score=doc.get("score"),
+                source=source_of(doc.get("metadata")) or as_str(doc.get("source")),
             )
+            if ctx is None:
+                f.missing_content += 1
+            else:
+                ctxs.append(ctx)
         f.contexts = tuple(ctxs)
 
     def _messages(self, f: SpanFacts, attrs: Mapping[str, Any]) -> None:

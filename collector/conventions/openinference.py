@@ -15,18 +15,16 @@ from typing import Any, Mapping
 from collector.conventions import messages as msgs
 from collector.conventions.facts import AGENT, CHAIN, LLM, OTHER, RETRIEVER, TOOL, SpanFacts
 from collector.conventions.text import (
-    HIDDEN_MARK,
-    as_float,
     as_str,
     ids_from_output,
     indexed,
     indexed_many,
     maybe_json,
+    retrieved,
     source_of,
     tool_output,
     unwrap_text,
 )
-from contract.record import Context
 
 KIND = "openinference.span.kind"
 DOC_PREFIX = "retrieval.documents."
@@ -67,18 +65,16 @@ class OpenInferenceReader:
         ctxs = []
         for _, doc in indexed(attrs, "retrieval.documents"):
             content = doc.get("document.content")
-            if content is None or content == HIDDEN_MARK:
-                f.missing_content += 1
-                continue
-            ctxs.append(
-                Context(
-                    id=as_str(doc.get("document.id")),
-                    content=str(content),
-                    score=as_float(doc.get("document.score")),
-                    source=source_of(doc.get("document.metadata")),
-                    origin="retriever",
-                )
+            ctx = retrieved(
+                None if content is None else str(content),
+                id=doc.get("document.id"),
+                score=doc.get("document.score"),
+                source=source_of(doc.get("document.metadata")),
             )
+            if ctx is None:
+                f.missing_content += 1
+            else:
+                ctxs.append(ctx)
         if ctxs and any(c.id is None for c in ctxs):
             ids_from_output(ctxs, attrs.get("output.value"))
         f.contexts = tuple(ctxs)

@@ -318,6 +318,16 @@ def documents_in(obj: Any) -> list[Mapping[str, Any]] | None:
     return None
 
 
+def retrieved(content: Any, *, id: Any = None, score: Any = None, source: str | None = None) -> Context | None:
+    """A retrieved document as a :class:`Context` (``origin="retriever"``), or None when it carries no text (absent,
+    or hidden by the instrumentation): the caller counts it as missing content. Every convention builds its
+    documents here."""
+    if content is None or content == HIDDEN_MARK or content == "":
+        return None
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return Context(id=as_str(id), content=text, score=as_float(score), source=source, origin="retriever")
+
+
 def contexts_from_documents(docs: Iterable[Mapping[str, Any]]) -> tuple[list[Context], int]:
     """Documents (LangChain, LlamaIndex nodes, plain dicts) as contexts; also how many carried no text."""
     ctxs: list[Context] = []
@@ -329,20 +339,15 @@ def contexts_from_documents(docs: Iterable[Mapping[str, Any]]) -> tuple[list[Con
         if isinstance(doc.get("kwargs"), Mapping):
             doc = doc["kwargs"]
         content = next((doc[k] for k in DOC_TEXT_KEYS if isinstance(doc.get(k), str) and doc.get(k)), None)
-        if content is None or content == HIDDEN_MARK:
-            missing += 1
-            continue
         metadata = doc.get("metadata") or doc.get("extra_info")
         ident = doc.get("id") or doc.get("id_") or (metadata.get("id") if isinstance(metadata, Mapping) else None)
-        ctxs.append(
-            Context(
-                id=as_str(ident),
-                content=content,
-                score=as_float(score if score is not None else doc.get("score")),
-                source=source_of(metadata),
-                origin="retriever",
-            )
+        ctx = retrieved(
+            content, id=ident, score=score if score is not None else doc.get("score"), source=source_of(metadata)
         )
+        if ctx is None:
+            missing += 1
+        else:
+            ctxs.append(ctx)
     return ctxs, missing
 
 

@@ -15,16 +15,15 @@ from collector.conventions.facts import AGENT, CHAIN, LLM, OTHER, RETRIEVER, TOO
 from collector.conventions.genai import KINDS as GENAI_KINDS
 from collector.conventions.genai import OP as GENAI_OP
 from collector.conventions.text import (
-    as_float,
     as_str,
     contexts_from_documents,
     documents_in,
     maybe_json,
+    retrieved,
     source_of,
     tool_output_text,
     unwrap_text,
 )
-from contract.record import Context
 
 KIND = "traceloop.span.kind"
 _KINDS = {"workflow": CHAIN, "task": CHAIN, "agent": AGENT, "tool": TOOL}
@@ -78,18 +77,16 @@ class VectorDbEventsReader:
                 continue
             ea = event.attributes or {}
             content = ea.get("db.query.result.document")
-            if content is None:
-                f.missing_content += 1
-                continue
-            ctxs.append(
-                Context(
-                    id=as_str(ea.get("db.query.result.id")),
-                    content=str(content),
-                    score=as_float(ea.get("db.query.result.score")),
-                    source=source_of(ea.get("db.query.result.metadata")),
-                    origin="retriever",
-                )
+            ctx = retrieved(
+                None if content is None else str(content),
+                id=ea.get("db.query.result.id"),
+                score=ea.get("db.query.result.score"),
+                source=source_of(ea.get("db.query.result.metadata")),
             )
+            if ctx is None:
+                f.missing_content += 1
+            else:
+                ctxs.append(ctx)
         f.contexts = tuple(ctxs)
         f.kind = RETRIEVER
         f.convention = f.convention or self.name
