@@ -20,6 +20,11 @@ Sets (``SETS``) and the views they give:
 - ``faithbench`` (CC BY-NC-SA 4.0, **evaluation only, not committed**): summaries by 10 LLMs;
   ``data/real/faithbench/fetch.py`` downloads and checks it. Answers only, source model recorded.
 
+BUMP (MIT; ``load_bump``, not one of ``SETS``): human-written minimal edits of CNN/DailyMail reference
+summaries, each with ONE human error type (``BUMP_TYPES``). It is read by the failure-type benchmark
+(``benchmarks.failure_type_accuracy``), not by the faithfulness benchmarks that iterate ``SETS``; split by
+article id like the other sets by their source group.
+
 Label mapping (one decision per upstream label, asked as "is the claim fully grounded in this context?"):
 
 - support / completely-support / Complete / supported -> ``SUPPORTED``
@@ -63,6 +68,10 @@ __all__ = [
     "claim_label",
     "factcheck_stance_label",
     "read_rows",
+    "BUMP_TYPES",
+    "BumpEdit",
+    "bump_type",
+    "load_bump",
 ]
 
 SETS: tuple[str, ...] = ("factcheck-gpt", "summedits", "expertqa", "wice", "faithbench")
@@ -76,6 +85,8 @@ SHA256: dict[str, str] = {
     "summedits/summaries.jsonl.gz": "8fc1f32c9478fc86536c6bc567b9169cd7e6b5f12b4d77516b64e16b248276ed",
     "expertqa/answers.jsonl.gz": "7b637c6d822972e0fea2ffa66ec3b8867f704d53eada36727aaf742f9bf10d1e",
     "wice/claims.jsonl.gz": "cc6241687f2c09990e3b1d2a8bb24d3fd1cb2a0cb28b71c53775dc449ab6e4c6",
+    "bump/articles.jsonl.gz": "2dfb9d4055f571662c1ffb63b523b354ff3e073efd18c58fb9bc51ebec01f1ff",
+    "bump/edits.jsonl.gz": "d43defb549de5db3f769b1dac2ac55cb327b43b4df92dffbd5e1d6a2a5277e96",
 }
 #: sha256 of the upstream FaithBench.csv (vectara/FaithBench cf89797d), checked by fetch.py and the loader
 FAITHBENCH_SHA256 = "b64595319c5a0673c7af00a12c9340a79aeb3437c021b097745413da42d80a09"
@@ -386,6 +397,78 @@ def load_real(name: str, split: str | None = None, limit: int | None = None, roo
         keep_a = {a.id for a in sorted(out.answers, key=lambda a: _sample_key(a.id))[:limit]}
         out.claims = [c for c in out.claims if c.id in keep_c]
         out.answers = [a for a in out.answers if a.id in keep_a]
+    return out
+
+
+#: BUMP's human error types (task 1 ``corrected_error_type``, task 2 ``error_type``, " Error" suffix removed)
+BUMP_TYPES: tuple[str, ...] = (
+    "Intrinsic Entity",
+    "Extrinsic Entity",
+    "Intrinsic Predicate",
+    "Extrinsic Predicate",
+    "Intrinsic Circumstance",
+    "Extrinsic Circumstance",
+    "Coreference",
+    "Other",
+)
+
+
+@dataclass(frozen=True)
+class BumpEdit:
+    """One BUMP row: a reference summary of ``article``, its minimally edited unfaithful twin, the human type."""
+
+    id: str
+    task: int
+    article_id: str
+    article: str
+    reference: str
+    edited: str
+    #: one of ``BUMP_TYPES``
+    error_type: str
+    #: the upstream label as written (task 1: ``corrected_error_type``; task 2: ``error_type``)
+    upstream_type: str
+    split: str
+    group: str
+
+
+def bump_type(upstream: str) -> str:
+    """The BUMP type of an upstream label ("Intrinsic Entity Error" and "Intrinsic Entity" alike)."""
+    t = upstream.strip().removesuffix(" Error").strip()
+    if t not in BUMP_TYPES:
+        raise ValueError(f"unknown BUMP error type {upstream!r}")
+    return t
+
+
+def load_bump(split: str | None = None, root: Path | None = None) -> list[BumpEdit]:
+    """BUMP's 889 edited summaries (693 task 1, 196 task 2) in ``split`` (``None``: all), in file order.
+
+    The type is task 1's ``corrected_error_type`` (upstream's statistics table counts it; it differs from
+    ``error_type``, the type the annotator was asked to make, in 96 rows) and task 2's ``error_type``. Split by
+    article id (the same id is the same article in both tasks), so an article's edits never span two splits.
+    """
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+    base = root or data_root()
+    articles = {str(a["article_id"]): a["article"] for a in _read("bump/articles.jsonl.gz", base)}
+    out = []
+    for r in _read("bump/edits.jsonl.gz", base):
+        upstream = r.get("corrected_error_type") or r["error_type"]
+        aid = str(r["article_id"])
+        group = f"bump|{aid}"
+        edit = BumpEdit(
+            id=r["id"],
+            task=int(r["task"]),
+            article_id=aid,
+            article=articles[aid],
+            reference=r["reference_summary"],
+            edited=r["edited_summary"],
+            error_type=bump_type(upstream),
+            upstream_type=upstream,
+            split=split_of(group),
+            group=group,
+        )
+        if split is None or edit.split == split:
+            out.append(edit)
     return out
 
 
