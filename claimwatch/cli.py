@@ -479,7 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-increase",
         type=_finite_float,
         default=0.02,
-        help="tolerated rise of the share of flagged answers (any UNSUPPORTED or CONTRADICTED claim)",
+        help="tolerated rise of the share of flagged answers (at risk: the calibrated answer risk at or above the "
+        "judge's threshold; the any-claim rule for workers and records without it)",
     )
     g.add_argument(
         "--tau",

@@ -133,10 +133,11 @@ def _power(
         return Power(mde)
     if nc < cfg.min_answers or nb < cfg.min_answers:
         return Power(mde, max(0, cfg.min_answers - nc), max(0, cfg.min_answers - nb))
-    k = power.scale_to_settle(cmp.candidate_rate, cmp.baseline_rate, nc, nb, cfg.test)
+    k = power.scale_to_settle(candidate.flagged, nc, baseline.flagged, nb, cfg.test)
     if k is None:
         return Power(mde)
-    return Power(mde, math.ceil(nc * (k - 1)), math.ceil(nb * (k - 1)))
+    # a HOLD is not settled at these counts: at least one more answer on each side, never "0 more"
+    return Power(mde, max(1, math.ceil(nc * (k - 1))), max(1, math.ceil(nb * (k - 1))))
 
 
 def _driving_class(baseline: ReleaseCounts, candidate: ReleaseCounts) -> list[str]:

@@ -1,12 +1,14 @@
 """The gate's test: is the candidate's share of flagged answers higher than the baseline's?
 
-Each evaluated answer is one trial: flagged when any of its claims is UNSUPPORTED or
-CONTRADICTED. Answers of a release are independent of each other (different questions),
+Each evaluated answer is one trial: flagged when it is at risk (its calibrated answer risk at or above the
+judge's threshold: ``claimwatch_answers_at_risk_total``), or, for workers and records without the answer risk,
+when any of its claims is UNSUPPORTED or CONTRADICTED (the any-claim rule). Answers of a release are independent of each other (different questions),
 while claims of one answer are not (same question, context and writing style), so the
 share of flagged answers is a binomial proportion whatever the correlation inside answers,
 where a claim rate treated as binomial is not (its variance is 1.5-3.4x the binomial one on
 real answers). Both counts are counters the worker exports
-(``claimwatch_answers_total{outcome="evaluated"}``, ``claimwatch_answers_with_unsupported_total``)
+(``claimwatch_answers_total{outcome="evaluated"}``, ``claimwatch_answers_at_risk_total``,
+``claimwatch_answers_with_unsupported_total``)
 and fields of every result record, so Prometheus and the results topic give the same numbers.
 
 H0: ``p_candidate - p_baseline <= max_increase``. The candidate is rolled back when the
@@ -74,10 +76,11 @@ class ShareComparison:
     max_increase`` exactly when it rolls back).
     """
 
-    xc: int
-    nc: int
-    xb: int
-    nb: int
+    #: counts (floats where power projects the counts forward at fixed shares)
+    xc: float
+    nc: float
+    xb: float
+    nb: float
     config: TestConfig
 
     @property
@@ -98,10 +101,14 @@ class ShareComparison:
 
     @cached_property
     def bounds(self) -> tuple[float, float]:
+        """The bounds of the difference, clipped to what a difference of two shares can be ([-1, 1]: a
+        sequence's half-width at few answers can reach past 100 points)."""
         cfg = self.config
         if cfg.method == FIXED:
-            return newcombe_interval(self.xc, self.nc, self.xb, self.nb, cfg.z)
-        return confidence_sequence(self.xc, self.nc, self.xb, self.nb, cfg.alpha, cfg.tau)
+            lo, hi = newcombe_interval(self.xc, self.nc, self.xb, self.nb, cfg.z)
+        else:
+            lo, hi = confidence_sequence(self.xc, self.nc, self.xb, self.nb, cfg.alpha, cfg.tau)
+        return max(-1.0, min(1.0, lo)), max(-1.0, min(1.0, hi))
 
     @property
     def lower(self) -> float:
@@ -120,7 +127,7 @@ class ShareComparison:
         return rejects(self.xc, self.nc, self.xb, self.nb, cfg.max_increase, cfg.alpha, cfg.tau)
 
 
-def compare_shares(xc: int, nc: int, xb: int, nb: int, cfg: TestConfig) -> ShareComparison:
+def compare_shares(xc: float, nc: float, xb: float, nb: float, cfg: TestConfig) -> ShareComparison:
     """Flagged ``xc`` of ``nc`` candidate answers vs ``xb`` of ``nb`` baseline answers."""
     # counters read at one instant never have more flagged than answers; the gate holds when they do
     # (claimwatch.gate.decision), and the interval stays defined here anyway

@@ -6,9 +6,9 @@ Normal approximations around the pooled rate ``p`` (both releases at ``p`` under
   tolerance to roll back: ``z_(1-alpha) * se`` (fixed) or the mixture half-width ``h(se^2)``
   (sequential), ``se^2 = p (1 - p) (1/nc + 1/nb)``;
 - smallest detectable increase (at power ``1 - beta``): ``max_increase + m + z_(1-beta) * se``;
-- answers needed to settle observed shares ``pc`` vs ``pb`` (if the difference is real and stays):
-  scale both releases' answers by ``k`` until ``max_increase + m(k nc, k nb) <= pc - pb``, the
-  margin computed at the two observed shares.
+- answers needed to settle observed counts (if the difference is real and stays): scale both releases'
+  counts by ``k`` (the shares kept) until the gate's own test rolls back, the very statistic it decides on
+  (the sequential test's shrunk shares included), so a HOLD never reads "0 more answers".
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from claimwatch.stats.answer_share import FIXED, TestConfig
+from claimwatch.stats.answer_share import FIXED, TestConfig, compare_shares
 from claimwatch.stats.sequential import half_width
 
 #: a rate assumed when nothing is flagged yet (the margin at p = 0 would be 0)
@@ -50,23 +50,26 @@ def min_detectable_increase(p: float, nc: float, nb: float, cfg: TestConfig) -> 
 
 
 def scale_to_settle(
-    pc: float, pb: float, nc: float, nb: float, cfg: TestConfig, max_scale: float = 1e4
+    xc: float, nc: float, xb: float, nb: float, cfg: TestConfig, max_scale: float = 1e4
 ) -> float | None:
-    """Factor ``k >= 1`` on both releases' answers at which shares ``pc`` vs ``pb`` would roll back.
+    """Factor ``k > 1`` on both releases' counts (flagged and answers, the shares kept) at which the gate's test
+    would roll back; ``1.0`` when it already does.
 
-    ``None`` when the difference is within the tolerance (nothing to settle: more data
-    would promote) or would need more than ``max_scale`` times the current answers.
+    ``None`` when the observed difference is within the tolerance (nothing to settle: more data would promote)
+    or would need more than ``max_scale`` times the current answers.
     """
-    gap = pc - pb - cfg.max_increase
-    if gap <= 0 or nc <= 0 or nb <= 0:
+    if nc <= 0 or nb <= 0 or xc / nc - xb / nb - cfg.max_increase <= 0:
         return None
-    settled = lambda k: margin(pc, nc * k, nb * k, cfg, pb) <= gap  # noqa: E731
+
+    def settled(k: float) -> bool:
+        return compare_shares(xc * k, nc * k, xb * k, nb * k, cfg).rolls_back
+
     if settled(1.0):
         return 1.0
     if not settled(max_scale):
         return None
     lo, hi = 1.0, max_scale
-    for _ in range(60):  # bisection: the margin falls monotonically with k
+    for _ in range(60):  # bisection: at fixed shares the test's evidence grows with k
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if settled(mid) else (mid, hi)
     return hi

@@ -6,7 +6,7 @@ import math
 from statistics import NormalDist
 
 
-def wilson_interval(successes: int, n: int, z: float) -> tuple[float, float]:
+def wilson_interval(successes: float, n: float, z: float) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (``(0, 1)`` when ``n == 0``)."""
     if n <= 0:
         return 0.0, 1.0
@@ -17,7 +17,7 @@ def wilson_interval(successes: int, n: int, z: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def newcombe_interval(x1: int, n1: int, x2: int, n2: int, z: float) -> tuple[float, float]:
+def newcombe_interval(x1: float, n1: float, x2: float, n2: float, z: float) -> tuple[float, float]:
     """Newcombe's hybrid score interval for ``x1/n1 - x2/n2`` (Newcombe 1998, method 10)."""
     p1, p2 = (x1 / n1 if n1 else 0.0), (x2 / n2 if n2 else 0.0)
     l1, u1 = wilson_interval(x1, n1, z)
@@ -28,7 +28,7 @@ def newcombe_interval(x1: int, n1: int, x2: int, n2: int, z: float) -> tuple[flo
     return lower, upper
 
 
-def z_test_p_value(x1: int, n1: int, x2: int, n2: int) -> float:
+def z_test_p_value(x1: float, n1: float, x2: float, n2: float) -> float:
     """One-sided pooled two-proportion z-test p-value for H1: p1 > p2."""
     if n1 == 0 or n2 == 0:
         return 1.0

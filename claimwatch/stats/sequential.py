@@ -99,7 +99,7 @@ def half_width(variance: float, alpha: float, tau: float = DEFAULT_TAU) -> float
 
 
 def confidence_sequence(
-    x1: int, n1: int, x2: int, n2: int, alpha: float, tau: float = DEFAULT_TAU
+    x1: float, n1: float, x2: float, n2: float, alpha: float, tau: float = DEFAULT_TAU
 ) -> tuple[float, float]:
     """Always-valid one-sided ``(lower, upper)`` bounds for ``x1/n1 - x2/n2``, each at ``alpha``.
 
@@ -112,7 +112,7 @@ def confidence_sequence(
     return d - h, d + h
 
 
-def rejects(x1: int, n1: int, x2: int, n2: int, theta: float, alpha: float, tau: float = DEFAULT_TAU) -> bool:
+def rejects(x1: float, n1: float, x2: float, n2: float, theta: float, alpha: float, tau: float = DEFAULT_TAU) -> bool:
     """Reject ``x1/n1 - x2/n2 <= theta`` (valid over any number of looks)."""
     if n1 <= 0 or n2 <= 0:
         return False

@@ -7,6 +7,8 @@ import math
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from claimwatch.gate import Advice, Follow, GateError, ReleaseCounts, Source, TestConfig, decide, fetch_counts, queries
 from claimwatch.gate.promql import ANSWERS, AT_RISK, FLAGGED, count_query, gaps_query
@@ -309,3 +311,31 @@ def test_a_release_without_answers_has_no_computable_power():
     assert "power: not computable: a release has no evaluated answers" in text and "pts or more" not in text
     tiny = decide(ReleaseCounts(2, 1), ReleaseCounts(1, 0))
     assert "no rise, even to every answer flagged, is caught" in tiny.render()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(50, 400),
+    st.integers(50, 400),
+    st.floats(0.0, 0.6),
+    st.floats(0.0, 0.6),
+    st.sampled_from(["sequential", "fixed"]),
+)
+def test_a_hold_never_says_zero_more_answers_and_its_advice_settles_it(nc, nb, pc, pb, method):
+    """On a HOLD, "N more answers would settle it" names N >= 1, and the gate's own test at those counts (shares
+    kept) does roll back; the bounds stay within +-100 points."""
+    from claimwatch.gate import ReleaseCounts, decide
+    from claimwatch.gate.decision import GateConfig
+    from claimwatch.stats.answer_share import TestConfig, compare_shares
+
+    xc, xb = round(pc * nc), round(pb * nb)
+    cfg = GateConfig(test=TestConfig(method=method))
+    d = decide(ReleaseCounts(answers=nb, flagged=xb), ReleaseCounts(answers=nc, flagged=xc), cfg)
+    assert -1.0 <= d.comparison.lower <= d.comparison.upper <= 1.0
+    if d.action != "hold" or d.power.more_candidate is None:
+        return
+    more_c, more_b = d.power.more_candidate, d.power.more_baseline
+    assert more_c >= 1 and more_b is not None and more_b >= 1
+    assert not any("about 0 more" in r for r in d.reasons)
+    k = (nc + more_c) / nc
+    assert compare_shares(xc * k, nc * k, xb * k, nb * k, cfg.test).rolls_back
