@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from contract.errors import ClaimwatchError, ConfigError
 from contract.logs import configure_logging, get_logger
-from evaluator_worker.config import WorkerSettings
+from evaluator_worker.config import NO_JUDGE_CHOSEN, WorkerSettings
+from evaluator_worker.judges.base import preflight
 
 if TYPE_CHECKING:
     from claimwatch.gate import GateConfig
@@ -69,7 +70,12 @@ def _gate_duration(text: str) -> str:
     return _duration(text, positive=False)
 
 
-def _settings(args: argparse.Namespace) -> WorkerSettings:
+#: the judge of the tools over files (score, verify, calibrate, probe) when neither --judge nor CLAIMWATCH_JUDGE
+#: names one: the offline judge (the worker has no default: it refuses to start without a chosen judge)
+TOOL_JUDGE = "heuristic"
+
+
+def _settings(args: argparse.Namespace, *, default_judge: str | None = None) -> WorkerSettings:
     s = WorkerSettings()
     if getattr(args, "bootstrap", None):
         s.kafka.bootstrap_servers = args.bootstrap
@@ -79,6 +85,8 @@ def _settings(args: argparse.Namespace) -> WorkerSettings:
         s.consumer.group_id = args.group
     if getattr(args, "judge", None):
         s.judge = args.judge
+    if not s.judge:
+        s.judge = default_judge
     if getattr(args, "metrics_port", None) is not None:
         s.metrics_port = args.metrics_port
     return s
@@ -88,8 +96,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from evaluator_worker import assembly
 
     settings = _settings(args)
+    if not settings.judge:
+        raise ConfigError(NO_JUDGE_CHOSEN)
     metrics = assembly.build_metrics(settings)
     evaluator = assembly.build_evaluator(settings, metrics=metrics)
+    preflight(evaluator.judge)  # a model the provider does not serve stops here, before any record is read
     server = assembly.serve_metrics(settings, metrics)
     exporter = assembly.build_exporter()
     worker = assembly.build_worker(settings, evaluator=evaluator, exporter=exporter)
@@ -125,7 +136,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from claimwatch.batch import score_file
     from evaluator_worker.assembly import build_evaluator, build_metrics
 
-    settings = _settings(args)
+    settings = _settings(args, default_judge=TOOL_JUDGE)
     evaluator = build_evaluator(settings, metrics=build_metrics(settings))
     out = sys.stdout if args.output in (None, "-") else args.output
     stats = score_file(evaluator, args.input, out)
@@ -139,8 +150,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from claimwatch.batch import verify_file
     from evaluator_worker.judges.registry import get_judge
 
-    settings = _settings(args)
-    judge = get_judge(settings.judge, settings)
+    settings = _settings(args, default_judge=TOOL_JUDGE)
+    judge = get_judge(settings.judge or TOOL_JUDGE, settings)
     out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
     try:
         stats = verify_file(judge, args.input, out)
@@ -166,14 +177,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                 f"calibrate --profile-out needs numpy ({exc}): pip install 'claimwatch[calibration]'"
             ) from exc
         return cmd_profile(args)
-    settings = _settings(args)
+    settings = _settings(args, default_judge=TOOL_JUDGE)
     if args.fit_confidence:
         if args.halueval or args.answers or not args.input:
             raise ConfigError(
                 "calibrate --fit-confidence fits on labeled claims: give a claims file, not --answers/--halueval"
             )
         settings = settings.model_copy(update={"confidence_calibration": "none"})  # fit on the raw confidences
-    judge = get_judge(settings.judge, settings)
+    judge = get_judge(settings.judge or TOOL_JUDGE, settings)
     if args.fit_risk:
         return _fit_risk(args, judge, settings.confidence_calibration)
     if args.real:
@@ -348,8 +359,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from evaluator_worker.consistency import ActiveProbe, http_asker
     from evaluator_worker.judges.registry import get_judge
 
-    settings = _settings(args)
-    judge = get_judge(settings.judge, settings)
+    settings = _settings(args, default_judge=TOOL_JUDGE)
+    judge = get_judge(settings.judge or TOOL_JUDGE, settings)
     probe = ActiveProbe(http_asker(args.endpoint, timeout=args.timeout), judge)
     questions = (
         [args.question]

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from evaluator_worker.config import WorkerSettings
+from contract.errors import ConfigError
+from evaluator_worker.config import NO_JUDGE_CHOSEN, WorkerSettings
 
 if TYPE_CHECKING:
     from evaluator_worker.consumer import Worker
@@ -60,6 +61,8 @@ def build_evaluator(
     from evaluator_worker.pipeline import Evaluator
 
     if judge is None:
+        if not settings.judge:
+            raise ConfigError(NO_JUDGE_CHOSEN)
         judge = get_judge(settings.judge, settings)
     p = settings.parity
     tracker = None

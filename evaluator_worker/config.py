@@ -12,6 +12,12 @@ from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.judges.base import HedgePolicy
 from evaluator_worker.judges.settings import AnthropicSettings, CascadeSettings, JudgeSettings
 
+#: what a worker without a chosen judge says (one line, then it exits)
+NO_JUDGE_CHOSEN = (
+    "no judge chosen: set CLAIMWATCH_JUDGE (or --judge): anthropic for production (docs/choosing-a-judge.md); "
+    "heuristic, offline or verifier only for demos and trials (the gate treats their counts as unfit)"
+)
+
 #: the derived slice labels (evaluator_worker.shape), all on by default
 DERIVED_LABELS: tuple[Literal["sources", "reasoning"], ...] = ("sources", "reasoning")
 
@@ -93,8 +99,8 @@ class ParitySettings(BaseModel):
     confidence_floor: float = 0.5
     #: FActScore length penalty: minimum expected claims per route, e.g. {"faq": 3}; "*" applies to every route
     min_claims_per_route: dict[str, int] = Field(default_factory=dict)
-    #: passive consistency across paraphrased questions (PAS2-style)
-    consistency: bool = True
+    #: passive consistency across paraphrased questions (PAS2-style); opt-in: each check costs extra judge calls
+    consistency: bool = False
     #: judge used for consistency checks (cheap by default, whatever the main judge is)
     consistency_judge: str = "heuristic"
     #: Dice similarity of question words above which two questions are paraphrases
@@ -119,7 +125,9 @@ class WorkerSettings(JudgeSettings):
     results_topic: str | None = "claimwatch.results"
     dead_letter_topic: str = "claimwatch.dead-letter"
 
-    judge: str = "heuristic"
+    #: the judge (a name of evaluator_worker.judges.registry): no default, it is a deliberate choice; `claimwatch
+    #: worker` refuses to start without one (anthropic for production; docs/choosing-a-judge.md)
+    judge: str | None = None
     parity: ParitySettings = Field(default_factory=ParitySettings)
     flow: FlowSettings = Field(default_factory=FlowSettings)
 

@@ -114,6 +114,21 @@ class AnthropicTransport:
                 pass
         self.client = client
 
+    def check_model(self, model: str) -> None:
+        """The Models API's answer for ``model`` (first-party API only: Bedrock and Vertex clients have no Models
+        API); a fatal :class:`JudgeError` when the provider does not serve it (404) or the key is refused."""
+        models = getattr(self.client, "models", None)
+        if models is None or not hasattr(models, "retrieve"):
+            return
+        try:
+            models.retrieve(model)
+        except anthropic.APIStatusError as exc:
+            err = map_api_error(exc, model=model)
+            if err.fatal:
+                raise err from exc
+        except anthropic.APIError:  # unreachable or slow now: the first real call says what is wrong
+            return
+
     def complete(self, request: ChatRequest) -> ToolCallResult:
         """One ``messages.create``; SDK errors, and a 200 whose body is not a Message, mapped to ``JudgeError``s."""
         self._counter.reset()

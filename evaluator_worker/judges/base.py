@@ -233,6 +233,18 @@ class JudgeBase:
     def bind_metrics(self, observer: JudgeObserver) -> None:
         """Called once by the pipeline with the worker's metrics; judges that report nothing ignore it."""
 
+    def preflight(self) -> None:
+        """Check, before any record is read, what would make every call fail (a model the provider does not serve);
+        raises a fatal :class:`~evaluator_worker.errors.JudgeError` naming the setting to fix. Judges with nothing
+        to check do nothing."""
+
+
+def preflight(judge: Judge) -> None:
+    """Run the judge's start-up check (:meth:`JudgeBase.preflight`), for judges that have one."""
+    check = getattr(judge, "preflight", None)
+    if callable(check):
+        check()
+
 
 def complete_verdicts(claims: Sequence[Claim], verdicts: Sequence[ClaimVerdict]) -> list[ClaimVerdict]:
     """One verdict per claim, in claim order: missing ids become ERROR, extras and duplicates are ignored."""

@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from evaluator_worker.errors import ConfigError
-from evaluator_worker.judges.base import Claim, Extraction, Judge, JudgeObserver, SingleCallJudge, Verdict, Verification
+from evaluator_worker.judges.base import (
+    Claim,
+    Extraction,
+    Judge,
+    JudgeObserver,
+    SingleCallJudge,
+    Verdict,
+    Verification,
+    preflight,
+)
 
 SHIPPED_DIR = Path(__file__).with_name("calibration")
 
@@ -110,6 +119,10 @@ class CalibratedJudge:
 
     def bind_metrics(self, observer: JudgeObserver) -> None:
         self.inner.bind_metrics(observer)
+
+    def preflight(self) -> None:
+        """The wrapped judge's start-up check."""
+        preflight(self.inner)
 
     def extract_claims(
         self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None

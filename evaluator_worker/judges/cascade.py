@@ -37,6 +37,7 @@ from evaluator_worker.judges.base import (
     Usage,
     Verdict,
     Verification,
+    preflight,
 )
 from evaluator_worker.judges.settings import CascadeSettings
 
@@ -78,6 +79,11 @@ class CascadeJudge(JudgeBase):
     def bind_metrics(self, observer: JudgeObserver) -> None:
         """Called by the Evaluator so escalation and agreement become metrics."""
         self._observer = observer
+
+    def preflight(self) -> None:
+        """Both judges' start-up checks (the second is the one with a provider to ask)."""
+        preflight(self.first)
+        preflight(self.second)
 
     @property
     def io_bound(self) -> bool:

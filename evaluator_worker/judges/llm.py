@@ -103,6 +103,16 @@ class LLMJudge(JudgeBase):
         #: the requests and the parsing of their replies (shared with the batch audit)
         self.wire = ToolWire(options.model, options.extract_model, options.max_tokens)
 
+    def preflight(self) -> None:
+        """Ask the provider about each configured model (the transport's ``check_model``, where it has one): a
+        model it no longer serves stops the worker at start-up instead of turning every claim into ERROR."""
+        check = getattr(self.transport, "check_model", None)
+        if check is None:
+            return
+        for model in dict.fromkeys((self.options.model, self.options.extract_model)):
+            if model:
+                check(model)
+
     @property
     def client(self) -> Any:
         """The transport's SDK client (e.g. for the Message Batches API), None when it has none."""

@@ -42,6 +42,9 @@ responder and action queue, and translated back (tool calls with JSON ``argument
 ``content`` for json_schema; ``finish_reason`` ``length`` for a cut output; ``usage`` with
 ``prompt_tokens_details.cached_tokens``; errors as ``{"error": {...}}``).
 
+Models API: ``GET /v1/models/{id}`` answers every id, or 404 ``not_found_error`` for one outside
+``srv.served_models`` when set (a model the provider retired); ``srv.model_checks`` lists the ids asked about.
+
 Message Batches: ``POST /v1/messages/batches`` (create), ``GET /v1/messages/batches/{id}``
 (retrieve), ``GET .../results`` (JSONL), ``POST .../cancel``. A batch ends ``batch_seconds``
 after creation (checked on retrieve); its requests are answered by the same responder;
@@ -314,6 +317,7 @@ class Recorded:
 
 CHAT_PATH = "/v1/chat/completions"
 BATCHES_PATH = "/v1/messages/batches"
+MODELS_PATH = "/v1/models"
 
 
 def chat_to_messages(req: dict) -> dict:
@@ -469,6 +473,9 @@ class MessagesServer:
         self._batches: dict[str, dict] = {}
         self._expire_next = False
         self._batch_lock = threading.Lock()
+        #: the Models API: the model ids this server serves (None: every id), and the ids asked about
+        self.served_models: set[str] | None = None
+        self.model_checks: list[str] = []
         self._port = port
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -485,7 +492,12 @@ class MessagesServer:
                 pass
 
             def do_GET(self) -> None:
-                """``GET /_stats``: requests seen and the most held at once (for a server in another process)."""
+                """``GET /_stats``: requests seen and the most held at once (for a server in another process);
+                ``GET /v1/models/{id}``: the Models API (404 ``not_found_error`` for a model not served)."""
+                if self.path.startswith(MODELS_PATH + "/"):
+                    status, data = server._model_get(self.path.split("?")[0][len(MODELS_PATH) + 1 :])
+                    self._raw_reply(status, "application/json", data)
+                    return
                 if self.path.startswith(BATCHES_PATH):
                     status, ctype, data = server._batch_get(self.path.split("?")[0])
                     self._raw_reply(status, ctype, data)
@@ -644,6 +656,19 @@ class MessagesServer:
                 result = {"type": "succeeded", "message": self._finish(params, self.responder(params))}
             results.append({"custom_id": cid, "result": result})
         b["results"], b["status"] = results, "ended"
+
+    def _model_get(self, model_id: str) -> tuple[int, bytes]:
+        """``GET /v1/models/{id}``: the model object, or 404 for a model this server does not serve (retired)."""
+        from urllib.parse import unquote
+
+        model_id = unquote(model_id)
+        with self._lock:
+            self.model_checks.append(model_id)
+        if self.served_models is not None and model_id not in self.served_models:
+            error = {"type": "not_found_error", "message": f"model: {model_id}"}
+            return 404, json.dumps({"type": "error", "error": error}).encode()
+        model = {"type": "model", "id": model_id, "display_name": model_id, "created_at": "2025-09-29T00:00:00Z"}
+        return 200, json.dumps(model).encode()
 
     def _batch_post(self, path: str, raw: bytes) -> tuple[int, bytes]:
         if path == BATCHES_PATH:

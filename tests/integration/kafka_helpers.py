@@ -72,6 +72,7 @@ def drain(bootstrap: str, topic: str, expect: int, timeout_s: float = 30.0) -> l
 
 def worker_settings(bootstrap: str, topic: str, **kw) -> WorkerSettings:
     s = WorkerSettings()
+    s.judge = "heuristic"  # the tests choose the offline judge on purpose (the worker has no default judge)
     s.kafka.bootstrap_servers = bootstrap
     s.topic = topic
     s.results_topic = kw.pop("results_topic", topic + ".results")
@@ -120,6 +121,8 @@ def worker_env(settings: WorkerSettings, metrics_port: int, **extra: str) -> dic
             "CLAIMWATCH_METRICS_PORT": str(metrics_port),
             "CLAIMWATCH_METRICS_HOST": "127.0.0.1",
             "PYTHONPATH": str(ROOT),
+            # the tests choose the offline judge on purpose (a worker without a chosen judge refuses to start)
+            "CLAIMWATCH_JUDGE": settings.judge or "heuristic",
         }
     )
     env.update(extra)

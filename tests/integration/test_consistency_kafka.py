@@ -38,6 +38,7 @@ def test_planted_paris_lyon_contradiction_is_found(kafka_bootstrap, topic_name):
         records.append((t.key, t.to_json_bytes()))
     produce(kafka_bootstrap, topic_name, records)
     settings = worker_settings(kafka_bootstrap, topic_name)
+    settings.parity.consistency = True  # opt-in
     settings.parity.consistency_sample = 1.0  # check every answer (production default samples 20%)
     metrics = WorkerMetrics()
     results = {}

@@ -223,6 +223,38 @@ def test_429_burst_mid_run_costs_lag_not_evaluations(kafka_bootstrap, topic_name
     assert len(results) == n and all(json.loads(r.value)["outcome"] == "evaluated" for r in results)
 
 
+def test_a_model_the_provider_no_longer_serves_stops_the_worker_at_start_up(kafka_bootstrap, topic_name):
+    """The Models API answers 404 for the configured model: the worker exits at start-up with one line naming the
+    setting, before any Messages call and without reading a record."""
+    create_topic(kafka_bootstrap, topic_name, partitions=1)
+    settings = worker_settings(kafka_bootstrap, topic_name, group=f"g-{uuid.uuid4().hex[:6]}")
+    produce(kafka_bootstrap, topic_name, [_trace(i) for i in range(5)])
+    with MessagesServer() as srv:
+        srv.served_models = {"claude-haiku-4-5"}
+        proc = spawn_worker(
+            settings,
+            free_port(),
+            CLAIMWATCH_JUDGE="anthropic",
+            CLAIMWATCH_ANTHROPIC__API_KEY="sk-test",
+            CLAIMWATCH_ANTHROPIC__BASE_URL=srv.base_url,
+            CLAIMWATCH_ANTHROPIC__MODEL="claude-3-sonnet-20240229",
+        )
+        try:
+            code = proc.wait(60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        requests = len(srv.requests)
+        checks = list(srv.model_checks)
+    err = proc.stderr.read().decode()
+    assert code != 0
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("claimwatch: error:") and "CLAIMWATCH_ANTHROPIC__MODEL" in last and "404" in last
+    assert "Traceback" not in err
+    assert checks == ["claude-3-sonnet-20240229"] and requests == 0
+    assert drain(kafka_bootstrap, settings.results_topic, 1, timeout_s=3) == []
+
+
 def test_401_stops_the_worker_with_the_setting_to_fix(kafka_bootstrap, topic_name):
     """A rejected API key: the worker process exits non-zero at once with one line naming the setting; nothing dead-lettered or committed."""
     create_topic(kafka_bootstrap, topic_name, partitions=2)

@@ -39,7 +39,9 @@ class _NoAdmin:
 def _run_cli() -> None:
     from claimwatch import cli
 
-    args = cli.build_parser().parse_args(["worker", "--metrics-port", "-1", "--bootstrap", "127.0.0.1:1"])
+    args = cli.build_parser().parse_args(
+        ["worker", "--metrics-port", "-1", "--bootstrap", "127.0.0.1:1", "--judge", "heuristic"]
+    )
     args.func(args)
 
 
@@ -66,6 +68,7 @@ def test_cli_demo_and_soak_build_the_production_worker_through_assembly(entry, m
 
     monkeypatch.setenv("CLAIMWATCH_FLOW__RETRY_DEADLINE_S", "123")
     monkeypatch.setenv("CLAIMWATCH_FLOW__RETRY_BASE_S", "0.25")
+    monkeypatch.setenv("CLAIMWATCH_PARITY__CONSISTENCY", "true")  # opt-in
     monkeypatch.setenv("CLAIMWATCH_PARITY__CONSISTENCY_SAMPLE", "0.5")
     monkeypatch.setenv("CLAIMWATCH_RESULTS_INCLUDE_TEXT", "false")
     monkeypatch.setattr(runner, "EmbeddedBroker", _NoBroker)

@@ -69,6 +69,7 @@ CASES = [
     ),
     ("claims-bad-since", lambda t: ["claims", "--since", "yesterday"], 2, "--since 'yesterday'"),
     ("worker-unknown-judge", lambda t: ["worker", "--judge", "nosuch", "--metrics-port", "-1"], 2, "unknown judge"),
+    ("worker-no-judge", lambda t: ["worker", "--metrics-port", "-1"], 2, "no judge chosen: set CLAIMWATCH_JUDGE"),
 ]
 
 
@@ -79,8 +80,9 @@ def _bytes(tmp: Path, name: str, data: bytes) -> Path:
 
 
 @pytest.mark.parametrize(("argv", "code", "needle"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input_is_one_line_with_a_documented_exit_code(tmp_path, capsys, argv, code, needle):
+def test_bad_input_is_one_line_with_a_documented_exit_code(tmp_path, capsys, monkeypatch, argv, code, needle):
     """Bad files, fields, judges and unreachable servers: the documented code, one error line, no traceback."""
+    monkeypatch.delenv("CLAIMWATCH_JUDGE", raising=False)
     got = main(argv(tmp_path))
     err = capsys.readouterr().err
     assert got == code, err

@@ -242,12 +242,13 @@ def test_topic_init_creates_the_three_topics_with_valid_bash():
     for topic in TOPICS:
         assert re.search(rf"^create {re.escape(topic)}\s", script, re.M), topic
     assert int(_env(init)["PARTITIONS"]) == 6
-    for name in ("evaluator-worker", "evaluator-worker-anthropic"):
+    for name in ("evaluator-worker", "evaluator-worker-offline"):
         assert services[name]["depends_on"]["topic-init"]["condition"] == "service_completed_successfully"
 
 
-def test_compose_workers_and_anthropic_profile():
-    """Two worker replicas with the project's topics and a graceful stop; the anthropic profile switches the judge via an env file."""
+def test_compose_workers_judge_with_claude_and_the_offline_judge_is_a_profile():
+    """Two worker replicas judging with Claude by default (key from an env file, required); an offline judge only
+    through an explicit profile, in the same group; the project's topics and a graceful stop."""
     services = _compose()["services"]
     worker = services["evaluator-worker"]
     env = _env(worker)
@@ -257,16 +258,18 @@ def test_compose_workers_and_anthropic_profile():
     assert env["CLAIMWATCH_DEAD_LETTER_TOPIC"] == TOPICS[2]
     assert int(env["CLAIMWATCH_METRICS_PORT"]) == METRICS_PORT
     assert "profiles" not in worker
-    anth = services["evaluator-worker-anthropic"]
-    assert anth["profiles"] == ["anthropic"]
-    aenv = _env(anth)
-    assert aenv["CLAIMWATCH_JUDGE"] == "anthropic"
-    assert aenv["CLAIMWATCH_CONSUMER__GROUP_ID"] == env["CLAIMWATCH_CONSUMER__GROUP_ID"]
-    env_files = [e if isinstance(e, str) else e["path"] for e in anth["env_file"]]
-    assert env_files == ["./anthropic.env"]
+    assert env["CLAIMWATCH_JUDGE"] == "anthropic"
+    env_files = [e if isinstance(e, str) else e for e in worker["env_file"]]
+    assert env_files == [{"path": "./anthropic.env", "required": True}]
+    offline = services["evaluator-worker-offline"]
+    assert offline["profiles"] == ["offline"]
+    oenv = _env(offline)
+    assert oenv["CLAIMWATCH_JUDGE"] == "heuristic"
+    assert oenv["CLAIMWATCH_CONSUMER__GROUP_ID"] == env["CLAIMWATCH_CONSUMER__GROUP_ID"]
     example = (COMPOSE_DIR / "anthropic.env.example").read_text()
     assert re.search(r"^ANTHROPIC_API_KEY=", example, re.M)
     assert "anthropic.env" in (COMPOSE_DIR / ".gitignore").read_text().split()
+    anth = offline
     for svc in (worker, anth):
         grace = svc["stop_grace_period"]
         assert int(grace.rstrip("s")) >= 30
@@ -283,7 +286,7 @@ def test_compose_trace_backend_receives_the_evaluations_and_grafana_links_to_it(
     assert str(jaeger["environment"]["COLLECTOR_OTLP_ENABLED"]).lower() == "true"
     published = {str(p).split(":")[-1] for p in jaeger["ports"]}
     assert {"16686", "4318"} <= published
-    for name in ("evaluator-worker", "evaluator-worker-anthropic"):
+    for name in ("evaluator-worker", "evaluator-worker-offline"):
         svc = services[name]
         assert _env(svc)["CLAIMWATCH_TRACE_EXPORT_ENDPOINT"] == "http://jaeger:4318/v1/traces"
         assert "jaeger" in svc["depends_on"]
