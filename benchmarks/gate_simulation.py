@@ -208,7 +208,7 @@ def argo_rollback_rate(
 
 
 ALERT = "ClaimwatchReleaseWorseThanPrevious"
-_RE = "release_environment:claimwatch_answers"
+_RE = "release_environment_judge_id:claimwatch_answers"
 _ALERT_EXPR = re.compile(
     rf"{_RE}_flagged:ratio_count1h\s+> {_RE}_flagged_others:ratio_count1h \+ (?P<max_increase>[0-9.e-]+)\s+"
     rf"and\s+{_RE}_flagged_vs_others:zscore1h > (?P<z>[0-9.e-]+)\s+"
@@ -292,12 +292,12 @@ def alert_rates(
 
 
 FAILURE_ALERT = "ClaimwatchFailureTypeRise"
-_RET = "release_environment_failure_type:claimwatch_answers_with_failure"
+_RET = "release_environment_judge_id_failure_type:claimwatch_answers_with_failure"
 _FAILURE_EXPR = re.compile(
     rf"{_RET}:ratio_count1h\s+> {_RET}_others:ratio_count1h \+ (?P<max_increase>[0-9.e-]+)\s+"
     rf"and\s+{_RET}_vs_others:zscore1h > (?P<z>[0-9.e-]+)\s+"
-    rf"and on \(release, environment\)\s+{_RE}_evaluated:count1h >= (?P<min_answers>[0-9]+)\s+"
-    rf"and on \(release, environment\)\s+{_RE}_evaluated_others:count1h >= (?P=min_answers)"
+    rf"and on \(release, environment, judge_id\)\s+{_RE}_evaluated:count1h >= (?P<min_answers>[0-9]+)\s+"
+    rf"and on \(release, environment, judge_id\)\s+{_RE}_evaluated_others:count1h >= (?P=min_answers)"
 )
 #: shares of answers with a claim of each failure class in a release (one realistic mix: unsupported additions and
 #: numbers most common, the rarer classes near 1%); 11 classes, as in contract.failures

@@ -40,12 +40,25 @@ from contract.logs import get_logger
 from contract.record import RagTrace
 from evaluator_worker.judges import prompts
 from evaluator_worker.judges.anthropic import AnthropicJudge, messages_params, tool_input
-from evaluator_worker.judges.base import Claim, ClaimVerdict, Usage, Verdict, complete_verdicts
+from evaluator_worker.judges.base import (
+    Claim,
+    ClaimVerdict,
+    HedgePolicy,
+    Usage,
+    Verdict,
+    apply_hedge_policy,
+    complete_verdicts,
+)
+from evaluator_worker.judges.identity import identify
 from evaluator_worker.judges.llm import LLMJudge
 from evaluator_worker.judges.pricing import cost_usd
+from evaluator_worker.judges.risk import risk_map
 from evaluator_worker.scoring import AnswerResult, score
 
 log = get_logger(__name__)
+
+#: the judge name on the audit's results (its own row in claimwatch.gate.judge_fitness)
+AUDIT_JUDGE = "anthropic-batch"
 
 #: Message Batches are billed at this share of the online price
 BATCH_PRICE_FACTOR = 0.5
@@ -137,6 +150,7 @@ class Audit:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         publish: Callable[[AnswerResult], None] | None = None,
+        hedge_policy: HedgePolicy = HedgePolicy.LENIENT,
     ) -> None:
         self.traces = {_key(i): t for i, t in enumerate(traces)}
         self.judge, self.client = judge, client
@@ -148,6 +162,10 @@ class Audit:
         self._publish = publish
         self.state = AuditState.load(state_path)
         self.rounds = 0
+        self.hedge_policy = HedgePolicy(hedge_policy)
+        #: the online judge's identity when prompts, models, hedge policy and risk map are the same: counts of a
+        #: re-judged baseline sample compare like with like with the live judge's (evaluator_worker.judges.identity)
+        self.identity = identify(judge, hedge_policy=self.hedge_policy.value, risk=risk_map(AUDIT_JUDGE))
 
     # -- what is ready to submit ----------------------------------------------------------
     def _pending(self) -> dict[str, dict[str, Any]]:
@@ -323,14 +341,15 @@ class Audit:
         usage = Usage(**s.usage[key]) if key in s.usage else Usage()
         return score(
             t.trace_id,
-            "anthropic-batch",
+            AUDIT_JUDGE,
             claims,
-            verdicts,
+            apply_hedge_policy(verdicts, self.hedge_policy),
             slices=t.slices,
             question=t.question,
             answer=t.answer,
             usage=usage,
             error=error,
+            judge_id=self.identity.judge_id,
         )
 
     def _write_ready(self) -> None:
@@ -466,7 +485,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
     publish, close = kafka_publisher(args.bootstrap, args.to_topic) if args.to_topic else (None, lambda: None)
     try:
         report = Audit(
-            traces, judge, judge.client, state, out, poll_s=args.poll_s, max_attempts=args.max_attempts, publish=publish
+            traces,
+            judge,
+            judge.client,
+            state,
+            out,
+            poll_s=args.poll_s,
+            max_attempts=args.max_attempts,
+            publish=publish,
+            hedge_policy=settings.hedge_policy,
         ).run()
     finally:
         close()

@@ -61,9 +61,12 @@ Then compare releases: `claimwatch report --baseline <stable release> --candidat
 the HTML release report (gate decision, rates per slice, worst claims).
 """
 
-SL = "_".join(SLICE_LABELS)
+#: the recording rules' level: the judge and the slice labels (dashboards.rules_gen)
+SL = "_".join(("judge_id", *SLICE_LABELS))
 S = ", ".join(SLICE_LABELS)
-F = ", ".join(f'{name}=~"${name}"' for name in SLICE_LABELS)  # slice filter from the template variables
+#: slice and judge filter from the template variables (a judge change shows as its own series: pick one judge to
+#: compare like with like)
+F = ", ".join(f'{name}=~"${name}"' for name in (*SLICE_LABELS, "judge_id"))
 R5 = f"{SL}:claimwatch_claims:rate5m"
 ANS5 = f"{SL}:claimwatch_answers:rate5m"
 RANGE = "$__range"
@@ -326,6 +329,25 @@ def overview() -> dict[str, Any]:
             description="CONTRADICTED / judged claims, 5m rate, per release.",
         )
     )
+    lay.add(
+        timeseries(
+            "Flagged share per judge",
+            targets(
+                (
+                    f"sum by (judge_id) ({SL}:claimwatch_answers_flagged:rate5m{{{F}}})\n/\n"
+                    f'sum by (judge_id) ({ANS5}{{outcome="evaluated", {F}}})',
+                    "{{judge_id}}",
+                )
+            ),
+            unit="percentunit",
+            minimum=0,
+            description=(
+                "Flagged answers / evaluated answers per judge_id (kind:model@digest of everything that changes "
+                "verdicts). A new line is a judge change: every release's rates move with it, so the alerts and "
+                "the gate compare counts of one judge; pick a judge above to see its releases alone."
+            ),
+        )
+    )
 
     lay.row("Slices and releases (selected time range)")
     lay.add(
@@ -477,9 +499,10 @@ def overview() -> dict[str, Any]:
 def _slice_variables() -> list[dict[str, Any]]:
     out = []
     chained: list[str] = []
-    for name in ("environment", "release", "model", "route"):
+    for name in ("environment", "release", "model", "route", "judge_id"):
         sel = ", ".join(f'{c}=~"${c}"' for c in chained)
-        out.append(query_variable(name, f"label_values(claimwatch_answers_total{{{sel}}}, {name})"))
+        label = "Judge" if name == "judge_id" else None
+        out.append(query_variable(name, f"label_values(claimwatch_answers_total{{{sel}}}, {name})", label))
         chained.append(name)
     return out
 

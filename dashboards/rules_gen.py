@@ -7,8 +7,16 @@ are plain Prometheus rule files; nothing at run time reads this module.
 
 Naming follows the Prometheus convention ``level:metric:operations``: the
 level lists the labels kept, e.g.
-``release_model_route_environment:claimwatch_claims:rate5m`` (kept: the four
-slice labels plus ``verdict``).
+``judge_id_release_model_route_environment:claimwatch_claims:rate5m`` (kept: the
+judge, the four slice labels plus ``verdict``).
+
+Like with like: every rule over the verdict and answer counters keeps ``judge_id``
+(:mod:`evaluator_worker.judges.identity`), so every comparison is between counts of
+one judge. A judge change (a new model, prompt, rules or calibration) shifts every
+release's rates at once; compared per judge it is a new series with no history: the
+release comparison compares releases judged by the same judge, the level alert waits
+for the new judge's own 24h baseline, and the spike alert compares a slice with its own
+24h share under the same judge (a slice new under every judge still pages on the floor).
 
 How "release worse than the previous release" works in plain PromQL
 --------------------------------------------------------------------
@@ -130,9 +138,13 @@ DEFAULT_THRESHOLDS: dict[str, Any] = {
     "severity_ticket": "ticket",
 }
 
-S = ", ".join(SLICE_LABELS)
-SL = "_".join(SLICE_LABELS)
+#: every rule over the verdict and answer counters keeps the judge (like with like: a judge change is not a release
+#: getting worse), so its level names it first
+J = "judge_id"
+S = ", ".join((J, *SLICE_LABELS))
+SL = "_".join((J, *SLICE_LABELS))
 SLICE_TEMPLATE = ", ".join(f"{name}={{{{ $labels.{name} }}}}" for name in SLICE_LABELS)
+SLICES_ONLY = ", ".join(SLICE_LABELS)
 
 
 def merge_thresholds(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -158,7 +170,11 @@ def _ratio(by: str, num: str, den: str) -> str:
 EVALUATED = 'claimwatch_answers_total{outcome="evaluated"}'
 #: the any-claim rule: what "flagged" falls back to where the workers do not export ``AT_RISK``
 ANY_CLAIM = "claimwatch_answers_with_unsupported_total"
-RE = "release_environment"
+RE = "release_environment_judge_id"
+#: the labels of RE's level
+REL = "release, environment, judge_id"
+#: the labels of the level alert's level
+RJ = "release, judge_id"
 
 
 def _at_risk_count(by: str, window: str) -> str:
@@ -197,18 +213,20 @@ def _release_rules() -> list[dict[str, str]]:
     pooled = f"{RE}:claimwatch_answers_flagged_pooled:ratio_count1h"
 
     def others(rec: str) -> str:
-        return f"sum by (environment) ({rec})\n- ignoring (release) group_right ()\n{rec}"
+        return f"sum by (environment, judge_id) ({rec})\n- ignoring (release) group_right ()\n{rec}"
 
     return [
-        {"record": n, "expr": f"sum by (release, environment) ({exact_increase(EVALUATED, '1h')})"},
+        {"record": n, "expr": f"sum by ({REL}) ({exact_increase(EVALUATED, '1h')})"},
         {
             "record": any_claim,
-            "expr": f"sum by (release, environment) ({exact_increase(ANY_CLAIM, '1h')})\nor\n{n} * 0",
+            "expr": f"sum by ({REL}) ({exact_increase(ANY_CLAIM, '1h')})\nor\n{n} * 0",
         },
-        {"record": at_risk, "expr": _at_risk_count("release, environment", "1h")},
+        {"record": at_risk, "expr": _at_risk_count(REL, "1h")},
         {
             "record": x,
-            "expr": f"{at_risk}\nunless on (environment)\n({n} unless on (release, environment) {at_risk})\nor\n{any_claim}",
+            "expr": (
+                f"{at_risk}\nunless on (environment, judge_id)\n({n} unless on ({REL}) {at_risk})\nor\n{any_claim}"
+            ),
         },
         {"record": no, "expr": others(n)},
         {"record": xo, "expr": others(x)},
@@ -221,7 +239,7 @@ def _release_rules() -> list[dict[str, str]]:
 
 #: evaluated answers with at least one claim of each failure class (evaluator_worker.metrics)
 WITH_FAILURE = "claimwatch_answers_with_failure_total"
-RET = "release_environment_failure_type"
+RET = "release_environment_judge_id_failure_type"
 
 
 def _failure_type_rules() -> list[dict[str, str]]:
@@ -237,8 +255,11 @@ def _failure_type_rules() -> list[dict[str, str]]:
     pooled = f"{RET}:claimwatch_answers_with_failure_pooled:ratio_count1h"
     per = "ignoring (failure_type) group_left ()"  # a class's count over its release's answers
     return [
-        {"record": x, "expr": f"sum by (release, environment, failure_type) ({exact_increase(WITH_FAILURE, '1h')})"},
-        {"record": xo, "expr": f"sum by (environment, failure_type) ({x})\n- ignoring (release) group_right ()\n{x}"},
+        {"record": x, "expr": f"sum by ({REL}, failure_type) ({exact_increase(WITH_FAILURE, '1h')})"},
+        {
+            "record": xo,
+            "expr": f"sum by (environment, judge_id, failure_type) ({x})\n- ignoring (release) group_right ()\n{x}",
+        },
         {"record": p, "expr": f"{x}\n/ {per}\n{n}"},
         {"record": po, "expr": f"{xo}\n/ {per}\n{no}"},
         {"record": pooled, "expr": f"({x} + {xo})\n/ {per}\n({n} + {no})"},
@@ -253,30 +274,33 @@ def _baseline_rules() -> list[dict[str, str]]:
     """Per release: evaluated and flagged answers over the last hour and over the 24h ending an hour ago
     (the level alert's own baseline), flagged by one rule for both: at risk where its count covers both
     windows (the 24h one as recorded an hour ago), else the any-claim rule."""
-    rec = lambda kind, w: f"release:claimwatch_answers_{kind}:count{w}"  # noqa: E731
+    rec = lambda kind, w: f"release_judge_id:claimwatch_answers_{kind}:count{w}"  # noqa: E731
     rules = []
     for w in ("1h", "24h"):
         n = rec("evaluated", w)
         rules += [
-            {"record": n, "expr": f"sum by (release) ({exact_increase(EVALUATED, w)})"},
+            {"record": n, "expr": f"sum by ({RJ}) ({exact_increase(EVALUATED, w)})"},
             {
                 "record": rec("with_unsupported", w),
-                "expr": f"sum by (release) ({exact_increase(ANY_CLAIM, w)})\nor\n{n} * 0",
+                "expr": f"sum by ({RJ}) ({exact_increase(ANY_CLAIM, w)})\nor\n{n} * 0",
             },
-            {"record": rec("at_risk", w), "expr": _at_risk_count("release", w)},
+            {"record": rec("at_risk", w), "expr": _at_risk_count(RJ, w)},
         ]
     n1, risk1, any1 = rec("evaluated", "1h"), rec("at_risk", "1h"), rec("with_unsupported", "1h")
     n24, risk24, any24 = (f"{rec(kind, '24h')} offset 1h" for kind in ("evaluated", "at_risk", "with_unsupported"))
     x1, x24 = rec("flagged", "1h"), rec("flagged", "24h_offset1h")
     rules += [
         # a release without a baseline (younger than an hour and a bit) is flagged at risk where it can be
-        {"record": x1, "expr": f"{risk1} and on (release) {risk24}\nor\n{risk1} unless on (release) {n24}\nor\n{any1}"},
+        {
+            "record": x1,
+            "expr": f"{risk1} and on ({RJ}) {risk24}\nor\n{risk1} unless on ({RJ}) {n24}\nor\n{any1}",
+        },
         {
             "record": x24,
-            "expr": f"{risk24} and on (release) {risk1}\nor\n{risk24} unless on (release) {n1}\nor\n{any24}",
+            "expr": f"{risk24} and on ({RJ}) {risk1}\nor\n{risk24} unless on ({RJ}) {n1}\nor\n{any24}",
         },
-        {"record": "release:claimwatch_answers_flagged:ratio_count1h", "expr": f"{x1} / {n1}"},
-        {"record": "release:claimwatch_answers_flagged:ratio_count24h_offset1h", "expr": f"{x24} / {n24}"},
+        {"record": "release_judge_id:claimwatch_answers_flagged:ratio_count1h", "expr": f"{x1} / {n1}"},
+        {"record": "release_judge_id:claimwatch_answers_flagged:ratio_count24h_offset1h", "expr": f"{x24} / {n24}"},
     ]
     return rules
 
@@ -300,8 +324,8 @@ def recording_rules(t: Mapping[str, Any]) -> dict[str, Any]:
         )
     fast += [
         {
-            "record": "release:claimwatch_claims_supported:ratio_rate5m",
-            "expr": _ratio("release", f'{claims5}{{verdict="supported"}}', f'{claims5}{{verdict!="error"}}'),
+            "record": "release_judge_id:claimwatch_claims_supported:ratio_rate5m",
+            "expr": _ratio(RJ, f'{claims5}{{verdict="supported"}}', f'{claims5}{{verdict!="error"}}'),
         },
         {
             "record": f"{SL}:claimwatch_answers:rate5m",
@@ -420,8 +444,9 @@ _AT_RISK_SAID = "at risk (answer risk at or above the judge's threshold)"
 _ANY_CLAIM_SAID = "by the any-claim rule (an UNSUPPORTED or CONTRADICTED claim; the at-risk count does not cover {})"
 #: which rule counted the level alert's pair (Prometheus template: ``query`` of the at-risk counts of both windows)
 _FLAGGED_BASELINE = (
-    '{{ if printf "release:claimwatch_answers_at_risk:count1h{release=%q} and on (release) '
-    'release:claimwatch_answers_at_risk:count24h{release=%q} offset 1h" $labels.release $labels.release | query }}'
+    '{{ if printf "release_judge_id:claimwatch_answers_at_risk:count1h{release=%q, judge_id=%q} and on (release, '
+    'judge_id) release_judge_id:claimwatch_answers_at_risk:count24h{release=%q, judge_id=%q} offset 1h" '
+    "$labels.release $labels.judge_id $labels.release $labels.judge_id | query }}"
     + _AT_RISK_SAID
     + "{{ else }}"
     + _ANY_CLAIM_SAID.format("both windows")
@@ -429,8 +454,8 @@ _FLAGGED_BASELINE = (
 )
 #: which rule counted the environment's releases (any-claim when a release of the environment lacks the at-risk count)
 _FLAGGED_RELEASES = (
-    f'{{{{ if printf "{RE}:claimwatch_answers_evaluated:count1h{{environment=%q}} unless on (release, environment) '
-    f'{RE}:claimwatch_answers_at_risk:count1h" $labels.environment | query }}}}'
+    f'{{{{ if printf "{RE}:claimwatch_answers_evaluated:count1h{{environment=%q, judge_id=%q}} unless on ({REL}) '
+    f'{RE}:claimwatch_answers_at_risk:count1h" $labels.environment $labels.judge_id | query }}}}'
     + _ANY_CLAIM_SAID.format("every release of the environment")
     + "{{ else }}"
     + _AT_RISK_SAID
@@ -444,21 +469,24 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
     base24 = f"{SL}:claimwatch_answers_contradicted:ratio_rate24h"
     spike_window = _seconds("5m")
     p1, n1, x1 = (
-        "release:claimwatch_answers_flagged:ratio_count1h",
-        "release:claimwatch_answers_evaluated:count1h",
-        "release:claimwatch_answers_flagged:count1h",
+        "release_judge_id:claimwatch_answers_flagged:ratio_count1h",
+        "release_judge_id:claimwatch_answers_evaluated:count1h",
+        "release_judge_id:claimwatch_answers_flagged:count1h",
     )
     p24, n24, x24 = (
-        "release:claimwatch_answers_flagged:ratio_count24h_offset1h",
-        "release:claimwatch_answers_evaluated:count24h offset 1h",
-        "release:claimwatch_answers_flagged:count24h_offset1h",
+        "release_judge_id:claimwatch_answers_flagged:ratio_count24h_offset1h",
+        "release_judge_id:claimwatch_answers_evaluated:count24h offset 1h",
+        "release_judge_id:claimwatch_answers_flagged:count24h_offset1h",
     )
     quality = [
         _alert(
             "ClaimwatchContradictedClaimsSpike",
             (
                 f"{ratio5} > {t['spike_min_ratio']}\n"
-                f"and\n{ratio5} > {t['spike_baseline_factor']} * ({base24} offset 1h or {ratio5} * 0)\n"
+                # the slice's own 24h share under the same judge; a new slice (no 24h share under any judge) pages
+                # on the floor alone; a slice that only changed judge waits for the new judge's own baseline
+                f"and\n{ratio5} > {t['spike_baseline_factor']} * (\n  {base24} offset 1h\n"
+                f"  or\n  {ratio5} * 0 unless on ({SLICES_ONLY}) {base24} offset 1h\n)\n"
                 f"and ignoring (outcome)\n"
                 f'{SL}:claimwatch_answers:rate5m{{outcome="evaluated"}} * {spike_window} >= {t["spike_min_answers"]}'
             ),
@@ -516,8 +544,8 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
                 f"{RET}:claimwatch_answers_with_failure:ratio_count1h\n"
                 f"  > {RET}:claimwatch_answers_with_failure_others:ratio_count1h + {t['failure_type_max_increase']}\n"
                 f"and\n{RET}:claimwatch_answers_with_failure_vs_others:zscore1h > {t['failure_type_z']}\n"
-                f"and on (release, environment)\n{RE}:claimwatch_answers_evaluated:count1h >= {t['failure_type_min_answers']}\n"
-                f"and on (release, environment)\n{RE}:claimwatch_answers_evaluated_others:count1h >= "
+                f"and on ({REL})\n{RE}:claimwatch_answers_evaluated:count1h >= {t['failure_type_min_answers']}\n"
+                f"and on ({REL})\n{RE}:claimwatch_answers_evaluated_others:count1h >= "
                 f"{t['failure_type_min_answers']}"
             ),
             t["failure_type_for"],

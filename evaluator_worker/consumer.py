@@ -175,7 +175,7 @@ class Worker:
         """
         self._ensure_clients()
         self.metrics.up.set(1)
-        self.metrics.set_judge(self.evaluator.judge.name)  # which judge the gate's counts come from
+        self.metrics.set_judge(self.evaluator.identity)  # which judge the gate's counts come from
         lim = self.evaluator.caller.limiter
         self.metrics.watch_queues(
             lambda: self._table.judging,

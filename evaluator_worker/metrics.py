@@ -10,7 +10,9 @@ Slice labels (default ``release, model, route, environment``) pass through
 :class:`SliceGuard`: a configured allow-list of values per label, else the first
 ``max_values_per_label`` distinct values seen by this process; anything else
 becomes ``other`` and a missing value becomes ``unknown``. Claim text, trace ids
-and questions are never labels.
+and questions are never labels. Every sliced metric also carries ``judge_id`` (the
+judge that made the count, :mod:`evaluator_worker.judges.identity`; at most
+:data:`MAX_JUDGE_IDS` values per process), so counts of two judges are never mixed.
 
 Each metric is named once, in its declaration below: docs/metrics.md
 (``python -m claimwatch.docgen.metrics``) and the dashboards' catalogue
@@ -31,6 +33,7 @@ from evaluator_worker.judges.base import Verdict
 from evaluator_worker.shape import label_values
 
 if TYPE_CHECKING:
+    from evaluator_worker.judges.identity import JudgeIdentity
     from evaluator_worker.scoring import AnswerResult
 
 OTHER = "other"
@@ -53,6 +56,10 @@ def trace_exemplar(trace_id: str | None, span_id: str | None = None) -> dict[str
     return out
 
 
+#: the label naming the judge that made a count (``AnswerResult.judge_id``), first on every sliced metric
+JUDGE_ID = "judge_id"
+#: distinct judge ids one process labels (more become ``other``)
+MAX_JUDGE_IDS = 8
 #: distinct slice label combinations whose series are pre-created at 0 (bounded like the guard's values)
 MAX_ZEROED_SLICES = 10_000
 RATIO_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
@@ -103,7 +110,11 @@ class WorkerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None, guard: SliceGuard | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.guard = guard or SliceGuard()
-        s = list(self.guard.labels)
+        #: judge ids seen by this process: bounded like a slice label (a worker runs its judge and, at most, a
+        #: shadow; a burst of ids is a misconfiguration, counted as ``other``)
+        self.judge_guard = SliceGuard((JUDGE_ID,), max_values_per_label=MAX_JUDGE_IDS)
+        #: every metric with slice labels also says which judge made it (evaluator_worker.judges.identity)
+        s = [JUDGE_ID, *self.guard.labels]
         r = self.registry
         self.claims = Counter("claimwatch_claims", "Claims judged, by verdict and slice.", ["verdict", *s], registry=r)
         self.answers = Counter(
@@ -244,9 +255,10 @@ class WorkerMetrics:
         self.up = Gauge("claimwatch_worker_up", "1 while the worker is consuming.", registry=r)
         self.judge_info = Gauge(
             "claimwatch_judge_info",
-            "1 for the judge whose verdicts this worker counts (set at start; the gate reads it to say whether "
-            "that judge is fit for a rollback decision).",
-            ["judge"],
+            "1 for each judge whose verdicts this worker counts (set at start): its kind (judge), its judge_id (kind, "
+            "model(s) and a digest of everything that changes verdicts; the judge_id label of the verdict and answer "
+            "counters), its verifier model and its role (main; shadow: counted apart, never in a decision).",
+            ["judge", JUDGE_ID, "model", "role"],
             registry=r,
         )
         self.answers_failing = Counter(
@@ -305,7 +317,7 @@ class WorkerMetrics:
         the contradicted and unsupported claim counters, so a spike in Grafana leads to an
         answer that caused it (OpenMetrics exemplars).
         """
-        values = tuple(self.guard.labels_for(result.slices).values())
+        values = self.label_values(result)
         self._zero_slice(values)
         for verdict in Verdict:
             n = result.counts.get(verdict.value, 0)
@@ -328,6 +340,11 @@ class WorkerMetrics:
         self._observe_parity(result, values)
         self._observe_usage(result)
         self.last_evaluation.set(result.evaluated_at)
+
+    def label_values(self, result: AnswerResult) -> tuple[str, ...]:
+        """``(judge_id, *slice values)`` of ``result``, each bounded (a record without a judge id: its kind)."""
+        judge_id = self.judge_guard.value(JUDGE_ID, result.judge_id or result.judge)
+        return (judge_id, *self.guard.labels_for(result.slices).values())
 
     def _observe_failures(self, result: AnswerResult, values: tuple[str, ...], exemplar: dict[str, str] | None) -> None:
         """Typed claims by type and verdict; evaluated answers by shape, and once per type they have a claim of."""
@@ -407,9 +424,10 @@ class WorkerMetrics:
                 self.judge_cost.labels(judge, model).inc(float(u["cost_usd"]))
 
     # -- judge calls (JudgeCaller) and judges (JudgeObserver) -----------------
-    def set_judge(self, judge: str) -> None:
-        """``claimwatch_judge_info{judge}`` 1: the judge behind this worker's counts (``claimwatch gate`` reads it)."""
-        self.judge_info.labels(judge).set(1)
+    def set_judge(self, identity: JudgeIdentity, role: str = "main") -> None:
+        """``claimwatch_judge_info{judge, judge_id, model, role}`` 1: a judge behind this worker's counts (the gate
+        reads it; ``role``: ``main``, or ``shadow`` for a judge whose counts never reach a decision)."""
+        self.judge_info.labels(identity.kind, identity.judge_id, identity.model, role).set(1)
 
     def judge_call(
         self, judge: str, operation: str, seconds: float, *, error: str | None = None, throttled: bool = False

@@ -44,6 +44,7 @@ from evaluator_worker.judges.base import (
     apply_hedge_policy,
     complete_verdicts,
 )
+from evaluator_worker.judges.identity import identify
 from evaluator_worker.metrics import NullMetrics, WorkerMetrics
 from evaluator_worker.parity import parity_scores
 from evaluator_worker.scoring import AnswerResult, score
@@ -125,6 +126,9 @@ class Evaluator:
         self.parity = parity or ParitySettings()
         self.consistency = consistency
         self.metrics.judge_throttled.labels(judge.name)  # at 0 from the start, so increase() sees the first 429
+        #: which judge makes this evaluator's verdicts, as deployed (evaluator_worker.judges.identity): on every
+        #: result and every count
+        self.identity = identify(judge, hedge_policy=self.hedge_policy.value)
         judge.bind_metrics(self.metrics)
 
     @property
@@ -233,6 +237,7 @@ class Evaluator:
             usage=usages,
             error=error,
             call_id=trace.call_id,
+            judge_id=self.identity.judge_id,
         )
         _attach_chunks(result, trace, include_text=self.include_text)
         result.shape = _shape(result, trace, self.derived_slices)

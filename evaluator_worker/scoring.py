@@ -63,7 +63,11 @@ class AnswerResult(BaseModel):
     trace_id: str
     #: the RAG call's span id when the trace held several calls (one result each); None otherwise
     call_id: str | None = None
+    #: the judge's kind (its registry name: heuristic, anthropic, ...)
     judge: str
+    #: the judge as deployed: kind, model(s) and a digest of everything that changes verdicts
+    #: (evaluator_worker.judges.identity); None on records written before judge ids
+    judge_id: str | None = None
     outcome: str  # evaluated | abstained | failed
     slices: dict[str, str] = Field(default_factory=dict)
     question: str | None = None
@@ -147,6 +151,7 @@ def score(
     usage: Usage | Sequence[Usage] | None = None,
     error: str | None = None,
     call_id: str | None = None,
+    judge_id: str | None = None,
 ) -> AnswerResult:
     """Build the result; ``verdicts`` must already be complete (one per claim, in order)."""
     if len(verdicts) != len(claims):
@@ -167,6 +172,7 @@ def score(
         trace_id=trace_id,
         call_id=call_id,
         judge=judge,
+        judge_id=judge_id,
         outcome=outcome,
         slices=dict(slices or {}),
         question=question,

@@ -500,7 +500,7 @@ def _gate(
         )
 
     def _counted(c: ReleaseCounts) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(c).items() if k != "judges"}
+        return {k: v for k, v in dataclasses.asdict(c).items() if k not in ("judges", "per_judge")}
 
     return {
         "source": source,

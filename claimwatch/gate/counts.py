@@ -12,9 +12,12 @@ The statistical unit is the answer (see :mod:`claimwatch.stats.answer_share`):
   ``AnswerResult.has_unsupported``) and ``flag_rule`` says which rule counted;
 - ``contradicted``: answers with a CONTRADICTED claim (shown, not decided on);
 - ``claims``: claims by verdict (shown, not decided on: claims of one answer are correlated);
-- ``judges``: the names of the judges whose verdicts these are (``claimwatch_judge_info`` of the workers
-  that counted the release, a result record's ``judge``): not a count, left out of equality; the gate
-  says whether they are fit for a rollback decision (:mod:`claimwatch.gate.judge_fitness`).
+- ``judges``: the judges whose verdicts these are: their ``judge_id`` (the ``judge_id`` label of the counters, a
+  result record's ``judge_id``; for workers and records from before judge ids, the judge's name from
+  ``claimwatch_judge_info`` or the record's ``judge``): not a count, left out of equality; the gate
+  says whether they are fit for a rollback decision (:mod:`claimwatch.gate.judge_fitness`);
+- ``per_judge``: the same counts split by judge, so that two releases are compared on the counts of one judge
+  (:mod:`claimwatch.gate.same_judge`).
 
 Result records are read from a topic or a file anyone can write to: :func:`result_problem` says what is wrong
 with one that does not have a result record's shape (a list for ``slices``, a string ``confidence``, a
@@ -77,6 +80,13 @@ class ReleaseCounts:
     flag_rules: tuple[str, ...] = field(default=(), compare=False)
     #: evaluated answers with at least one claim of each failure class (contract.failures), sorted by class
     failure_types: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    #: these counts by judge (judge id -> its counts, sorted by id); empty when the source did not split them
+    per_judge: tuple[tuple[str, ReleaseCounts], ...] = field(default=(), compare=False)
+
+    @property
+    def by_judge(self) -> dict[str, ReleaseCounts]:
+        """``per_judge`` as a dict, judges with evaluated answers only; ``{}`` when not split by judge."""
+        return {j: c for j, c in self.per_judge if c.answers}
 
     @property
     def types(self) -> TypeCounts:
@@ -98,13 +108,19 @@ class ReleaseCounts:
         return self.contradicted / self.answers if self.answers else 0.0
 
     def add_result(self, record: Mapping[str, Any]) -> ReleaseCounts:
-        """These counts plus one result record (as the worker counts it in ``WorkerMetrics.observe``)."""
+        """These counts plus one result record (as the worker counts it in ``WorkerMetrics.observe``), also under
+        the record's judge (:func:`record_judge`) in ``per_judge``."""
+        judge = record_judge(record)
+        split = dict(self.per_judge)
+        split[judge] = split.get(judge, ReleaseCounts())._plus(record, judge)
+        return replace(self._plus(record, judge), per_judge=tuple(sorted(split.items())))
+
+    def _plus(self, record: Mapping[str, Any], judge: str) -> ReleaseCounts:
         n = record_verdicts(record)
         outcome = record.get("outcome")
         evaluated = outcome == "evaluated" if outcome else n.judged > 0  # records without it: as scoring decides
-        judge = record.get("judge")
         judges = self.judges
-        if isinstance(judge, str) and judge and judge not in judges:
+        if judge != UNKNOWN_JUDGE and judge not in judges:
             judges = tuple(sorted((*judges, judge)))
         at_risk = record.get("at_risk")
         rule = "at_risk" if isinstance(at_risk, bool) else "any_claim"
@@ -144,6 +160,19 @@ def common_rule(baseline: ReleaseCounts, candidate: ReleaseCounts) -> tuple[Rele
         return replace(c, flagged=c.flagged_any_claim, flag_rules=("any_claim",))
 
     return any_claim(baseline), any_claim(candidate)
+
+
+#: the judge of counts that do not say which judge made them
+UNKNOWN_JUDGE = "unknown"
+
+
+def record_judge(record: Mapping[str, Any]) -> str:
+    """The judge of one result record: its ``judge_id``, else (records from before judge ids) its ``judge``."""
+    for name in ("judge_id", "judge"):
+        value = record.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return UNKNOWN_JUDGE
 
 
 def record_verdicts(record: Mapping[str, Any]) -> Counts:
@@ -206,7 +235,7 @@ def result_problem(record: Any) -> str | None:
     trace_id = record.get("trace_id")
     if not isinstance(trace_id, str) or not trace_id.strip():
         return "no 'trace_id' string"
-    for name in ("call_id", "outcome", "judge"):
+    for name in ("call_id", "outcome", "judge", "judge_id"):
         if record.get(name) is not None and not isinstance(record[name], str):
             return f"{name!r} is not a string"
     slices = record.get("slices")

@@ -10,6 +10,10 @@
 - **hold** (exit 2) when the share rose by more than the tolerance without significance;
 - **promote** (exit 0) otherwise.
 
+Both releases are compared on the counts of one judge (:mod:`claimwatch.gate.same_judge`): when the counts
+come from several judges, on the judge both releases have (the others' answers left out, said in the report), and
+**hold** (exit 2) when they have no judge in common.
+
 "Flagged" is "at risk" (the calibrated answer risk, :mod:`evaluator_worker.judges.risk`) when both releases
 were counted so, else the any-claim rule for both (:func:`claimwatch.gate.counts.common_rule`); the report
 names the rule.
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 
 from claimwatch.gate.by_type import changes, headline
 from claimwatch.gate.counts import ReleaseCounts, common_rule
+from claimwatch.gate.same_judge import match_judges
 from claimwatch.stats import power
 from claimwatch.stats.answer_share import FIXED, ShareComparison, TestConfig, compare_shares
 
@@ -155,6 +160,8 @@ def decide(
     """Promote, hold or roll back ``candidate`` given ``baseline`` (see the module docstring)."""
     cfg = config or GateConfig()
     t = cfg.test
+    match = match_judges(baseline, candidate)  # like with like: the counts of one judge
+    baseline, candidate = match.baseline, match.candidate
     partly = [role for role, c in (("baseline", baseline), ("candidate", candidate)) if c.flag_rule == "mixed"]
     baseline, candidate = common_rule(baseline, candidate)
     notes = (
@@ -165,8 +172,13 @@ def decide(
         ]
         if partly
         else []
-    )
+    ) + list(match.notes)
     cmp = compare_shares(candidate.flagged, candidate.answers, baseline.flagged, baseline.answers, t)
+    if match.hold:  # no judge in common: nothing comparable, and no number of answers of these judges settles it
+        nc, nb = candidate.answers, baseline.answers
+        p = min(1.0, (candidate.flagged + baseline.flagged) / (nc + nb)) if nc + nb else 0.0
+        mde = power.min_detectable_increase(p, nc, nb, t)
+        return GateDecision(HOLD, baseline, candidate, cmp, (match.hold, *notes), cfg, Power(mde), dict(labels or {}))
 
     def done(action: str, reasons: list[str]) -> GateDecision:
         return GateDecision(

@@ -24,11 +24,12 @@ reason whatever the decision, so a PROMOTE on an unfit judge's counts says so to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from claimwatch.gate.correction import Correction
 from claimwatch.gate.decision import GateDecision
+from evaluator_worker.judges.identity import judge_kind
 
 FIT, UNFIT, UNMEASURED, UNKNOWN = "fit", "unfit", "unmeasured", "unknown"
 
@@ -92,9 +93,11 @@ JUDGE_FITNESS: dict[str, Fitness] = {
 
 
 def fitness(judge: str | None) -> Fitness:
-    """The table's entry for ``judge``; an unknown (or missing) name is :data:`UNKNOWN`, not fit."""
-    if judge and judge in JUDGE_FITNESS:
-        return JUDGE_FITNESS[judge]
+    """The table's entry for ``judge`` (a judge id, by its kind: ``evaluator_worker.judges.identity.judge_kind``, or
+    a judge name); an unknown (or missing) name is :data:`UNKNOWN`, not fit."""
+    kind = judge_kind(judge or "")
+    if kind in JUDGE_FITNESS:
+        return replace(JUDGE_FITNESS[kind], judge=str(judge))
     if not judge:
         return Fitness(
             "?",
@@ -117,8 +120,12 @@ def not_fit(judges: Iterable[str]) -> list[Fitness]:
 
 
 def line(f: Fitness, note: str = "") -> str:
-    """The one line the gate and the report print for a judge (``note`` right after "rollback decision")."""
-    return f"judge {f.judge}: {'fit' if f.fit_for_rollback else 'not fit'} for a rollback decision{note}: {f.reason}"
+    """The one line the gate and the report print for a judge (``note`` right after "rollback decision"): named by
+    its kind, its judge id at the end."""
+    kind = judge_kind(f.judge)
+    which = f" (judge_id {f.judge})" if kind != f.judge else ""
+    fit = "fit" if f.fit_for_rollback else "not fit"
+    return f"judge {kind}: {fit} for a rollback decision{note}: {f.reason}{which}"
 
 
 def check(judges: Iterable[str], *, trust_judge: bool = False) -> Correction:
@@ -130,7 +137,7 @@ def check(judges: Iterable[str], *, trust_judge: bool = False) -> Correction:
     lines = tuple(line(f, " (trusted: --trust-judge)" if trust_judge else "") for f in unfit)
     if trust_judge:
         return Correction(lines)
-    names = ", ".join(f.judge for f in unfit)
+    names = ", ".join(sorted({judge_kind(f.judge) for f in unfit}))
     veto = (
         f"the rollback is held: judge {names} is not fit for a rollback decision (the judge line below); "
         "decide on its counts anyway with --trust-judge, or give a judge profile from your labels (--profile)"

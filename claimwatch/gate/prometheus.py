@@ -8,16 +8,17 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from claimwatch.gate.counts import VERDICTS, Counts, ReleaseCounts
+from claimwatch.gate.counts import UNKNOWN_JUDGE, VERDICTS, Counts, ReleaseCounts
 from claimwatch.gate.promql import (
     ANSWERS,
     AT_RISK,
     CLAIMS,
     CONTRADICTED,
     FLAGGED,
+    JUDGE_ID,
     WITH_FAILURE,
     GateError,
     count_query,
@@ -39,18 +40,18 @@ class Source:
 
 
 def queries(release: str, window: str, label: str = "release", extra: str = "") -> dict[str, str]:
-    """The queries the gate sends for one release (field -> PromQL): five counts (answers with a claim of each failure
-    class among them), how many of the release's
-    evaluated-answer series the at-risk counter does not cover (``at_risk_gaps``), and the judges behind them
+    """The queries the gate sends for one release (field -> PromQL), each split by ``judge_id``: five counts
+    (answers with a claim of each failure class among them), how many of the release's evaluated-answer series
+    the at-risk counter does not cover (``at_risk_gaps``), and the judges of workers from before judge ids
     (``flagged`` is the any-claim count, read when the at-risk counter does not cover the release's answers)."""
     return {
-        "answers": count_query(ANSWERS, release, window, label, extra),
-        "at_risk": count_query(AT_RISK, release, window, label, extra),
-        "at_risk_gaps": gaps_query(release, window, label, extra),
-        "flagged": count_query(FLAGGED, release, window, label, extra),
-        "contradicted": count_query(CONTRADICTED, release, window, label, extra),
-        "claims": count_query(CLAIMS, release, window, label, extra, by="verdict"),
-        "types": count_query(WITH_FAILURE, release, window, label, extra, by="failure_type"),
+        "answers": count_query(ANSWERS, release, window, label, extra, by=JUDGE_ID),
+        "at_risk": count_query(AT_RISK, release, window, label, extra, by=JUDGE_ID),
+        "at_risk_gaps": gaps_query(release, window, label, extra, by=JUDGE_ID),
+        "flagged": count_query(FLAGGED, release, window, label, extra, by=JUDGE_ID),
+        "contradicted": count_query(CONTRADICTED, release, window, label, extra, by=JUDGE_ID),
+        "claims": count_query(CLAIMS, release, window, label, extra, by=f"{JUDGE_ID}, verdict"),
+        "types": count_query(WITH_FAILURE, release, window, label, extra, by=f"{JUDGE_ID}, failure_type"),
         "judges": judge_query(release, window, label, extra),
     }
 
@@ -114,8 +115,9 @@ def _count(sample: dict[str, Any]) -> int:
 def fetch_counts(
     source: Source, release: str, window: str = "1h", *, opener: Opener = urllib.request.urlopen
 ) -> ReleaseCounts:
-    """Evaluated answers, flagged answers and claims by verdict of ``release`` over ``window``, and the judges
-    behind them (``claimwatch_judge_info``; empty for workers that do not export it).
+    """Evaluated answers, flagged answers and claims by verdict of ``release`` over ``window``, in all and per judge
+    (``ReleaseCounts.per_judge``, from the counters' ``judge_id`` label; workers from before judge ids are named by
+    their ``claimwatch_judge_info``).
 
     Flagged = answers at risk (``claimwatch_answers_at_risk_total``) where that counter covers the release's
     evaluated answers in the window: every worker that counted them exports it, for the whole window
@@ -124,7 +126,8 @@ def fetch_counts(
     (``claimwatch_answers_with_unsupported_total``), and ``flag_rule`` says so; so is a release whose answers
     were counted partly by such workers (a rolling upgrade of the workers inside the window: ``flag_rule``
     "mixed"), since an at-risk count of some workers over the answers of all of them would understate the
-    share. Every value must be a finite count (:class:`GateError` otherwise: the gate holds).
+    share. The rule is decided for the release and for each judge. Every value must be a finite count
+    (:class:`GateError` otherwise: the gate holds).
 
     The queries are evaluated at one instant, so a scrape between them cannot make the
     flagged count include an answer the answer count does not.
@@ -132,32 +135,73 @@ def fetch_counts(
     q = queries(release, window, source.label, source.extra_selector)
     at = time.time()
     read = lambda name: instant_query(source.url, q[name], timeout=source.timeout, at=at, opener=opener)  # noqa: E731
-    scalars = {name: sum(_count(s) for s in read(name)) for name in ("answers", "flagged", "contradicted")}
-    scalars["flagged_any_claim"] = scalars["flagged"]
-    at_risk = read("at_risk")
-    at_risk_count = sum(_count(s) for s in at_risk)
-    gaps = sum(_count(s) for s in read("at_risk_gaps"))
-    verdicts = {v: 0 for v in VERDICTS}
-    for sample in read("claims"):
-        verdict = sample.get("metric", {}).get("verdict")
-        if verdict in verdicts:
-            verdicts[verdict] = _count(sample)
-    judges = sorted({str(s.get("metric", {}).get("judge")) for s in read("judges") if s.get("metric", {}).get("judge")})
-    types = {
-        str(s["metric"]["failure_type"]): _count(s) for s in read("types") if s.get("metric", {}).get("failure_type")
-    }
-    rule: tuple[str, ...] = ()
-    if at_risk and not gaps:
-        scalars["flagged"] = at_risk_count
-        rule = ("at_risk",)
-    elif at_risk:  # some answers counted by workers without the answer risk: decided by the any-claim rule
-        rule = ("any_claim", "at_risk")
-    elif scalars["answers"]:
-        rule = ("any_claim",)
-    return ReleaseCounts(
-        claims=Counts(**verdicts),
-        judges=tuple(judges),
-        flag_rules=rule,
-        failure_types=tuple(sorted((t, n) for t, n in types.items() if n)),
-        **scalars,
-    )
+    vectors = {name: read(name) for name in q}
+    legacy = sorted({str(s["metric"]["judge"]) for s in vectors["judges"] if (s.get("metric") or {}).get("judge")})
+    old_judge = legacy[0] if len(legacy) == 1 else UNKNOWN_JUDGE
+    parts: dict[str, _Part] = {}
+    for name in ("answers", "flagged", "contradicted", "at_risk", "at_risk_gaps", "claims", "types"):
+        for sample in vectors[name]:
+            labels = sample.get("metric") or {}
+            judge = str(labels.get(JUDGE_ID) or old_judge)
+            parts.setdefault(judge, _Part()).add(name, labels, _count(sample))
+    per_judge = {judge: part.counts(judge) for judge, part in parts.items()}
+    pooled = _Part()
+    for part in parts.values():
+        pooled.merge(part)
+    whole = pooled.counts(None)
+    judges = {j for j, c in per_judge.items() if j != UNKNOWN_JUDGE and (c.answers or len(per_judge) == 1)}
+    if UNKNOWN_JUDGE in per_judge:  # counted by several workers from before judge ids: every name they export
+        judges.update(legacy)
+    return replace(whole, judges=tuple(sorted(judges)), per_judge=tuple(sorted(per_judge.items())))
+
+
+class _Part:
+    """The samples of one judge (or of all), summed by field."""
+
+    def __init__(self) -> None:
+        self.scalars = {"answers": 0, "flagged": 0, "contradicted": 0, "at_risk": 0, "at_risk_gaps": 0}
+        self.has_at_risk = False
+        self.verdicts = dict.fromkeys(VERDICTS, 0)
+        self.types: dict[str, int] = {}
+
+    def add(self, name: str, labels: dict[str, Any], n: int) -> None:
+        if name == "claims":
+            verdict = labels.get("verdict")
+            if verdict in self.verdicts:
+                self.verdicts[verdict] += n
+        elif name == "types":
+            if labels.get("failure_type"):
+                self.types[str(labels["failure_type"])] = self.types.get(str(labels["failure_type"]), 0) + n
+        else:
+            self.scalars[name] += n
+            self.has_at_risk |= name == "at_risk"
+
+    def merge(self, other: "_Part") -> None:
+        for k, v in other.scalars.items():
+            self.scalars[k] += v
+        for k, v in other.verdicts.items():
+            self.verdicts[k] += v
+        for k, v in other.types.items():
+            self.types[k] = self.types.get(k, 0) + v
+        self.has_at_risk |= other.has_at_risk
+
+    def counts(self, judge: str | None) -> ReleaseCounts:
+        s = self.scalars
+        flagged = s["flagged"]
+        rule: tuple[str, ...] = ()
+        if self.has_at_risk and not s["at_risk_gaps"]:
+            flagged, rule = s["at_risk"], ("at_risk",)
+        elif self.has_at_risk:  # some answers counted by workers without the answer risk: the any-claim rule
+            rule = ("any_claim", "at_risk")
+        elif s["answers"]:
+            rule = ("any_claim",)
+        return ReleaseCounts(
+            answers=s["answers"],
+            flagged=flagged,
+            contradicted=s["contradicted"],
+            claims=Counts(**self.verdicts),
+            judges=(judge,) if judge and judge != UNKNOWN_JUDGE else (),
+            flagged_any_claim=s["flagged"],
+            flag_rules=rule,
+            failure_types=tuple(sorted((t, n) for t, n in self.types.items() if n)),
+        )

@@ -46,6 +46,8 @@ CLAIMS = "claimwatch_claims_total"
 #: evaluated answers with at least one claim of each failure class (contract.failures)
 WITH_FAILURE = "claimwatch_answers_with_failure_total"
 JUDGE_INFO = "claimwatch_judge_info"
+#: the label naming the judge that made a count (evaluator_worker.metrics.JUDGE_ID)
+JUDGE_ID = "judge_id"
 LN2 = math.log(2)
 SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -139,7 +141,8 @@ def at_risk_gaps(window: str, inner: str = "") -> str:
 def count_query(
     metric: str, release: str, window: str = "1h", label: str = "release", extra: str = "", by: str = ""
 ) -> str:
-    """The gate's count of ``metric`` for one release, summed (``by`` a label, e.g. ``verdict``)."""
+    """The gate's count of ``metric`` for one release, summed (``by`` labels, e.g. ``verdict`` or
+    ``judge_id, verdict``)."""
     check_window(window)
     inner = matchers(release, label, extra)
     series = with_matchers(metric, inner + (', outcome="evaluated"' if metric == ANSWERS else ""))
@@ -147,18 +150,20 @@ def count_query(
     return f"sum{grouping} ({exact_increase(series, window, restarts(window, inner))})"
 
 
-def gaps_query(release: str, window: str = "1h", label: str = "release", extra: str = "") -> str:
-    """How many of the release's evaluated-answer series the at-risk counter does not cover (:func:`at_risk_gaps`);
-    no sample when it covers them all."""
+def gaps_query(release: str, window: str = "1h", label: str = "release", extra: str = "", by: str = "") -> str:
+    """How many of the release's evaluated-answer series the at-risk counter does not cover (:func:`at_risk_gaps`),
+    per ``by`` labels; no sample when it covers them all."""
     check_window(window)
-    return f"count ({at_risk_gaps(window, matchers(release, label, extra))})"
+    grouping = f" by ({by})" if by else ""
+    return f"count{grouping} ({at_risk_gaps(window, matchers(release, label, extra))})"
 
 
 def judge_query(release: str, window: str = "1h", label: str = "release", extra: str = "") -> str:
-    """The judges behind a release's counts: ``claimwatch_judge_info`` of the workers (``instance``, ``job``)
-    that exported the release's evaluated-answer series in ``window``, one sample per ``judge``."""
+    """The judges behind a release's counts from workers that do not label their counters with ``judge_id`` (from
+    before judge ids): ``claimwatch_judge_info`` of the workers (``instance``, ``job``) that exported the release's
+    evaluated-answer series in ``window``, one sample per ``judge``."""
     check_window(window)
-    answers = selector(ANSWERS, release, label, extra)[:-1] + ', outcome="evaluated"}'
+    answers = selector(ANSWERS, release, label, extra)[:-1] + f', outcome="evaluated", {JUDGE_ID}=""}}'
     return (
         f"group by (judge) (last_over_time({JUDGE_INFO}[{window}]) "
         f"and on (instance, job) last_over_time({answers}[{window}]))"
@@ -202,6 +207,18 @@ def share_counts(
         f"({risk_b} and on () {covered_c} or {any_b} or vector(0))",
         nb,
     )
+
+
+def one_judge(candidate: str, baseline: str, window: str, extra: str, *, quote: bool = True) -> str:
+    """A one-element vector (1) when every evaluated answer of both releases in ``window`` was counted under one
+    ``judge_id``, no sample otherwise: like with like (:mod:`claimwatch.gate.same_judge`) for an expression that
+    cannot pick a judge itself. Counters without the label (workers from before judge ids) are one judge."""
+    evaluated = ', outcome="evaluated"'
+    series = " or ".join(
+        f"last_over_time({with_matchers(ANSWERS, matchers(r, 'release', extra, quote=quote) + evaluated)}[{window}])"
+        for r in (candidate, baseline)
+    )
+    return f"(count(count by ({JUDGE_ID}) ({series})) == 1)"
 
 
 def point_difference(xc: str, nc: str, xb: str, nb: str) -> str:

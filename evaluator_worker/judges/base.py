@@ -233,6 +233,10 @@ class JudgeBase:
     def bind_metrics(self, observer: JudgeObserver) -> None:
         """Called once by the pipeline with the worker's metrics; judges that report nothing ignore it."""
 
+    def models(self) -> tuple[str, ...]:
+        """The models this judge calls or runs (part of its ``judge_id``: ``evaluator_worker.judges.identity``)."""
+        return ()
+
     def preflight(self) -> None:
         """Check, before any record is read, what would make every call fail (a model the provider does not serve);
         raises a fatal :class:`~evaluator_worker.errors.JudgeError` naming the setting to fix. Judges with nothing

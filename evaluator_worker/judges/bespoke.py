@@ -125,6 +125,16 @@ class BespokeMiniCheckJudge(JudgeBase):
     def io_bound(self) -> bool:
         return True
 
+    def models(self) -> tuple[str, ...]:
+        return (str(self.settings.model),)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The model, the authors' prompt and how documents are cut and scored (judge identity)."""
+        from evaluator_worker.judges.identity import source_digest
+
+        s = self.settings.model_dump(mode="json", exclude={"api_key", "base_url", "timeout_s", "max_retries"})
+        return {"kind": "bespoke-minicheck", "settings": s, "source": source_digest(BespokeMiniCheckJudge)}
+
     def extract_claims(
         self, answer: str, question: str | None = None, *, contexts: Sequence[str] | None = None
     ) -> Extraction:

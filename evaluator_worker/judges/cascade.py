@@ -22,7 +22,7 @@ import threading
 import time
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from contract.logs import get_logger
 from evaluator_worker.errors import JudgeError
@@ -84,6 +84,24 @@ class CascadeJudge(JudgeBase):
         """Both judges' start-up checks (the second is the one with a provider to ask)."""
         preflight(self.first)
         preflight(self.second)
+
+    def models(self) -> tuple[str, ...]:
+        """Both stages' models, the first's first."""
+        from evaluator_worker.judges.identity import models_of
+
+        return (*models_of(self.first), *models_of(self.second))
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Both stages and which claims reach the second (judge identity); the budget and the agreement sample are
+        in too: past the budget claims keep the first verdict."""
+        from evaluator_worker.judges.identity import fingerprint_of
+
+        return {
+            "kind": "cascade",
+            "first": {"name": self.first.name, "fingerprint": fingerprint_of(self.first)},
+            "second": {"name": self.second.name, "fingerprint": fingerprint_of(self.second)},
+            "settings": self.settings.model_dump(mode="json", exclude={"first", "second"}),
+        }
 
     @property
     def io_bound(self) -> bool:

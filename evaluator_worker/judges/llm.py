@@ -37,7 +37,7 @@ Reliability rules (see docs/anthropic-judge.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from contract.logs import get_logger
@@ -102,6 +102,36 @@ class LLMJudge(JudgeBase):
         self.settings = settings if settings is not None else options
         #: the requests and the parsing of their replies (shared with the batch audit)
         self.wire = ToolWire(options.model, options.extract_model, options.max_tokens)
+
+    def models(self) -> tuple[str, ...]:
+        """The verifier model, then the extraction model (identity: ``evaluator_worker.judges.identity``)."""
+        return (self.options.model, self.options.extract_model)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What changes this judge's verdicts: the requests it sends (prompts, tool schemas, models, max_tokens),
+        how it splits claims into calls, the transport's output mode and the reply-parsing constants."""
+        from evaluator_worker.judges import llm_wire
+
+        probe = Claim(id="c1", text="<claim>")
+        requests = [
+            self.wire.extract_request("<answer>", "<question>"),
+            self.wire.verify_request([probe], ["<context>"], "<question>", {"c1": "c1"}),
+            self.wire.verify_request([probe], ["<context>"], "<question>", {"c1": "c1"}, repair=True),
+            self.wire.single_request("<answer>", ["<context>"], "<question>"),
+        ]
+        transport = getattr(self.transport, "fingerprint", None)
+        return {
+            "kind": "llm",
+            "requests": [asdict(r) for r in requests],
+            "max_claims_per_call": self.options.max_claims_per_call,
+            "single_call": self.options.single_call,
+            "transport": transport() if callable(transport) else type(self.transport).__name__,
+            "parsing": {
+                "unlocated_evidence_penalty": llm_wire.UNLOCATED_EVIDENCE_PENALTY,
+                "percent_from": llm_wire.PERCENT_FROM,
+                "min_quote_word_chars": llm_wire.MIN_QUOTE_WORD_CHARS,
+            },
+        }
 
     def preflight(self) -> None:
         """Ask the provider about each configured model (the transport's ``check_model``, where it has one): a

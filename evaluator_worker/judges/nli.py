@@ -205,6 +205,27 @@ class NLIJudge(JudgeBase):
         self._loaded: LoadedModel | None = None
         self._lock = threading.Lock()
 
+    def models(self) -> tuple[str, ...]:
+        return (os.path.basename(self.model_name.rstrip("/")) or self.model_name,)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What changes its verdicts (judge identity): the model (a local directory by the SHA-256 of its files, a
+        Hugging Face id by name), how it is read, its thresholds and how documents are cut."""
+        from evaluator_worker.judges import claims, nli_models, premises
+        from evaluator_worker.judges.identity import dir_digest, source_digest
+
+        local = os.path.isdir(self.model_name)
+        return {
+            "kind": "nli",
+            "model": dir_digest(self.model_name) if local else self.model_name,
+            "read_as": [self.kind, self.support_label, self.labels, list(self.seq2seq_token_ids)],
+            "thresholds": [self.entail_threshold, self.contradict_threshold],
+            "max_length": self.max_length,
+            "document": [self.document, self.chunk_tokens, self.window_overlap],
+            "claim_extractor": getattr(self.claim_extractor, "__qualname__", None),
+            "source": source_digest(NLIJudge, nli_models, premises, claims),
+        }
+
     # ------------------------------------------------------------------ loading
 
     def load(self) -> "NLIJudge":

@@ -12,7 +12,7 @@ is unchanged.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.claims import extract_claims
@@ -41,6 +41,21 @@ class OfflineJudge(JudgeBase):
         self.verifier = verifier or VerifierJudge()
         self.heuristic = heuristic or HeuristicJudge()
         self.standing = standing
+
+    def models(self) -> tuple[str, ...]:
+        return self.verifier.models()
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Both judges' fingerprints and which heuristic verdicts stand (judge identity)."""
+        from evaluator_worker.judges.identity import source_digest
+
+        return {
+            "kind": "offline",
+            "verifier": self.verifier.fingerprint(),
+            "heuristic": self.heuristic.fingerprint(),
+            "standing": sorted(str(t) for t in self.standing),
+            "source": source_digest(OfflineJudge),
+        }
 
     def load(self) -> "OfflineJudge":
         """Load the verifier model now (raises ``ConfigError`` when it can't)."""

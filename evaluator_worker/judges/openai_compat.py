@@ -59,6 +59,10 @@ class OpenAITransport:
         self.client = client
         self.output = output
 
+    def fingerprint(self) -> dict[str, Any]:
+        """How requests become chat-completions calls (judge identity): forced tools or a JSON schema."""
+        return {"transport": "openai", "output": self.output}
+
     def params(self, request: ChatRequest) -> dict[str, Any]:
         """``request`` as chat-completions arguments."""
         messages = [{"role": "system", "content": request.system}] if request.system else []

@@ -269,6 +269,28 @@ class VerifierJudge(JudgeBase):
                     self._loaded = self._loader(self.model_dir)
         return self._loaded
 
+    def models(self) -> tuple[str, ...]:
+        """The model directory's name (``verifier`` for the shipped one)."""
+        return (Path(self.model_dir).name,)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What changes its verdicts (judge identity): the SHA-256 of the model directory's files (weights,
+        tokenizer, its calibration.json), the thresholds set over it, how premises are built, and the source
+        of the premise and claim code."""
+        from evaluator_worker.judges import claims, premises
+        from evaluator_worker.judges.identity import dir_digest, source_digest
+
+        return {
+            "kind": "verifier",
+            "model": dir_digest(self.model_dir),
+            "thresholds": [self._entail, self._contradict, self._temperature],
+            "max_length": self.max_length,
+            "join_chunks": self.join_chunks,
+            "window_overlap": self.window_overlap,
+            "claim_extractor": getattr(self.claim_extractor, "__qualname__", None),
+            "source": source_digest(VerifierJudge, premises, claims),
+        }
+
     @property
     def temperature(self) -> float:
         return self._temperature or self._get().calibration.get("temperature", 1.0)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluator_worker.judges.identity import judge_kind
+
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +44,7 @@ def test_demo_rolls_back_the_faulty_candidate_and_reports_accuracy(tmp_path):
     assert acc["false_positive_rate"] <= 0.1
     assert "Release gate" in proc.stdout and "ROLLBACK" in proc.stdout
     # the judge behind the counts, read from claimwatch_judge_info: named as not fit on real traffic, trusted here
-    assert gate["judges"] == ["heuristic"]
+    assert [judge_kind(j) for j in gate["judges"]] == ["heuristic"] and gate["judges"][0].startswith("heuristic@")
     assert "judge heuristic: not fit for a rollback decision on real traffic" in proc.stdout
     assert "the demo decides on these counts anyway (claimwatch gate --trust-judge)" in proc.stdout
 

@@ -26,6 +26,7 @@ from claimwatch.gate import GateConfig, ReleaseCounts, Source, counts_from_resul
 from claimwatch.stats.sequential import difference_variance, log_evidence
 from dashboards import argo_gen
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Verdict
+from evaluator_worker.judges.identity import JudgeIdentity
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.scoring import AnswerResult, score
 
@@ -60,7 +61,7 @@ def scraped():
     if not EmbeddedPrometheus.available():
         pytest.fail("prometheus is not installed (scripts/setup.sh installs it)")
     metrics = WorkerMetrics()
-    metrics.set_judge("test")  # what the worker does when it starts: claimwatch_judge_info{judge="test"} 1
+    metrics.set_judge(JudgeIdentity("test", (), "00000000"))  # what the worker does when it starts
     port = free_port()
     server, thread = start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
     prom = EmbeddedPrometheus([f"127.0.0.1:{port}"]).start()
@@ -100,7 +101,8 @@ def test_gate_counts_equal_the_worker_counts_for_long_lived_and_new_releases(scr
     for release in ("v-old", "v-new"):
         got = fetch_counts(Source(prom.url), release, window)
         assert got == worker[release], (release, window, got, worker[release])
-        # the judge behind the counts: judge_info joined to the release's series, and the records' judge field
+        # the judge behind the counts: the counters' judge_id label (these records carry no judge_id: the judge's
+        # name is the label, as for the records' judge field)
         assert got.judges == worker[release].judges == ("test",), (got.judges, worker[release].judges)
 
     # increase() extrapolates to the window's edges: the count the gate used to start from is not the worker's

@@ -354,8 +354,8 @@ def test_every_recording_rule_has_output_and_every_group_is_healthy(stack):
     # the level alert's baseline reads what the rules recorded an hour ago: nothing yet in this Prometheus
     history = {r for r in records if r.endswith("_offset1h")}
     assert history == {
-        "release:claimwatch_answers_flagged:count24h_offset1h",
-        "release:claimwatch_answers_flagged:ratio_count24h_offset1h",
+        "release_judge_id:claimwatch_answers_flagged:count24h_offset1h",
+        "release_judge_id:claimwatch_answers_flagged:ratio_count24h_offset1h",
     }
     missing = [r for r in records if r not in history and not _query(stack.prom.url, r)]
     assert not missing, f"recording rules without output: {missing}"
@@ -377,7 +377,7 @@ def test_prometheus_numbers_equal_the_worker_counts(stack):
         for sample in fam.samples:
             if sample.name == "claimwatch_claims_total":
                 by_release[sample.labels["release"]][sample.labels["verdict"]] += sample.value
-    recorded = _by(url, "release:claimwatch_claims_supported:ratio_rate5m", "release")
+    recorded = _by(url, "release_judge_id:claimwatch_claims_supported:ratio_rate5m", "release")
     raw = _by(
         url,
         'sum by (release) (claimwatch_claims_total{verdict="supported"})'

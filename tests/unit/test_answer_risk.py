@@ -103,7 +103,7 @@ def test_worker_counts_answers_at_risk_per_slice():
     m.observe(_scored("test", [(Verdict.SUPPORTED, 0.9), (Verdict.CONTRADICTED, 0.9)], "v1"))
     m.observe(_scored("test", [(Verdict.SUPPORTED, 0.9)], "v1"))
     m.observe(_scored("test", [(Verdict.SUPPORTED, 0.9)], "v2"))
-    labels = {"route": "qa", "model": "unknown", "environment": "unknown"}
+    labels = {"judge_id": "test", "route": "qa", "model": "unknown", "environment": "unknown"}  # no id: the kind
     assert m.registry.get_sample_value("claimwatch_answers_at_risk_total", {"release": "v1", **labels}) == 1
     assert m.registry.get_sample_value("claimwatch_answers_at_risk_total", {"release": "v2", **labels}) == 0
 

@@ -138,7 +138,7 @@ def test_dashboards_use_the_recording_rules_the_alerts_use():
     """Panels read the recorded 5m claim rates and the alerted judge / collector ratios."""
     exprs = "\n".join(e for _, _, e in iter_queries())
     used = _metric_names(exprs) & _recorded_names()
-    assert "release_model_route_environment:claimwatch_claims:rate5m" in used
+    assert "judge_id_release_model_route_environment:claimwatch_claims:rate5m" in used
     assert {"judge:claimwatch_judge_errors:ratio_rate10m", "reason:claimwatch_collector_dropped:ratio_rate10m"} <= used
 
 

@@ -185,9 +185,16 @@ def test_types_are_counted_per_claim_and_per_answer_by_slice():
     answer = "The bridge opened in 1926. It cost 30 dollars. Aspirin may reduce inflammation."
     contexts = ["The bridge opened in 1924. It cost 45 dollars.", ASPIRIN_CONTEXT]
     trace = RagTrace(trace_id="t1", answer=answer, contexts=contexts, slices={"release": "v2"})
-    metrics.observe(Evaluator(HeuristicJudge()).evaluate(trace))
+    evaluator = Evaluator(HeuristicJudge())
+    metrics.observe(evaluator.evaluate(trace))
     sample = metrics.registry.get_sample_value
-    base = {"release": "v2", "model": "unknown", "route": "unknown", "environment": "unknown"}
+    base = {
+        "judge_id": evaluator.identity.judge_id,
+        "release": "v2",
+        "model": "unknown",
+        "route": "unknown",
+        "environment": "unknown",
+    }
     claims = {
         (t.value, verdict): sample(
             "claimwatch_claim_failures_total", {**base, "failure_type": t.value, "verdict": verdict}

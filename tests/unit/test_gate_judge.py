@@ -7,6 +7,7 @@ import pytest
 from claimwatch.gate import HOLD, PROMOTE, ROLLBACK, Counts, ReleaseCounts, Source, follow, judge_fitness, run_gate
 from claimwatch.gate.judge_fitness import FIT, JUDGE_FITNESS, UNFIT, UNKNOWN, UNMEASURED, Fitness, fitness
 from claimwatch.gate.promql import judge_query
+from evaluator_worker.judges.identity import JudgeIdentity
 from evaluator_worker.judges.registry import JUDGES
 from evaluator_worker.metrics import WorkerMetrics
 
@@ -126,11 +127,13 @@ def test_judge_query_joins_judge_info_to_the_releases_workers():
     assert 'and on (instance, job) last_over_time(claimwatch_answers_total{release="v2", environment="prod", ' in q
 
 
-def test_worker_metrics_export_the_judge_name():
-    """set_judge (called when the worker starts) exports claimwatch_judge_info{judge} 1."""
+def test_worker_metrics_export_the_judge_identity():
+    """set_judge (called when the worker starts) exports claimwatch_judge_info{judge, judge_id, model, role} 1."""
     m = WorkerMetrics()
-    m.set_judge("hybrid")
-    assert m.registry.get_sample_value("claimwatch_judge_info", {"judge": "hybrid"}) == 1
+    identity = JudgeIdentity("anthropic", ("claude-a", "claude-b"), "0123abcd")
+    m.set_judge(identity)
+    labels = {"judge": "anthropic", "judge_id": "anthropic:claude-a+claude-b@0123abcd", "model": "claude-a"}
+    assert m.registry.get_sample_value("claimwatch_judge_info", {**labels, "role": "main"}) == 1
 
 
 def _results(release: str, answers: int, flagged: int, judge: str | None) -> list[dict]:

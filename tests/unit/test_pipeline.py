@@ -30,7 +30,7 @@ def test_verdicts_are_counted_per_verdict_and_slice():
     ev = Evaluator(TagJudge(), m)
     r = ev.evaluate(_trace("Fine. Wrong [C]. Made up [U]. Also fine."))
     ev.metrics.observe(r)
-    base = dict(release="v1", model="unknown", route="faq", environment="unknown")
+    base = dict(judge_id=ev.identity.judge_id, release="v1", model="unknown", route="faq", environment="unknown")
     assert _sample(m, "claimwatch_claims_total", verdict="supported", **base) == 2
     assert _sample(m, "claimwatch_claims_total", verdict="contradicted", **base) == 1
     assert _sample(m, "claimwatch_claims_total", verdict="unsupported", **base) == 1
@@ -80,7 +80,7 @@ def test_abstention_counts_as_abstained_not_nan():
     ev = Evaluator(TagJudge(), m)
     r = ev.evaluate(_trace("I don't know."))
     ev.metrics.observe(r)
-    base = dict(release="v1", model="unknown", route="faq", environment="unknown")
+    base = dict(judge_id=ev.identity.judge_id, release="v1", model="unknown", route="faq", environment="unknown")
     assert r.outcome == "abstained"
     assert _sample(m, "claimwatch_answers_total", outcome="abstained", **base) == 1
     assert _sample(m, "claimwatch_answer_faithfulness_ratio_count", **base) == 0

@@ -47,7 +47,8 @@ def test_observe_counts_verdicts_and_zeroes_a_new_slice_once():
     m = WorkerMetrics()
     ev = Evaluator(TagJudge(), m)
     m.observe(ev.evaluate(_trace("Fine. Wrong [C].")))
-    labels = {"release": "r1", "model": "unknown", "route": "faq", "environment": "unknown"}
+    labels = {"judge_id": ev.identity.judge_id, "release": "r1", "model": "unknown", "route": "faq"}
+    labels["environment"] = "unknown"
     assert _value(m, "claimwatch_claims_total", verdict="contradicted", **labels) == 1
     assert _value(m, "claimwatch_claims_total", verdict="supported", **labels) == 1
     assert _value(m, "claimwatch_claims_total", verdict="unsupported", **labels) == 0

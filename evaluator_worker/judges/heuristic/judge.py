@@ -18,7 +18,7 @@ See docs/heuristic-judge.md for the rules and for what this judge cannot do.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
 from evaluator_worker.judges.claims import claim_content, extract_claims
@@ -66,6 +66,19 @@ class HeuristicJudge(JudgeBase):
                 )
             verdicts.append(v)
         return Verification(verdicts=verdicts, usage=Usage(calls=0, model="heuristic"))
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What changes its verdicts (judge identity): its thresholds, its rules in order, and the source of the
+        rule, lexicon and claim-splitting modules (the rules and lexicons are code)."""
+        from evaluator_worker.judges import claims, heuristic
+        from evaluator_worker.judges.identity import source_digest
+
+        return {
+            "kind": "heuristic",
+            "thresholds": self.thresholds,
+            "rules": [(r.name, r.failure_type, r.applies_to_derived, r.failure_class) for r in self.rules],
+            "source": source_digest(heuristic, claims),
+        }
 
     def decide(self, case: ClaimCase) -> RuleHit:
         """The first rule that fires, else SUPPORTED."""

@@ -1,0 +1,212 @@
+"""Which judge made a verdict: ``judge_id`` = kind, model(s) and a short digest of everything that changes verdicts.
+
+A judge is a deployed component: when its model, prompt, rules, thresholds, calibration maps or weights change,
+every release's rates shift at once. ``judge_id`` names the judge that made each count, so counts of different
+judges are never compared as if one judge made them (the gate, ``claimwatch report`` and the release alerts
+compare like with like; docs/judges.md, "Judge identity").
+
+Form: ``kind[:model[+model]]@digest``, e.g. ``heuristic@3fa2c1d9`` or
+``anthropic:claude-sonnet-4-5+claude-haiku-4-5@0b7e41aa`` (verifier model, then the extraction model when it
+differs). ``kind`` is the registry name (``evaluator_worker.judges.registry``), the digest the first 8 hex
+characters of the SHA-256 of the canonical JSON of the fingerprint's parts.
+
+What goes into the digest (:func:`identify`):
+
+- the judge's own ``fingerprint()`` (:class:`Fingerprinted`): for an LLM judge the requests it sends (system
+  prompts, tool schemas, models, ``max_tokens``) and its parsing constants; for the heuristic its thresholds,
+  its rule list and the source of its rule modules (its rules and lexicons are code); for a trained verifier the
+  SHA-256 of its weight files and its thresholds; for a cascade both stages and the escalation settings; for a
+  wrapper (confidence calibration) the map and the wrapped judge's fingerprint;
+- what the worker applies after the judge: the hedge policy and the answer-risk map (the at-risk rule).
+
+A judge without ``fingerprint()`` (your own ``module:factory`` judge) is identified by its class and the source
+of its module, so a new version of its code is a new judge; give it a ``fingerprint()`` naming what changes its
+verdicts to say more.
+
+Not in the digest: what changes cost or speed but not verdicts (concurrency, retries, timeouts, budgets are in
+only where they change which claims a cascade escalates), and secrets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import re
+from dataclasses import asdict, dataclass, field, is_dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+
+__all__ = [
+    "Fingerprinted",
+    "JudgeIdentity",
+    "confidence_map_fields",
+    "digest",
+    "dir_digest",
+    "files_digest",
+    "fingerprint_of",
+    "identify",
+    "judge_kind",
+    "models_of",
+    "source_digest",
+]
+
+#: hex characters of the digest kept in the id (32 bits: two judges collide with probability 2^-32)
+DIGEST_CHARS = 8
+_ID = re.compile(r"^(?P<kind>[^:@]+)(?::(?P<models>[^@]*))?@(?P<digest>[0-9a-f]+)$")
+
+
+@runtime_checkable
+class Fingerprinted(Protocol):
+    """A judge that says what changes its verdicts (JSON-able values; no secrets)."""
+
+    def fingerprint(self) -> Mapping[str, Any]: ...
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` as plain JSON data: dataclasses and pydantic models as dicts, sets sorted, enums by value."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return _canonical(asdict(value))
+    if hasattr(value, "model_dump"):
+        return _canonical(value.model_dump(mode="json"))
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted(_canonical(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, Enum):
+        return _canonical(value.value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def digest(value: Any) -> str:
+    """SHA-256 (hex) of ``value``'s canonical JSON (keys sorted)."""
+    text = json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def files_digest(paths: Iterable[Path | str]) -> str:
+    """SHA-256 (hex) over the names and bytes of ``paths`` (in sorted name order; missing files named as such)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        h.update(path.name.encode("utf-8") + b"\0")
+        if not path.is_file():
+            h.update(b"<missing>\0")
+            continue
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def dir_digest(directory: Path | str, pattern: str = "*") -> str:
+    """:func:`files_digest` of the files under ``directory`` matching ``pattern`` (not recursive)."""
+    d = Path(directory)
+    return files_digest(p for p in d.glob(pattern) if p.is_file()) if d.is_dir() else digest(f"<no dir {d.name}>")
+
+
+def source_digest(*objects: Any) -> str:
+    """SHA-256 (hex) of the source files of the modules or packages ``objects`` live in (a package: all its ``.py``)."""
+    files: set[Path] = set()
+    for obj in objects:
+        module = inspect.getmodule(obj) if not inspect.ismodule(obj) else obj
+        source = getattr(module, "__file__", None)
+        if not source:
+            continue
+        path = Path(source)
+        if path.name == "__init__.py":
+            files.update(path.parent.glob("*.py"))
+        else:
+            files.add(path)
+    return files_digest(files)
+
+
+def fingerprint_of(judge: Any) -> Mapping[str, Any]:
+    """The judge's ``fingerprint()``, else its class and the source of its module (module docstring)."""
+    if isinstance(judge, Fingerprinted):
+        return judge.fingerprint()
+    cls = type(judge)
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", "source": source_digest(cls)}
+
+
+def models_of(judge: Any) -> tuple[str, ...]:
+    """The models a judge calls or runs, in the order it names them (``judge.models()``; none when it has none)."""
+    models = getattr(judge, "models", None)
+    if not callable(models):
+        return ()
+    return tuple(dict.fromkeys(str(m) for m in models() if m))
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """A judge as deployed: its kind, models, digest and the parts the digest was taken over."""
+
+    kind: str
+    models: tuple[str, ...]
+    digest: str
+    #: part name -> that part's own digest (what changed, when two ids differ: :meth:`differs`)
+    parts: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def judge_id(self) -> str:
+        model = "+".join(self.models)
+        return f"{self.kind}{':' + model if model else ''}@{self.digest}"
+
+    @property
+    def model(self) -> str:
+        """The verifier model (the first one), ``none`` for judges without a model (a label value)."""
+        return self.models[0] if self.models else "none"
+
+    def differs(self, other: "JudgeIdentity") -> list[str]:
+        """The parts whose digests differ from ``other``'s (``kind``/``models`` first when those differ)."""
+        out = [name for name in ("kind", "models") if getattr(self, name) != getattr(other, name)]
+        keys = sorted(set(self.parts) | set(other.parts))
+        return out + [k for k in keys if self.parts.get(k) != other.parts.get(k)]
+
+    def __str__(self) -> str:
+        return self.judge_id
+
+
+def judge_kind(judge_id: str) -> str:
+    """The kind of a ``judge_id`` (``anthropic`` of ``anthropic:claude-x@0b7e41aa``); a name that is not an id (a
+    record from before judge ids, a ``claimwatch_judge_info{judge}`` name) is its own kind."""
+    m = _ID.match(judge_id or "")
+    return m.group("kind") if m else (judge_id or "")
+
+
+def identify(judge: Any, *, hedge_policy: str | None = None, risk: Any = None) -> JudgeIdentity:
+    """The identity of ``judge`` as the worker runs it: its fingerprint, plus the hedge policy and the answer-risk
+    map the worker applies after it (``risk``: an :class:`~evaluator_worker.judges.risk.RiskMap`; default: the one
+    :func:`~evaluator_worker.judges.risk.risk_map` finds for the judge's name)."""
+    if risk is None:
+        from evaluator_worker.judges.risk import risk_map
+
+        risk = risk_map(judge.name)
+    parts = {
+        "judge": digest(fingerprint_of(judge)),
+        "hedge_policy": digest(str(getattr(hedge_policy, "value", hedge_policy) or "lenient")),
+        "risk_map": digest(_risk_fields(risk)),
+    }
+    return JudgeIdentity(
+        kind=str(judge.name), models=models_of(judge), digest=digest(parts)[:DIGEST_CHARS], parts=parts
+    )
+
+
+def _risk_fields(risk: Any) -> Any:
+    """What of a risk map decides ``at_risk`` (its metadata, fit dates and dev numbers, does not)."""
+    cmap = getattr(risk, "claim_map", None)
+    return {
+        "claim_map": None if cmap is None else confidence_map_fields(cmap),
+        "aggregator": getattr(risk, "aggregator", None),
+        "threshold": getattr(risk, "threshold", None),
+    }
+
+
+def confidence_map_fields(cmap: Any) -> dict[str, Any]:
+    """What of a confidence map changes a confidence: its knots (not its metadata)."""
+    return {"x": list(getattr(cmap, "x", ())), "y": list(getattr(cmap, "y", ()))}
