@@ -29,7 +29,7 @@ from typing import Iterable
 
 from claimwatch.gate.correction import Correction
 from claimwatch.gate.decision import GateDecision
-from evaluator_worker.judges.identity import judge_kind
+from contract.judge_ids import judge_kind
 
 FIT, UNFIT, UNMEASURED, UNKNOWN = "fit", "unfit", "unmeasured", "unknown"
 

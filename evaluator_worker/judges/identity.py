@@ -32,11 +32,12 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import re
 from dataclasses import asdict, dataclass, field, is_dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+
+from contract.judge_ids import format_judge_id, judge_kind
 
 __all__ = [
     "Fingerprinted",
@@ -54,7 +55,6 @@ __all__ = [
 
 #: hex characters of the digest kept in the id (32 bits: two judges collide with probability 2^-32)
 DIGEST_CHARS = 8
-_ID = re.compile(r"^(?P<kind>[^:@]+)(?::(?P<models>[^@]*))?@(?P<digest>[0-9a-f]+)$")
 
 
 @runtime_checkable
@@ -154,8 +154,7 @@ class JudgeIdentity:
 
     @property
     def judge_id(self) -> str:
-        model = "+".join(self.models)
-        return f"{self.kind}{':' + model if model else ''}@{self.digest}"
+        return format_judge_id(self.kind, self.models, self.digest)
 
     @property
     def model(self) -> str:
@@ -170,13 +169,6 @@ class JudgeIdentity:
 
     def __str__(self) -> str:
         return self.judge_id
-
-
-def judge_kind(judge_id: str) -> str:
-    """The kind of a ``judge_id`` (``anthropic`` of ``anthropic:claude-x@0b7e41aa``); a name that is not an id (a
-    record from before judge ids, a ``claimwatch_judge_info{judge}`` name) is its own kind."""
-    m = _ID.match(judge_id or "")
-    return m.group("kind") if m else (judge_id or "")
 
 
 def identify(judge: Any, *, hedge_policy: str | None = None, risk: Any = None) -> JudgeIdentity:

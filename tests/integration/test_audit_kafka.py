@@ -93,5 +93,5 @@ def test_audit_reads_a_topic_window_and_publishes_results_the_report_reads(
     )
     out = capsys.readouterr().out
     assert code == 1 and "ROLLBACK" in out
-    assert "judge anthropic-batch: not fit for a rollback decision (trusted: --trust-judge)" in out
+    assert "judge anthropic: not fit for a rollback decision (trusted: --trust-judge)" in out  # the online judge's id
     assert 'class="decision rollback"' in page.read_text()

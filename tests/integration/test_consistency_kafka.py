@@ -52,7 +52,9 @@ def test_planted_paris_lyon_contradiction_is_found(kafka_bootstrap, topic_name):
     assert conflict.other_trace_id == f"{2:032x}"
     assert results[f"{5:032x}"].consistency.status == "consistent"
     assert results[f"{2:032x}"].consistency.status == "no_group"
-    labels = dict(release="v1", model="unknown", route="faq", environment="unknown")
+    labels = dict(
+        judge_id=worker.evaluator.identity.judge_id, release="v1", model="unknown", route="faq", environment="unknown"
+    )
     assert (
         metrics.registry.get_sample_value("claimwatch_consistency_checks_total", {"outcome": "inconsistent", **labels})
         == 1

@@ -274,6 +274,7 @@ def test_judge_outage_past_the_retry_budget_fails_answers_never_supports_them(ka
         got(
             "claimwatch_answers_total",
             outcome="failed",
+            judge_id=evaluator.identity.judge_id,
             release="v1",
             model="unknown",
             route="unknown",
