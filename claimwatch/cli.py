@@ -544,6 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
     from claimwatch.claims_query import add_cli as add_claims
     from claimwatch.ingest_cli import add_bridge_cli as add_bridge
     from claimwatch.ingest_cli import add_receiver_cli as add_receiver
+    from claimwatch.judge_compare import add_cli as add_judge_compare
     from claimwatch.labeling import add_cli as add_label
     from claimwatch.report import add_cli as add_report
     from claimwatch.selfcheck import add_cli as add_selfcheck
@@ -557,6 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit(sub)
     add_selfcheck(sub)
     add_label(sub)
+    add_judge_compare(sub)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
     judge_flag(d)

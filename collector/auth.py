@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from collector.ratelog import RateLimitedLog
 from contract.errors import ConfigError
 from contract.logs import get_logger
+from contract.ratelog import COLLECTOR_LOGGER as LOGGER
+from contract.ratelog import RateLimitedLog
 
 log = get_logger("claimwatch.receiver")
 
@@ -80,7 +81,7 @@ class TokenAuth:
         self._tokens = self._fixed + [t.encode("utf-8") for t in file_tokens or []]
         self._next_check = clock() + RELOAD_INTERVAL_S
         self._reloading = threading.Lock()
-        self._warn = RateLimitedLog()
+        self._warn = RateLimitedLog(logger=LOGGER)
         self.reloads = 0
 
     @classmethod

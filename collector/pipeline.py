@@ -26,10 +26,11 @@ from collector.assembler import CompletedTrace, TraceAssembler
 from collector.config import CollectorSettings
 from collector.conventions import NOT_RECORDED, SpanExtractor
 from collector.metrics import CollectorMetrics, get_metrics
-from collector.ratelog import RateLimitedLog
 from collector.redaction import Redactor
 from collector.sampling import Sampler
 from contract.logs import get_logger
+from contract.ratelog import COLLECTOR_LOGGER as LOGGER
+from contract.ratelog import RateLimitedLog
 from contract.record import enforce_limits
 
 log = get_logger("claimwatch.collector")
@@ -83,7 +84,7 @@ class TracePipeline:
         self.assembler = self._new_assembler()
         self._answer_only = 0
         self._retrieval_only = 0
-        self.ratelog = RateLimitedLog(clock=clock)
+        self.ratelog = RateLimitedLog(clock=clock, logger=LOGGER)
 
     @classmethod
     def to_kafka(

@@ -29,9 +29,10 @@ from typing import Any, Callable, Protocol
 from collector.background import BackgroundLoop
 from collector.config import CollectorSettings
 from collector.metrics import CollectorMetrics, get_metrics
-from collector.ratelog import RateLimitedLog
 from contract.backoff import Backoff
 from contract.logs import get_logger
+from contract.ratelog import COLLECTOR_LOGGER as LOGGER
+from contract.ratelog import RateLimitedLog
 from contract.record import RagTrace
 
 log = get_logger("claimwatch.collector.sink")
@@ -113,7 +114,7 @@ class KafkaSink:
         self.topic = self.settings.topic
         self._factory = producer_factory or kafka_producer_factory
         self.metrics = metrics or get_metrics()
-        self._ratelog = RateLimitedLog()
+        self._ratelog = RateLimitedLog(logger=LOGGER)
         self._init_state()
         if start:
             self.start()

@@ -22,6 +22,7 @@ from collector.metrics import CONTEXT_SOURCES, NOT_RECORDED_REASONS, RECORD_UNIT
 from contract.failures import LABELS as FAILURE_LABELS
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.metrics import WorkerMetrics
+from evaluator_worker.shadow import CALLS, SKIP_REASONS
 from evaluator_worker.shape import OFF, REASONING, SOURCES
 
 SLICE_LABELS: tuple[str, ...] = tuple(DEFAULT_SLICE_LABELS)
@@ -58,6 +59,9 @@ LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
     ("claimwatch_collector_records_total", "unit"): frozenset(RECORD_UNITS | {"other"}),
     ("claimwatch_collector_records_total", "context_source"): frozenset(CONTEXT_SOURCES | {"other"}),
     ("claimwatch_answers_failing_total", "evaluator"): frozenset({"faithfulness", "hallucination"}),
+    ("claimwatch_shadow_answers_total", "main"): frozenset(CALLS),
+    ("claimwatch_shadow_answers_total", "shadow"): frozenset(CALLS),
+    ("claimwatch_shadow_skipped_total", "reason"): frozenset(SKIP_REASONS),
     ("claimwatch_consistency_checks_total", "outcome"): frozenset({"consistent", "inconsistent", "not_detected"}),
     ("claimwatch_collector_sampling_decisions_total", "decision"): frozenset({"keep", "drop"}),
 }

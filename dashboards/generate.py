@@ -95,6 +95,11 @@ def _rec_ratio(verdict: str, by: str = "") -> str:
 
 AT_RISK = "claimwatch_answers_at_risk_total"
 ANY_CLAIM = "claimwatch_answers_with_unsupported_total"
+SAME_FAMILY = "claimwatch_answers_same_family_judge_total"
+EVALUATED_BY_MODEL = f'sum by (judge_id, model) (increase(claimwatch_answers_total{{outcome="evaluated", {F}}}[{RI}]))'
+SHADOW = "claimwatch_shadow_answers_total"
+#: the shadow's answers both judges made a call on (flagged or ok)
+SHADOW_CALLED = 'main=~"flagged|ok", shadow=~"flagged|ok"'
 
 
 def _flagged(by: str) -> str:
@@ -345,6 +350,27 @@ def overview() -> dict[str, Any]:
                 "Flagged answers / evaluated answers per judge_id (kind:model@digest of everything that changes "
                 "verdicts). A new line is a judge change: every release's rates move with it, so the alerts and "
                 "the gate compare counts of one judge; pick a judge above to see its releases alone."
+            ),
+        )
+    )
+    lay.add(
+        timeseries(
+            "Answers judged by their own model family",
+            targets(
+                (
+                    f"(\n  sum by (judge_id, model) (increase({SAME_FAMILY}{{{F}}}[{RI}]))\n  or\n  0 * {EVALUATED_BY_MODEL}\n)\n"
+                    f"/\n{EVALUATED_BY_MODEL}",
+                    "{{model}} by {{judge_id}}",
+                )
+            ),
+            unit="percentunit",
+            minimum=0,
+            description=(
+                "Share of each answering model's evaluated answers (the model slice) judged by a judge of the same "
+                "model family (contract.families). A judge rates its own family's answers more faithful than they "
+                "are (self-preference bias): a release that moves its generator into the judge's family looks "
+                "better than it is. 0: the judge shares no family with that model. The gate and the report name "
+                "these slices too."
             ),
         )
     )
@@ -875,6 +901,65 @@ def pipeline() -> dict[str, Any]:
             description="On sampled confident claims judged by both judges.",
         ),
         w=12,
+    )
+    lay.row("Judge rollout: the shadow judge (optional: empty unless CLAIMWATCH_SHADOW__JUDGE is set)")
+    lay.add(
+        timeseries(
+            "Shadow vs main: flagged share on the same answers",
+            targets(
+                (
+                    f'sum by (main_judge_id) (increase({SHADOW}{{main="flagged", {SHADOW_CALLED}}}[{RI}]))\n/\n'
+                    f"sum by (main_judge_id) (increase({SHADOW}{{{SHADOW_CALLED}}}[{RI}]))",
+                    "main {{main_judge_id}}",
+                ),
+                (
+                    f'sum by (judge_id) (increase({SHADOW}{{shadow="flagged", {SHADOW_CALLED}}}[{RI}]))\n/\n'
+                    f"sum by (judge_id) (increase({SHADOW}{{{SHADOW_CALLED}}}[{RI}]))",
+                    "shadow {{judge_id}}",
+                ),
+            ),
+            unit="percentunit",
+            minimum=0,
+            description=(
+                "Flagged share of the sampled answers under the main judge and under the shadow (candidate) "
+                "judge: the gap is the shift a switch would cause to every release's rates. claimwatch "
+                "judge-compare gives it with an interval, per slice, and each judge's error rates on your labels."
+            ),
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Shadow agreement (same call on an answer)",
+            targets(
+                (
+                    f'(\n  sum by (judge_id) (increase({SHADOW}{{main="flagged", shadow="flagged"}}[{RI}]))\n  +\n'
+                    f'  sum by (judge_id) (increase({SHADOW}{{main="ok", shadow="ok"}}[{RI}]))\n)\n/\n'
+                    f"sum by (judge_id) (increase({SHADOW}{{{SHADOW_CALLED}}}[{RI}]))",
+                    "{{judge_id}}",
+                )
+            ),
+            unit="percentunit",
+            maximum=1,
+            description="Answers both judges called the same way (flagged or not) / answers both called.",
+        ),
+        w=8,
+    )
+    lay.add(
+        timeseries(
+            "Shadow: skipped answers and spend",
+            targets(
+                ("sum by (reason) (rate(claimwatch_shadow_skipped_total[$__rate_interval]))", "skipped {{reason}}"),
+                ("sum (claimwatch_shadow_spend_dollars_last_hour)", "spend, last hour ($)"),
+                ("max (claimwatch_shadow_budget_dollars_per_hour)", "budget per hour ($)"),
+            ),
+            unit="short",
+            description=(
+                "Sampled answers the shadow did not judge, by reason (busy: its queue full; budget: the hour's "
+                "spend reached; error, write_error, stopped), and its spend against its budget."
+            ),
+        ),
+        w=8,
     )
     return dashboard(
         "claimwatch-pipeline",

@@ -9,7 +9,9 @@ all build their evaluator and worker here, so every one of them runs what produc
   when ``parity.consistency_judge`` differs from the main one);
 - result text per ``settings.results_include_text``;
 - metrics with the slice guard of ``settings.slice_labels`` / ``slice_values`` / ``max_values_per_label``;
-- the evaluations-back-into-traces exporter from ``CLAIMWATCH_TRACE_EXPORT_*`` (off without an endpoint).
+- the evaluations-back-into-traces exporter from ``CLAIMWATCH_TRACE_EXPORT_*`` (off without an endpoint);
+- the shadow judge of ``settings.shadow`` (off without ``shadow.judge``): the candidate judge with the worker's
+  settings changed by ``shadow.settings``, its own evaluator on a private registry, counted apart on the worker's.
 
 Settings are read at the edge (the command builds one ``WorkerSettings`` and adjusts it); nothing here
 reads flags. A caller that runs several workers builds the judge, metrics and exporter once and passes
@@ -28,9 +30,18 @@ if TYPE_CHECKING:
     from evaluator_worker.judges.base import Judge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator
+    from evaluator_worker.shadow import ShadowJudge
     from evaluator_worker.trace_export import EvaluationExporter, TraceExportSettings
 
-__all__ = ["FROM_SETTINGS", "build_evaluator", "build_exporter", "build_metrics", "build_worker", "serve_metrics"]
+__all__ = [
+    "FROM_SETTINGS",
+    "build_evaluator",
+    "build_exporter",
+    "build_metrics",
+    "build_shadow",
+    "build_worker",
+    "serve_metrics",
+]
 
 
 class _FromSettings:
@@ -93,6 +104,55 @@ def build_exporter(settings: TraceExportSettings | None = None) -> EvaluationExp
     return exporter if exporter.enabled else None
 
 
+def _merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in changes.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def shadow_settings(settings: WorkerSettings) -> WorkerSettings:
+    """The worker's settings as the shadow judge sees them: ``shadow.settings`` merged over them (nested), its judge
+    named, no consistency checks, its own retry deadline; :class:`ConfigError` naming the shadow on a bad value."""
+    from pydantic import ValidationError
+
+    sh = settings.shadow
+    base = settings.model_dump()
+    try:
+        merged = _merged(base, sh.settings)
+        merged["judge"] = sh.judge
+        merged["parity"] = {**merged.get("parity", {}), "consistency": False}
+        merged["flow"] = {**merged.get("flow", {}), "retry_deadline_s": sh.retry_deadline_s}
+        return type(settings).model_validate(merged)
+    except (ValidationError, TypeError) as exc:
+        raise ConfigError(f"CLAIMWATCH_SHADOW__SETTINGS: not valid over the worker's settings: {exc}") from exc
+
+
+def build_shadow(settings: WorkerSettings, main: Evaluator, metrics: WorkerMetrics) -> ShadowJudge | None:
+    """The shadow judge ``settings.shadow`` describes (None when ``shadow.judge`` is unset), counting on ``metrics``
+    under its own judge id; a shadow identical to the main judge (same judge id) is refused: it would measure
+    nothing."""
+    from evaluator_worker.metrics import NullMetrics
+    from evaluator_worker.shadow import ShadowJudge
+
+    if not settings.shadow.judge:
+        return None
+    ss = shadow_settings(settings)
+    evaluator = build_evaluator(ss, metrics=NullMetrics())  # its judge calls never reach the main judge's metrics
+    if evaluator.identity.judge_id == main.identity.judge_id:
+        raise ConfigError(
+            f"the shadow judge is the main judge ({main.identity.judge_id}): set CLAIMWATCH_SHADOW__JUDGE or "
+            "CLAIMWATCH_SHADOW__SETTINGS to the candidate you want to compare"
+        )
+    return ShadowJudge(
+        evaluator,
+        settings.shadow,
+        metrics,
+        main_judge_id=main.identity.judge_id,
+        max_request_bytes=settings.flow.producer_max_request_bytes,
+    )
+
+
 def build_worker(
     settings: WorkerSettings,
     *,
@@ -104,6 +164,7 @@ def build_worker(
     exporter: Any = FROM_SETTINGS,
     clock: Callable[[], float] | None = None,
     seed_dedupe: Callable[[list[int]], list[str]] | None = None,
+    shadow: Any = FROM_SETTINGS,
 ) -> Worker:
     """One member of the evaluator consumer group, assembled as production assembles it.
 
@@ -111,7 +172,9 @@ def build_worker(
     :func:`build_metrics`); ``evaluator`` replaces both (it must come from :func:`build_evaluator` to be
     the product path). ``exporter``: :data:`FROM_SETTINGS` (default) builds it from the environment, None
     turns it off; the caller shuts down an exporter it passed. ``consumer``, ``producer``, ``clock`` and
-    ``seed_dedupe`` are the worker's test seams (left at the worker's defaults when not given).
+    ``seed_dedupe`` are the worker's test seams (left at the worker's defaults when not given). ``shadow``:
+    :data:`FROM_SETTINGS` (default) builds the shadow judge of ``settings.shadow`` (:func:`build_shadow`), None
+    turns it off.
     """
     from evaluator_worker.consumer import Worker
 
@@ -121,8 +184,12 @@ def build_worker(
         )
     if exporter is FROM_SETTINGS:
         exporter = build_exporter()
+    if shadow is FROM_SETTINGS:
+        shadow = build_shadow(settings, evaluator, evaluator.metrics)
     seams: dict[str, Any] = {"consumer": consumer, "producer": producer, "clock": clock, "seed_dedupe": seed_dedupe}
-    return Worker(settings, evaluator, exporter=exporter, **{k: v for k, v in seams.items() if v is not None})
+    return Worker(
+        settings, evaluator, exporter=exporter, shadow=shadow, **{k: v for k, v in seams.items() if v is not None}
+    )
 
 
 def serve_metrics(settings: WorkerSettings, metrics: WorkerMetrics) -> Any:

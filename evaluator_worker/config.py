@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import SettingsConfigDict
@@ -30,6 +30,7 @@ __all__ = [
     "ConsumerTuning",
     "FlowSettings",
     "ParitySettings",
+    "ShadowSettings",
     "WorkerSettings",
 ]
 
@@ -112,6 +113,43 @@ class ParitySettings(BaseModel):
     consistency_sample: float = Field(0.2, ge=0.0, le=1.0)
 
 
+class ShadowSettings(BaseModel):
+    """A candidate judge run beside the main one on a sampled share of live answers (evaluator_worker.shadow).
+
+    Its verdicts never reach the decision counters: they are counted apart (``claimwatch_shadow_*``, under its own
+    ``judge_id``) and written to their own topic, for ``claimwatch judge-compare``. Off while ``judge`` is unset.
+    """
+
+    #: the candidate judge (a registry name, as CLAIMWATCH_JUDGE); unset = no shadow
+    judge: str | None = None
+    #: the candidate's settings: changes over the worker's own, nested as they are, e.g.
+    #: ``{"anthropic": {"model": "claude-opus-4-5"}}`` (CLAIMWATCH_SHADOW__SETTINGS as JSON)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    #: share of the main judge's evaluated answers judged again (by record key: every replica picks the same ones)
+    sample: float = Field(0.1, ge=0.0, le=1.0)
+    #: answers the shadow judges at once (its threads)
+    max_in_flight: int = Field(4, ge=1, le=256)
+    #: sampled answers waiting for a shadow thread (a burst); a sampled answer that finds the queue full is skipped
+    #: (counted: busy). Each holds its trace in memory
+    max_queued: int = Field(32, ge=0, le=10_000)
+    #: estimated judge spend per rolling hour; past it, sampled answers are skipped (counted: budget) until the
+    #: hour's spend falls back (answers already being judged may overshoot it by up to max_in_flight answers)
+    budget_usd_per_hour: float = Field(2.0, ge=0.0)
+    #: the shadow's results (one per judged answer, the main result's key); unset = counted only
+    results_topic: str | None = "claimwatch.shadow-results"
+    #: a judge call is retried for this long before the shadow's answer counts as failed (short: a shadow
+    #: thread held in retries only skips more samples)
+    retry_deadline_s: float = Field(60.0, gt=0)
+
+    @field_validator("results_topic", mode="before")
+    @classmethod
+    def _results_off(cls, value: object) -> object:
+        """``null`` / ``none`` / ``off`` turn the shadow's results topic off."""
+        if isinstance(value, str) and value.strip().lower() in _OFF:
+            return None
+        return value
+
+
 class WorkerSettings(JudgeSettings):
     """Settings for ``claimwatch worker`` / ``score`` / ``verify`` (the judges' own settings are inherited)."""
 
@@ -130,6 +168,8 @@ class WorkerSettings(JudgeSettings):
     judge: str | None = None
     parity: ParitySettings = Field(default_factory=ParitySettings)
     flow: FlowSettings = Field(default_factory=FlowSettings)
+    #: a candidate judge beside the main one, counted apart (evaluator_worker.shadow; off without shadow.judge)
+    shadow: ShadowSettings = Field(default_factory=ShadowSettings)
 
     metrics_host: str = "0.0.0.0"
     metrics_port: int = 9464

@@ -60,6 +60,7 @@ from evaluator_worker.pipeline import Evaluator
 from evaluator_worker.records import Records
 from evaluator_worker.results import DedupeWindow
 from evaluator_worker.seams import Consumer, Exporter, Producer
+from evaluator_worker.shadow import ShadowJudge
 from evaluator_worker.writer import ResultWriter, make_producer
 
 __all__ = ["Worker", "make_consumer", "make_producer", "read_result_keys"]
@@ -85,6 +86,7 @@ class Worker:
         clock: Callable[[], float] = time.monotonic,
         lag_interval_s: float = 2.0,
         exporter: Exporter | None = None,
+        shadow: ShadowJudge | None = None,
     ) -> None:
         self.settings = settings
         self.flow = settings.flow
@@ -95,6 +97,8 @@ class Worker:
         self.on_result: Callable[[Any], None] | None = None
         #: optional evaluations-back-into-traces exporter (``export(result, trace)``, never raises)
         self.exporter = exporter
+        #: optional candidate judge beside the main one (``evaluator_worker.shadow``): counted apart, never decides
+        self.shadow = shadow
         self._clock = clock
         self._stop = threading.Event()
         self._wake = threading.Event()  # set by judged answers (see _ensure_clients) and failed writes
@@ -155,6 +159,8 @@ class Worker:
         self._writer.tap.attach()
         if self._writer.producer is None:
             self._writer.producer = make_producer(self.settings)
+        if self.shadow is not None and self.shadow.producer is None:
+            self.shadow.producer = self._writer.producer  # its own topic, fire and forget
         self._member.ensure_consumer()
         if self._records.pool is None:
             # network judges: wake the loop for every judged answer (threads mostly wait on sockets);
@@ -221,6 +227,8 @@ class Worker:
         if self._records.pool is not None:
             self._records.pool.shutdown()
             self._records.pool = None
+        if self.shadow is not None:
+            self.shadow.close()
         self._member.close()
         self._writer.close()
 

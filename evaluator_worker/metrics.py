@@ -22,12 +22,14 @@ Each metric is named once, in its declaration below: docs/metrics.md
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from contract.failures import LABELS as FAILURE_LABELS
 from contract.failures import FailureType
+from contract.families import shared_family
+from contract.judge_ids import judge_models
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.judges.base import Verdict
 from evaluator_worker.shape import label_values
@@ -158,6 +160,14 @@ class WorkerMetrics:
             "Evaluated answers whose calibrated answer risk is at or above the judge's alert threshold "
             "(AnswerResult.at_risk; what the release gate counts as flagged).",
             s,
+            registry=r,
+        )
+        self.answers_same_family = Counter(
+            "claimwatch_answers_same_family_judge",
+            "Evaluated answers whose answering model (the model slice) shares a model family with the judge "
+            "(contract.families): a judge flatters its own family's answers (self-preference bias), so these "
+            "answers' verdicts are the least trustworthy it makes; by family and slice.",
+            ["family", *s],
             registry=r,
         )
         self.answer_faithfulness = Histogram(
@@ -305,6 +315,46 @@ class WorkerMetrics:
             ["agree"],
             registry=r,
         )
+        self.shadow_answers = Counter(
+            "claimwatch_shadow_answers",
+            "Answers judged by both the main judge and the shadow judge (evaluator_worker.shadow), by each one's call "
+            "(main, shadow: flagged|ok|none|failed; flagged as the gate counts it), the main judge's id and the "
+            "shadow's judge_id and slices. Never read by a decision: claimwatch judge-compare and the dashboards.",
+            ["main", "shadow", "main_judge_id", *s],
+            registry=r,
+        )
+        self.shadow_claims = Counter(
+            "claimwatch_shadow_claims",
+            "Claims of shadowed answers by the main judge's and the shadow's verdicts (claims paired by their text; "
+            "none: only the other judge extracted it).",
+            ["main_verdict", "shadow_verdict", "main_judge_id", JUDGE_ID],
+            registry=r,
+        )
+        self.shadow_skipped = Counter(
+            "claimwatch_shadow_skipped",
+            "Sampled answers the shadow judge did not judge or write, by reason (busy: max_in_flight reached; budget: "
+            "the hour's spend reached; error: the shadow's evaluation failed; write_error: its result write failed; "
+            "stopped: the worker stopped).",
+            ["reason"],
+            registry=r,
+        )
+        self.shadow_cost = Counter(
+            "claimwatch_shadow_cost_dollars", "Estimated shadow judge cost in US dollars.", [JUDGE_ID], registry=r
+        )
+        self.shadow_in_flight = Gauge(
+            "claimwatch_shadow_in_flight_answers", "Answers the shadow judge is judging now.", registry=r
+        )
+        self.shadow_spend = Gauge(
+            "claimwatch_shadow_spend_dollars_last_hour",
+            "Estimated shadow judge spend over the last hour (what its budget caps).",
+            registry=r,
+        )
+        self.shadow_budget = Gauge(
+            "claimwatch_shadow_budget_dollars_per_hour",
+            "The shadow judge's budget (CLAIMWATCH_SHADOW__BUDGET_USD_PER_HOUR).",
+            [JUDGE_ID],
+            registry=r,
+        )
         self._zeroed: set[tuple[str, ...]] = set()
         self._zeroed_lock = threading.Lock()
         self._zeroed_shapes: set[tuple[str, ...]] = set()
@@ -336,6 +386,9 @@ class WorkerMetrics:
                 self.answers_at_risk.labels(*values).inc(exemplar=exemplar)
             if result.faithfulness is not None:
                 self.answer_faithfulness.labels(*values).observe(result.faithfulness)
+            family = shared_family(result.slices.get("model"), judge_models(result.judge_id or ""))
+            if family:
+                self.answers_same_family.labels(family, *values).inc()
         self.answer_claims.labels(*values).observe(len(result.claims) if result.outcome != "abstained" else 0)
         self._observe_parity(result, values)
         self._observe_usage(result)
@@ -422,6 +475,49 @@ class WorkerMetrics:
                     self.judge_tokens.labels(judge, model, kind).inc(float(n))
             if u.get("cost_usd"):
                 self.judge_cost.labels(judge, model).inc(float(u["cost_usd"]))
+
+    # -- the shadow judge (evaluator_worker.shadow) ----------------------------
+    def observe_shadow(
+        self, main: AnswerResult, shadow: AnswerResult, pairs: Iterable[tuple[str, str]], main_judge_id: str
+    ) -> None:
+        """One answer judged by both judges: each one's call, the paired claims' verdicts, the shadow's cost."""
+        from evaluator_worker.shadow import answer_call
+
+        values = self.label_values(shadow)
+        main_id = self.judge_guard.value(JUDGE_ID, main_judge_id)
+        self._zero_shadow((main_id, *values))
+        self.shadow_answers.labels(answer_call(main), answer_call(shadow), main_id, *values).inc()
+        for left, right in pairs:
+            self.shadow_claims.labels(left, right, main_id, values[0]).inc()
+        cost = float((shadow.usage or {}).get("cost_usd") or 0.0)
+        if cost:
+            self.shadow_cost.labels(values[0]).inc(cost)
+
+    def _zero_shadow(self, key: tuple[str, ...]) -> None:
+        """Create a new (main judge, shadow slice)'s four both-called series at 0, so agreement sums see all four."""
+        if ("shadow", *key) in self._zeroed:
+            return
+        with self._zeroed_lock:
+            if ("shadow", *key) in self._zeroed or len(self._zeroed) >= MAX_ZEROED_SLICES:
+                return
+            self._zeroed.add(("shadow", *key))
+        for main in ("flagged", "ok"):
+            for shadow in ("flagged", "ok"):
+                self.shadow_answers.labels(main, shadow, *key)
+
+    def watch_shadow(self, shadow: Any, budget_usd_per_hour: float) -> None:
+        """The shadow's in-flight answers and last hour's spend, read at scrape time; its budget; skip reasons at 0."""
+        from evaluator_worker.shadow import SKIP_REASONS
+
+        self.shadow_in_flight.set_function(lambda: shadow.in_flight)
+        self.shadow_spend.set_function(shadow.spend.spent)
+        self.shadow_budget.labels(self.judge_guard.value(JUDGE_ID, shadow.identity.judge_id)).set(budget_usd_per_hour)
+        for reason in SKIP_REASONS:
+            self.shadow_skipped.labels(reason)
+
+    def unwatch_shadow(self) -> None:
+        self.shadow_in_flight.set_function(lambda: 0)
+        self.shadow_spend.set_function(lambda: 0)
 
     # -- judge calls (JudgeCaller) and judges (JudgeObserver) -----------------
     def set_judge(self, identity: JudgeIdentity, role: str = "main") -> None:

@@ -200,6 +200,8 @@ class Records:
             self.metrics.evaluation_duration.observe(max(0.0, self.clock() - job.admitted))
             if hooks.exporter is not None and job.trace is not None:
                 hooks.exporter.export(result, job.trace)
+            if hooks.shadow is not None and job.trace is not None:
+                hooks.shadow.offer(job.trace, result)  # a sampled share, judged again apart from the counts
             if hooks.on_result is not None:
                 try:
                     hooks.on_result(result)

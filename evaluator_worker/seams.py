@@ -61,9 +61,19 @@ class Exporter(Protocol):
     def export(self, result: AnswerResult, trace: RagTrace) -> None: ...
 
 
+class Shadow(Protocol):
+    """A candidate judge beside the main one (``evaluator_worker.shadow``); ``offer`` is O(1) and never raises."""
+
+    def offer(self, trace: RagTrace, main: AnswerResult) -> None: ...
+
+
 class ResultHooks(Protocol):
-    """Where a durable result is reported (the ``Worker``): its count, the exporter, the caller's callback."""
+    """Where a durable result is reported (the ``Worker``): its count, the exporter, the shadow judge, the caller's
+    callback."""
 
     processed: int
     exporter: Exporter | None
     on_result: Callable[[Any], None] | None
+
+    @property
+    def shadow(self) -> Shadow | None: ...

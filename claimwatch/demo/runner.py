@@ -20,7 +20,7 @@ import json
 import sys
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -121,6 +121,7 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
     totals: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
     caught: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # kind -> [caught, injected, typed]
     by_type: dict[str, TypeCounts] = defaultdict(TypeCounts)
+    models: dict[str, Counter[str]] = defaultdict(Counter)
     clean_flagged = clean_total = 0
     for s in sent:
         r = results.get(s.trace_id)
@@ -140,6 +141,7 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
             totals[s.release]["evaluated"] += 1
             totals[s.release]["contradicted_answers"] += int(r.has_contradicted)
             totals[s.release]["at_risk_answers"] += int(bool(r.at_risk))  # what the gate counts as flagged
+            models[s.release][r.slices.get("model") or "unknown"] += 1  # evaluated answers per model slice
         flagged = r.has_unsupported
         if flagged:
             row["flagged_answers"] += 1
@@ -196,6 +198,7 @@ def summarise(sent: list[Sent], results: dict[str, AnswerResult]) -> dict[str, A
         ],
         "top_type": headline(changes(by_type[BASELINE], by_type[CANDIDATE])),
         "types_by_release": {rel: sorted(counts.flagged.items()) for rel, counts in by_type.items()},
+        "models_by_release": {rel: sorted((m, n) for m, n in c.items() if m != "unknown") for rel, c in models.items()},
     }
 
 
@@ -217,6 +220,7 @@ def _counts(summary: dict[str, Any], release: str, judge: str = "") -> ReleaseCo
         flagged_any_claim=t.get("flagged_answers", 0),
         flag_rules=("at_risk",) if t.get("evaluated", 0) else (),
         failure_types=tuple(tuple(x) for x in summary.get("types_by_release", {}).get(release, [])),
+        models=tuple(tuple(x) for x in summary.get("models_by_release", {}).get(release, [])),
     )
 
 

@@ -17,7 +17,9 @@ The statistical unit is the answer (see :mod:`claimwatch.stats.answer_share`):
   ``claimwatch_judge_info`` or the record's ``judge``): not a count, left out of equality; the gate
   says whether they are fit for a rollback decision (:mod:`claimwatch.gate.judge_fitness`);
 - ``per_judge``: the same counts split by judge, so that two releases are compared on the counts of one judge
-  (:mod:`claimwatch.gate.same_judge`).
+  (:mod:`claimwatch.gate.same_judge`);
+- ``models``: evaluated answers per ``model`` slice value (the answering model), so the gate can say where the
+  judge shares the generator's model family (:mod:`claimwatch.gate.same_family`); not a count it decides on.
 
 Result records are read from a topic or a file anyone can write to: :func:`result_problem` says what is wrong
 with one that does not have a result record's shape (a list for ``slices``, a string ``confidence``, a
@@ -82,6 +84,8 @@ class ReleaseCounts:
     failure_types: tuple[tuple[str, int], ...] = field(default=(), compare=False)
     #: these counts by judge (judge id -> its counts, sorted by id); empty when the source did not split them
     per_judge: tuple[tuple[str, ReleaseCounts], ...] = field(default=(), compare=False)
+    #: evaluated answers per ``model`` slice value (sorted by model; empty when the source has no model slice)
+    models: tuple[tuple[str, int], ...] = field(default=(), compare=False)
 
     @property
     def by_judge(self) -> dict[str, ReleaseCounts]:
@@ -136,6 +140,7 @@ class ReleaseCounts:
             judges=judges,
             flag_rules=rules,
             failure_types=_plus(self.failure_types, flagged_types(record) if evaluated else set()),
+            models=_plus(self.models, {model} if evaluated and (model := record_model(record)) else set()),
         )
 
 
@@ -173,6 +178,13 @@ def record_judge(record: Mapping[str, Any]) -> str:
         if isinstance(value, str) and value:
             return value
     return UNKNOWN_JUDGE
+
+
+def record_model(record: Mapping[str, Any]) -> str | None:
+    """The ``model`` slice of one result record (the answering model), None when it has none."""
+    slices = record.get("slices")
+    model = slices.get("model") if isinstance(slices, Mapping) else None
+    return model if isinstance(model, str) and model and model != "unknown" else None
 
 
 def record_verdicts(record: Mapping[str, Any]) -> Counts:

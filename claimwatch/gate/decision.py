@@ -12,7 +12,8 @@
 
 Both releases are compared on the counts of one judge (:mod:`claimwatch.gate.same_judge`): when the counts
 come from several judges, on the judge both releases have (the others' answers left out, said in the report), and
-**hold** (exit 2) when they have no judge in common.
+**hold** (exit 2) when they have no judge in common. Where the judge shares a model family with a release's
+answering model (the ``model`` slice), the reasons say so per model (:mod:`claimwatch.gate.same_family`).
 
 "Flagged" is "at risk" (the calibrated answer risk, :mod:`evaluator_worker.judges.risk`) when both releases
 were counted so, else the any-claim rule for both (:func:`claimwatch.gate.counts.common_rule`); the report
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 
 from claimwatch.gate.by_type import changes, headline
 from claimwatch.gate.counts import ReleaseCounts, common_rule
+from claimwatch.gate.same_family import same_family_notes
 from claimwatch.gate.same_judge import match_judges
 from claimwatch.stats import power
 from claimwatch.stats.answer_share import FIXED, ShareComparison, TestConfig, compare_shares
@@ -173,6 +175,7 @@ def decide(
         if partly
         else []
     ) + list(match.notes)
+    notes += same_family_notes(baseline, candidate)  # a judge of the generator's family flatters it
     cmp = compare_shares(candidate.flagged, candidate.answers, baseline.flagged, baseline.answers, t)
     if match.hold:  # no judge in common: nothing comparable, and no number of answers of these judges settles it
         nc, nb = candidate.answers, baseline.answers

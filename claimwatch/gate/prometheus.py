@@ -40,12 +40,13 @@ class Source:
 
 
 def queries(release: str, window: str, label: str = "release", extra: str = "") -> dict[str, str]:
-    """The queries the gate sends for one release (field -> PromQL), each split by ``judge_id``: five counts
+    """The queries the gate sends for one release (field -> PromQL), each split by ``judge_id`` (evaluated answers
+    also by ``model``, for the same-family note: :mod:`claimwatch.gate.same_family`): five counts
     (answers with a claim of each failure class among them), how many of the release's evaluated-answer series
     the at-risk counter does not cover (``at_risk_gaps``), and the judges of workers from before judge ids
     (``flagged`` is the any-claim count, read when the at-risk counter does not cover the release's answers)."""
     return {
-        "answers": count_query(ANSWERS, release, window, label, extra, by=JUDGE_ID),
+        "answers": count_query(ANSWERS, release, window, label, extra, by=f"{JUDGE_ID}, model"),
         "at_risk": count_query(AT_RISK, release, window, label, extra, by=JUDGE_ID),
         "at_risk_gaps": gaps_query(release, window, label, extra, by=JUDGE_ID),
         "flagged": count_query(FLAGGED, release, window, label, extra, by=JUDGE_ID),
@@ -163,6 +164,7 @@ class _Part:
         self.has_at_risk = False
         self.verdicts = dict.fromkeys(VERDICTS, 0)
         self.types: dict[str, int] = {}
+        self.models: dict[str, int] = {}
 
     def add(self, name: str, labels: dict[str, Any], n: int) -> None:
         if name == "claims":
@@ -175,6 +177,9 @@ class _Part:
         else:
             self.scalars[name] += n
             self.has_at_risk |= name == "at_risk"
+            model = labels.get("model") if name == "answers" else None
+            if model and model != "unknown":
+                self.models[str(model)] = self.models.get(str(model), 0) + n
 
     def merge(self, other: "_Part") -> None:
         for k, v in other.scalars.items():
@@ -183,6 +188,8 @@ class _Part:
             self.verdicts[k] += v
         for k, v in other.types.items():
             self.types[k] = self.types.get(k, 0) + v
+        for k, v in other.models.items():
+            self.models[k] = self.models.get(k, 0) + v
         self.has_at_risk |= other.has_at_risk
 
     def counts(self, judge: str | None) -> ReleaseCounts:
@@ -204,4 +211,5 @@ class _Part:
             flagged_any_claim=s["flagged"],
             flag_rules=rule,
             failure_types=tuple(sorted((t, n) for t, n in self.types.items() if n)),
+            models=tuple(sorted((m, n) for m, n in self.models.items() if n)),
         )

@@ -25,9 +25,14 @@ from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeB
 class TagJudge(JudgeBase):
     name = "tag"
 
-    def __init__(self, delay_s: float = 0.0) -> None:
+    def __init__(self, delay_s: float = 0.0, model: str | None = None) -> None:
         self.delay_s = delay_s
         self.calls = 0
+        self.model = model
+
+    def models(self) -> tuple[str, ...]:
+        """The model it stands for (none by default): what its judge id names."""
+        return (self.model,) if self.model else ()
 
     def extract_claims(self, answer: str, question: str | None = None) -> Extraction:
         parts = [p.strip() for p in answer.split(".") if p.strip()]
@@ -61,6 +66,23 @@ class TagJudge(JudgeBase):
                 )
             )
         return Verification(out, Usage(calls=1, input_tokens=100, output_tokens=20, cost_usd=0.001, model="tag-1"))
+
+
+class StrictTagJudge(TagJudge):
+    """A candidate judge (the shadow in tests): like TagJudge, but a claim tagged [P] (a paraphrase) is UNSUPPORTED."""
+
+    name = "strict-tag"
+
+    def verify(self, claims: Sequence[Claim], contexts: Sequence[str], question: str | None = None) -> Verification:
+        out = super().verify(claims, contexts, question)
+        paraphrases = {c.id for c in claims if "[P]" in c.text}
+        out.verdicts[:] = [
+            ClaimVerdict(claim_id=v.claim_id, verdict=Verdict.UNSUPPORTED, confidence=0.9)
+            if v.claim_id in paraphrases
+            else v
+            for v in out.verdicts
+        ]
+        return out
 
 
 class FlakyJudge(TagJudge):

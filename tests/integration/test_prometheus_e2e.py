@@ -3,7 +3,8 @@
 One scenario per module (about 40 s): a real broker, the real collector
 (``RagTraceProcessor`` with its own registry, served over HTTP) turning
 OpenInference spans into records, a real worker (cascade of two ``TagJudge``
-so the cascade panels have data too; ``WorkerMetrics`` served over HTTP) and
+so the cascade panels have data too, and a shadow judge beside it so the rollout panels do; ``WorkerMetrics``
+served over HTTP) and
 a real Prometheus scraping both every second with the project's rule files.
 
 Traffic (environment ``prod`` unless noted, 4 claims per answer, one
@@ -11,7 +12,8 @@ UNSUPPORTED claim in every 10th answer):
 
 - ``v1`` baseline, clean: routes faq + billing, model m-a; plus faq in ``staging``
   with two answers whose judge call fails (ERROR claims, judge errors);
-- ``v2`` candidate: like v1 on model m-b, every other answer has a CONTRADICTED claim;
+- ``v2`` candidate: like v1 on model claude-m-b (the judge's own family: the same-family counter), every other
+  answer has a CONTRADICTED claim;
 - ``v3`` an equal clean release; ``v4`` a thin release (3 answers);
 - faults: two poison records (dead letters), a non-RAG trace, and a second
   app instance whose topic name is misspelt (a real produce error and drop).
@@ -47,14 +49,15 @@ from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from dashboards import catalog
 from dashboards.queries import iter_queries
-from evaluator_worker.config import CascadeSettings, ParitySettings
+from evaluator_worker.config import CascadeSettings, ParitySettings, ShadowSettings
 from evaluator_worker.consistency import ConsistencyTracker
 from evaluator_worker.consumer import Worker
 from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.judges.cascade import CascadeJudge
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
-from tests.fakes.judges import TagJudge
+from evaluator_worker.shadow import ShadowJudge
+from tests.fakes.judges import StrictTagJudge, TagJudge
 from tests.integration.kafka_helpers import create_topic, produce, wait_until, worker_settings
 
 pytestmark = pytest.mark.integration
@@ -84,8 +87,8 @@ TRAFFIC = [
     SliceTraffic(BASELINE, "prod", "faq", "m-a", 40),
     SliceTraffic(BASELINE, "prod", "billing", "m-a", 40),
     SliceTraffic(BASELINE, "staging", "faq", "m-a", 10, failing=2),
-    SliceTraffic(CANDIDATE, "prod", "faq", "m-b", 40, contradicted_every=2),
-    SliceTraffic(CANDIDATE, "prod", "billing", "m-b", 40, contradicted_every=2),
+    SliceTraffic(CANDIDATE, "prod", "faq", "claude-m-b", 40, contradicted_every=2),
+    SliceTraffic(CANDIDATE, "prod", "billing", "claude-m-b", 40, contradicted_every=2),
     SliceTraffic(EQUAL, "prod", "faq", "m-a", 40),
     SliceTraffic(EQUAL, "prod", "billing", "m-a", 40),
     SliceTraffic(THIN, "prod", "faq", "m-a", 3),
@@ -174,7 +177,8 @@ def stack(kafka_bootstrap, tmp_path_factory):
         wm = WorkerMetrics()
         wport = free_port()
         servers.append(start_http_server(wport, addr="127.0.0.1", registry=wm.registry)[0])
-        judge = CascadeJudge(TagJudge(), TagJudge(), CascadeSettings(agreement_sample=1.0))
+        # the second stage stands for a Claude model: the candidate's claude-m-b answers share its family
+        judge = CascadeJudge(TagJudge(), TagJudge(model="claude-tag"), CascadeSettings(agreement_sample=1.0))
         # every 4-claim answer gets the FActScore penalty; TagJudge confidence 0.9 is under the floor
         parity = ParitySettings(min_claims_per_route={"*": 5}, confidence_floor=0.95)
         evaluator = Evaluator(
@@ -184,7 +188,14 @@ def stack(kafka_bootstrap, tmp_path_factory):
             parity=parity,
             consistency=ConsistencyTracker(TagJudge(), threshold=0.99),
         )
-        worker = Worker(worker_settings(kafka_bootstrap, topic), evaluator)
+        # a shadow judge beside it (every answer, counted apart): the rollout panels have data too
+        shadow = ShadowJudge(
+            Evaluator(StrictTagJudge(), retry=RetryPolicy(max_attempts=1)),
+            ShadowSettings(judge="strict-tag", sample=1.0, results_topic=None, max_queued=10_000),
+            wm,
+            main_judge_id=evaluator.identity.judge_id,
+        )
+        worker = Worker(worker_settings(kafka_bootstrap, topic), evaluator, shadow=shadow)
         contradicted: set[str] = set()
         worker.on_result = lambda r: contradicted.add(r.trace_id) if r.counts.get("CONTRADICTED") else None
         wthread = threading.Thread(target=worker.run, name="e2e-worker", daemon=True)

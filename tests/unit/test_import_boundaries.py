@@ -97,6 +97,7 @@ def test_evaluator_worker_top_level_holds_only_the_product_path():
         "consistency",
         "parity",
         "trace_export",
+        "shadow",  # a candidate judge on live answers beside the main one, counted apart (a judge rollout)
     }
     modules = {p.stem for p in (ROOT / "evaluator_worker").glob("*.py")}
     assert modules <= product, f"not product path: {sorted(modules - product)}"

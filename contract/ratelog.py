@@ -1,5 +1,5 @@
-"""Rate-limited warnings: a condition that repeats for every trace is logged at most once per interval per key,
-with how many times it happened since the last line (the metric counts every occurrence)."""
+"""Rate-limited warnings: a condition that repeats for every trace or answer is logged at most once per interval per
+key, with how many times it happened since the last line (a metric counts every occurrence)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,25 @@ from typing import Any, Callable
 
 from contract.logs import get_logger
 
-log = get_logger("claimwatch.collector")
-
 #: seconds between two log lines of the same key
 DEFAULT_INTERVAL_S = 60.0
+#: the logger of the collector's rate-limited warnings (inside the user's application)
+COLLECTOR_LOGGER = "claimwatch.collector"
 
 
 class RateLimitedLog:
     """``warn(key, message, **fields)`` logs at most once per ``interval_s`` per key; ``suppressed`` = skipped since."""
 
-    def __init__(self, interval_s: float = DEFAULT_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        logger: str = "claimwatch",
+    ) -> None:
         self.interval_s = interval_s
         self._clock = clock
+        self._log = get_logger(logger)
         self._last: dict[str, float] = {}
         self._skipped: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -35,5 +42,5 @@ class RateLimitedLog:
                 return False
             self._last[key] = now
             suppressed = self._skipped.pop(key, 0)
-        log.warning(message, warning=key, suppressed=suppressed, **fields)
+        self._log.warning(message, warning=key, suppressed=suppressed, **fields)
         return True
