@@ -542,6 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from claimwatch.audit import add_cli as add_audit
     from claimwatch.claims_query import add_cli as add_claims
+    from claimwatch.drift import add_cli as add_drift
     from claimwatch.ingest_cli import add_bridge_cli as add_bridge
     from claimwatch.ingest_cli import add_receiver_cli as add_receiver
     from claimwatch.judge_compare import add_cli as add_judge_compare
@@ -559,6 +560,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_selfcheck(sub)
     add_label(sub)
     add_judge_compare(sub)
+    add_drift(sub)
 
     d = sub.add_parser("demo", help="run the whole pipeline on loopback with a demo RAG app and two releases")
     judge_flag(d)

@@ -2,7 +2,7 @@
 
 The worker's names are declared in :mod:`evaluator_worker.metrics`, the
 collector's in :mod:`collector.metrics` (served by the instrumented
-application's registry); the lists here are read from those declarations, as
+application's registry), the drift canary's in :mod:`claimwatch.drift`; the lists here are read from those declarations, as
 docs/metrics.md is (:mod:`claimwatch.docgen.metrics`), and
 ``tests/integration/test_prometheus_e2e.py`` checks both against the real
 registries scraped by a real Prometheus. Label
@@ -18,6 +18,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from claimwatch.drift import RATES as DRIFT_RATES
+from claimwatch.drift import DriftMetrics
 from collector.metrics import CONTEXT_SOURCES, NOT_RECORDED_REASONS, RECORD_UNITS, get_metrics
 from contract.failures import LABELS as FAILURE_LABELS
 from contract.record import DEFAULT_SLICE_LABELS
@@ -38,6 +40,8 @@ def declared_metrics(obj: Any) -> dict[str, str]:
 #: (``WorkerMetrics``, ``CollectorMetrics``), so a metric is named once, where it is declared.
 WORKER_METRICS: dict[str, str] = declared_metrics(WorkerMetrics(registry=CollectorRegistry()))
 COLLECTOR_METRICS: dict[str, str] = declared_metrics(get_metrics(CollectorRegistry()))
+#: the judge drift canary's gauges (``claimwatch drift-check``, pushed to a Pushgateway)
+DRIFT_METRICS: dict[str, str] = declared_metrics(DriftMetrics(CollectorRegistry()))
 
 #: (metric, label) -> the values the code emits (panels and rules filter on these).
 LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
@@ -62,6 +66,7 @@ LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
     ("claimwatch_shadow_answers_total", "main"): frozenset(CALLS),
     ("claimwatch_shadow_answers_total", "shadow"): frozenset(CALLS),
     ("claimwatch_shadow_skipped_total", "reason"): frozenset(SKIP_REASONS),
+    ("claimwatch_drift_error_rate", "rate"): frozenset(DRIFT_RATES),
     ("claimwatch_consistency_checks_total", "outcome"): frozenset({"consistent", "inconsistent", "not_detected"}),
     ("claimwatch_collector_sampling_decisions_total", "decision"): frozenset({"keep", "drop"}),
 }
@@ -82,4 +87,9 @@ def series_names(metrics: dict[str, str]) -> set[str]:
 
 def known_series() -> set[str]:
     """All raw series names the dashboards and rules may use."""
-    return series_names(WORKER_METRICS) | series_names(COLLECTOR_METRICS) | series_names(OPTIONAL_METRICS)
+    return (
+        series_names(WORKER_METRICS)
+        | series_names(COLLECTOR_METRICS)
+        | series_names(DRIFT_METRICS)
+        | series_names(OPTIONAL_METRICS)
+    )

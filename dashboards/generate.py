@@ -872,6 +872,25 @@ def pipeline() -> dict[str, Any]:
         w=8,
     )
 
+    lay.add(
+        timeseries(
+            "Judge drift canary: error rates on the labelled set",
+            targets(
+                ("max by (judge_id, rate) (claimwatch_drift_error_rate)", "{{judge_id}} {{rate}} now"),
+                ("max by (judge_id, rate) (claimwatch_drift_reference_error_rate)", "{{judge_id}} {{rate}} reference"),
+                ("max by (judge_id) (claimwatch_drift_alarm)", "{{judge_id}} alarm"),
+            ),
+            unit="percentunit",
+            minimum=0,
+            description=(
+                "claimwatch drift-check re-judges a fixed labelled set daily: each error rate (overall, false_alarm, "
+                "miss) now and in the judge's reference runs, and the alarm (1: a rate rose beyond chance; "
+                "ClaimwatchJudgeDrift). Empty without the canary."
+            ),
+        ),
+        w=24,
+    )
+
     lay.row("Judge cascade (optional: empty unless the cascade judge runs)")
     lay.add(
         timeseries(

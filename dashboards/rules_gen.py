@@ -131,6 +131,10 @@ DEFAULT_THRESHOLDS: dict[str, Any] = {
     # ClaimwatchDeadLetters (per reason, 15m window)
     "dead_letters_min": 5,
     "dead_letters_for": "0m",
+    # ClaimwatchJudgeDrift / ClaimwatchDriftCheckStale (claimwatch drift-check, a daily CronJob)
+    "drift_for": "0m",
+    "drift_stale_after": "2d",
+    "drift_stale_for": "10m",
     # presentation
     "runbook_url": "docs/runbook.md",  # set to an absolute URL of the rendered runbook
     "severity_page": "page",
@@ -667,6 +671,35 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             (
                 "{{ $value | humanize }} records went to the dead-letter topic over the last 15m with reason "
                 "{{ $labels.reason }}."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchJudgeDrift",
+            "max by (judge_id) (claimwatch_drift_alarm) == 1",
+            t["drift_for"],
+            t["severity_warning"],
+            "Judge {{ $labels.judge_id }} answers its labelled canary set worse than before",
+            (
+                "The drift canary (claimwatch drift-check) found an error rate of judge {{ $labels.judge_id }} on its "
+                "fixed labelled set risen beyond chance against the judge's reference runs (exact sign-flip test per "
+                "rate; at most 1% false alarms per run for a stable judge). The judge id did not change: the provider "
+                "or a dependency changed the judge's behaviour, and every release's rates may have moved with it."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchDriftCheckStale",
+            (
+                "time() - max by (judge_id) (claimwatch_drift_last_run_timestamp_seconds) > "
+                f"{_seconds(t['drift_stale_after'])}"
+            ),
+            t["drift_stale_for"],
+            t["severity_ticket"],
+            "The judge drift canary has not run for {{ $labels.judge_id }}",
+            (
+                "No claimwatch drift-check run of judge {{ $labels.judge_id }} was recorded for more than "
+                f"{t['drift_stale_after']}: nothing watches the judge for provider-side changes until it runs again."
             ),
             t,
         ),

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from prometheus_client import CollectorRegistry
 
 from claimwatch.docgen import doc_main
+from claimwatch.drift import DriftMetrics
 from collector.metrics import get_metrics
 from dashboards.catalog import LABEL_VALUES
 from evaluator_worker.metrics import WorkerMetrics
@@ -103,6 +104,10 @@ def render() -> str:
         "## Collector (in the application, the OTLP receiver and the bridge)",
         "",
         *_table(collector),
+        "",
+        "## Judge drift canary (`claimwatch drift-check`, pushed to a Pushgateway)",
+        "",
+        *_table(_metrics(DriftMetrics(CollectorRegistry()))),
         "",
     ]
     return "\n".join(out)

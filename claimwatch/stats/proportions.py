@@ -1,10 +1,11 @@
 """Binomial proportions: Wilson score interval, Newcombe's difference intervals (independent and paired samples),
-the pooled z-test."""
+the pooled z-test, and the exact sign-flip test of paired differences (McNemar's, for 0/1 outcomes)."""
 
 from __future__ import annotations
 
 import math
 from statistics import NormalDist
+from typing import Sequence
 
 
 def wilson_interval(successes: float, n: float, z: float) -> tuple[float, float]:
@@ -54,6 +55,28 @@ def paired_difference_interval(
     lower = d - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     upper = d + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
     return max(-1.0, lower), min(1.0, upper)
+
+
+def sign_flip_p_value(differences: Sequence[int]) -> float:
+    """One-sided exact sign-flip (randomisation) test that paired integer differences lean positive: the probability,
+    with each difference's sign flipped at random (what swapping the two measurements of an item does under no
+    change), of a sum at least the observed one. Differences of -1/0/+1 make it the exact McNemar test."""
+    observed = sum(differences)
+    sizes = [abs(d) for d in differences if d]
+    if not sizes or observed <= 0:
+        return 1.0
+    # the distribution of sum(+-a_i), by dynamic programming over the reachable sums (offset by the largest)
+    total = sum(sizes)
+    dist = [0.0] * (2 * total + 1)
+    dist[total] = 1.0
+    for a in sizes:
+        nxt = [0.0] * len(dist)
+        for k, w in enumerate(dist):
+            if w:
+                nxt[k - a] += w / 2
+                nxt[k + a] += w / 2
+        dist = nxt
+    return min(1.0, sum(dist[total + observed :]))
 
 
 def z_test_p_value(x1: float, n1: float, x2: float, n2: float) -> float:

@@ -43,6 +43,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, start_http_server
 
+from claimwatch.calibration import data_path, load_labeled_claims
+from claimwatch.drift import DEFAULT_REFERENCE_RUNS, DriftMetrics, run_drift
 from claimwatch.embedded import EmbeddedPrometheus, free_port
 from claimwatch.gate import Counts, GateConfig, ReleaseCounts, Source, fetch_counts, run_gate
 from collector.config import CollectorSettings
@@ -211,11 +213,21 @@ def stack(kafka_bootstrap, tmp_path_factory):
         tracer = provider.get_tracer("e2e-rag-app")
 
         rules = _project_rules(tmp_path_factory.mktemp("rules"))
-        prom = EmbeddedPrometheus([f"127.0.0.1:{wport}", f"127.0.0.1:{cport}"], rule_files=rules).start()
+        # the judge drift canary (claimwatch drift-check), its reference runs and one decided run, served like a
+        # Pushgateway would serve them
+        dm = DriftMetrics()
+        items = load_labeled_claims(data_path("heldout"))[:20]
+        drift_state = tmp_path_factory.mktemp("drift")
+        for k in range(DEFAULT_REFERENCE_RUNS + 1):
+            run_drift(Evaluator(TagJudge()), items, drift_state, metrics=dm, clock=lambda k=k: time.time() - 60 + k)
+        dport = free_port()
+        servers.append(start_http_server(dport, addr="127.0.0.1", registry=dm.registry)[0])
+        targets = [f"127.0.0.1:{wport}", f"127.0.0.1:{cport}", f"127.0.0.1:{dport}"]
+        prom = EmbeddedPrometheus(targets, rule_files=rules).start()
         try:
             # Prometheus applies new targets a few seconds after start: wait for a scrape of both
-            assert wait_until(lambda: _prom_value(prom.url, "sum(up)") == 2, 30), (
-                "Prometheus never scraped both targets"
+            assert wait_until(lambda: _prom_value(prom.url, "sum(up)") == 3, 30), (
+                "Prometheus never scraped every target (worker, collector, drift canary)"
             )
             expected = 0
             # 1. one abstained answer per slice: creates every verdict series at 0, then let Prometheus scrape
