@@ -146,6 +146,8 @@ class Comparison:
     claims: dict[str, int]
     errors: dict[str, dict[str, ErrorRate]] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
+    #: label lines given (--labels)
+    labels: int = 0
 
     def to_json(self) -> dict[str, Any]:
         def shift(s: Shift) -> dict[str, Any]:
@@ -254,6 +256,7 @@ def compare(
         claims=dict(sorted(claims.items())),
     )
     if labels:
+        comparison.labels = len(labels)
         comparison.errors, comparison.left_out = error_rates(labels, m, s, seed=seed)
     return comparison
 
@@ -261,13 +264,32 @@ def compare(
 # -- on the user's labels -----------------------------------------------------------------------------------------
 
 
-def _label_key(label: Mapping[str, Any]) -> str | None:
+def _source(label: Mapping[str, Any]) -> Mapping[str, Any]:
     raw = label.get("source")
-    source: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    for value in (source.get("trace_id"), label.get("id")):
+    return raw if isinstance(raw, Mapping) else {}
+
+
+def _label_key(label: Mapping[str, Any]) -> str | None:
+    for value in (_source(label).get("trace_id"), label.get("id")):
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def _claim_call(result: Mapping[str, Any], text: str, claim_id: Any = None) -> str | None:
+    """flagged / ok for the claim of ``result`` with ``claim_id`` (the main judge's own claim) or, else, the same
+    text; None when the judge has no such claim or no verdict on it."""
+    claims = [c for c in result.get("claims") or [] if isinstance(c, Mapping)]
+    found = next((c for c in claims if claim_id is not None and c.get("id") == claim_id), None)
+    if found is None:
+        found = next((c for c in claims if _norm(str(c.get("text", ""))) == _norm(text)), None)
+    verdict = str((found or {}).get("verdict", "")).upper()
+    return "flagged" if verdict in ("UNSUPPORTED", "CONTRADICTED") else "ok" if verdict == "SUPPORTED" else None
+
+
+#: the unit of a label line, by its label
+_UNIT = {"faithful": "answer", "hallucinated": "answer", "SUPPORTED": "claim", "UNSUPPORTED": "claim"}
+_UNIT["CONTRADICTED"] = "claim"
 
 
 def error_rates(
@@ -277,36 +299,51 @@ def error_rates(
     *,
     seed: int = 0,
 ) -> tuple[dict[str, dict[str, ErrorRate]], list[str]]:
-    """Each judge's false-alarm and miss rates on the answers labelled faithful/hallucinated that both judged,
-    weighted by the labels' strata, with 95% stratified-bootstrap intervals; and what was left out."""
-    rows: list[tuple[str, float, bool, str, str]] = []  # stratum, weight, hallucinated, main call, shadow call
+    """Each judge's false-alarm and miss rates on the labelled items both judged, weighted by the labels' strata,
+    with 95% stratified-bootstrap intervals; and what was left out. Answer labels (faithful / hallucinated) give
+    ``false_alarm`` and ``miss``; claim labels (SUPPORTED / UNSUPPORTED / CONTRADICTED, paired with each judge's claim
+    of the same text in that answer; the main judge's by its claim id) give ``claim_false_alarm`` and ``claim_miss``."""
+    by_trace: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+    for key in set(main) & set(shadow):
+        tid = str(main[key].get("trace_id"))
+        by_trace.setdefault(tid, (main[key], shadow[key]))
+    rows: dict[str, list[tuple[str, float, bool, str, str]]] = {"answer": [], "claim": []}
     per_stratum = Counter(str(lab.get("stratum", "all")) for lab in labels)
     missing = 0
     for lab in labels:
-        key = _label_key(lab)
-        if lab.get("label") not in ("faithful", "hallucinated") or key is None:
+        unit, trace = _UNIT.get(str(lab.get("label"))), _label_key(lab)
+        pair = by_trace.get(trace) if trace else None
+        if unit is None or pair is None:
             missing += 1
             continue
-        mc, sc = call_of(main.get(key, {})), call_of(shadow.get(key, {}))
-        if key not in main or key not in shadow or mc not in ("flagged", "ok") or sc not in ("flagged", "ok"):
+        text = str(lab.get("claim", ""))
+        mc, sc = (
+            (call_of(pair[0]), call_of(pair[1]))
+            if unit == "answer"
+            else (_claim_call(pair[0], text, _source(lab).get("claim_id")), _claim_call(pair[1], text))
+        )
+        if mc not in ("flagged", "ok") or sc not in ("flagged", "ok") or mc is None or sc is None:
             missing += 1
             continue
         stratum = str(lab.get("stratum", "all"))
         population = lab.get("stratum_population")
         weight = float(population) / per_stratum[stratum] if isinstance(population, (int, float)) else 1.0
-        rows.append((stratum, weight, lab["label"] == "hallucinated", mc, sc))
-    left = [f"{missing} labels not judged by both judges (or not answer labels) left out"] if missing else []
-    out: dict[str, dict[str, ErrorRate]] = {}
+        truly = lab["label"] in ("hallucinated", "UNSUPPORTED", "CONTRADICTED")
+        rows[unit].append((stratum, weight, truly, mc, sc))
+    left = [f"{missing} labels not judged by both judges left out"] if missing else []
+    out: dict[str, dict[str, ErrorRate]] = {"main": {}, "shadow": {}}
     rng = random.Random(seed)
-    strata: dict[str, list[tuple[str, float, bool, str, str]]] = defaultdict(list)
-    for r in rows:
-        strata[r[0]].append(r)
-    for side, idx in (("main", 3), ("shadow", 4)):
-        out[side] = {
-            "false_alarm": _rate(rows, strata, idx, truly=False, wrong="flagged", rng=rng),
-            "miss": _rate(rows, strata, idx, truly=True, wrong="ok", rng=rng),
-        }
-    return out, left
+    for unit, prefix in (("answer", ""), ("claim", "claim_")):
+        unit_rows = rows[unit]
+        if not unit_rows:
+            continue
+        strata: dict[str, list[tuple[str, float, bool, str, str]]] = defaultdict(list)
+        for r in unit_rows:
+            strata[r[0]].append(r)
+        for side, idx in (("main", 3), ("shadow", 4)):
+            out[side][f"{prefix}false_alarm"] = _rate(unit_rows, strata, idx, truly=False, wrong="flagged", rng=rng)
+            out[side][f"{prefix}miss"] = _rate(unit_rows, strata, idx, truly=True, wrong="ok", rng=rng)
+    return (out if out["main"] else {}), left
 
 
 def _weighted(rows: Sequence[tuple[str, float, bool, str, str]], idx: int, truly: bool, wrong: str) -> float | None:
@@ -401,12 +438,21 @@ def render(c: Comparison) -> str:
     lines.append(f"  extracted by the main judge only: {only_main}; by the shadow only: {only_shadow}")
     if c.errors:
         lines += ["", "on your labels (weighted by the labels' strata; 95% intervals)"]
-        for side in ("main", "shadow"):
-            e = c.errors[side]
-            lines.append(
-                f"  {side:<6} false alarms {_rate_text(e['false_alarm'])} of faithful answers; "
-                f"misses {_rate_text(e['miss'])} of hallucinated answers"
-            )
+        for prefix, good, bad in (
+            ("", "faithful answers", "hallucinated answers"),
+            ("claim_", "supported claims", "unsupported claims"),
+        ):
+            if f"{prefix}false_alarm" not in c.errors["main"]:
+                continue
+            for side in ("main", "shadow"):
+                e = c.errors[side]
+                lines.append(
+                    f"  {side:<6} false alarms {_rate_text(e[prefix + 'false_alarm'])} of {good}; "
+                    f"misses {_rate_text(e[prefix + 'miss'])} of {bad}"
+                )
+        lines += [f"  {x}" for x in c.left_out]
+    elif c.labels:
+        lines += ["", f"on your labels: none of the {c.labels} labels was judged by both judges"]
         lines += [f"  {x}" for x in c.left_out]
     else:
         lines += ["", "on your labels: none given (--labels): agreement and shift do not say which judge is right"]

@@ -168,3 +168,37 @@ def test_the_command_reads_two_files_and_writes_json(tmp_path, capsys):
     other.write_text(json.dumps(_result(12345, SHADOW, True)))
     assert cli(["judge-compare", "--main", str(mf), "--shadow", str(other)]) == 2
     assert "no answer judged by both judges" in capsys.readouterr().err
+
+
+def test_claim_labels_give_claim_error_rates_per_judge():
+    """Claim labels (claimwatch label, unit claim) pair with each judge's claim of the same text: claim-level rates."""
+    main, shadow = [], []
+    labels = []
+    for i in range(10):
+        text = f"Fact {i} holds."
+        truly_supported = i < 6
+        main_says = "SUPPORTED" if i < 8 else "UNSUPPORTED"  # main misses claims 6 and 7
+        shadow_says = "SUPPORTED" if i < 5 else "UNSUPPORTED"  # shadow flags claim 5 (a false alarm), misses none
+        main.append(_result(i, MAIN, False, claims=[{"id": "c1", "text": text, "verdict": main_says}]))
+        shadow.append(_result(i, SHADOW, False, claims=[{"id": "c1", "text": text.lower(), "verdict": shadow_says}]))
+        labels.append(
+            {
+                "id": f"{i:032x}:c1",
+                "claim": text,
+                "label": "SUPPORTED" if truly_supported else "UNSUPPORTED",
+                "stratum": "all",
+                "stratum_population": 10,
+                "source": {"trace_id": f"{i:032x}", "claim_id": "c1"},
+            }
+        )
+    labels.append({"id": "zzz", "claim": "x", "label": "SUPPORTED", "source": {"trace_id": "unknown"}})
+    c = compare(main, shadow, labels=labels)
+    assert c.errors["main"]["claim_miss"].rate == pytest.approx(0.5)  # 2 of 4 unsupported claims passed
+    assert c.errors["main"]["claim_false_alarm"].rate == pytest.approx(0.0)
+    assert c.errors["shadow"]["claim_miss"].rate == pytest.approx(0.0)
+    assert c.errors["shadow"]["claim_false_alarm"].rate == pytest.approx(1 / 6)
+    assert "false_alarm" not in c.errors["main"]  # no answer labels given
+    text = render(c)
+    assert "of supported claims" in text and "1 labels not judged by both judges left out" in text
+    none = compare(main, shadow, labels=[labels[-1]])
+    assert "none of the 1 labels was judged by both judges" in render(none)
