@@ -323,10 +323,12 @@ def render(judge_id: str, c: Comparison) -> str:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from claimwatch.cli import _settings
     from evaluator_worker.assembly import build_evaluator
+    from evaluator_worker.config import WorkerSettings
 
-    settings = _settings(args)
+    settings = WorkerSettings()  # the workers' CLAIMWATCH_* settings: the same judge, the same judge id
+    if args.judge:
+        settings.judge = args.judge
     if not settings.judge:
         raise ConfigError("drift-check: set CLAIMWATCH_JUDGE (or --judge): the judge whose drift to watch")
     evaluator = build_evaluator(settings)

@@ -25,7 +25,7 @@ Every answer is counted in ``claimwatch_collector_otlp_requests_total{source="gr
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Iterator, NoReturn
+from typing import TYPE_CHECKING, Any, Iterator, NoReturn, Protocol
 
 import grpc  # type: ignore[import-untyped]
 from google.protobuf import any_pb2, duration_pb2
@@ -36,7 +36,26 @@ from collector import otlp, tls
 from contract.logs import get_logger
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collector.receiver import OtlpReceiver
+    from collector.admission import Budget
+    from collector.auth import TokenAuth
+    from collector.pipeline import TracePipeline
+
+
+class OtlpReceiver(Protocol):
+    """What the gRPC service uses of the receiver it serves beside (``collector.receiver.OtlpReceiver``: admission,
+    auth, counting, the pipeline), declared here so this module does not import the receiver that starts it."""
+
+    settings: Any
+    auth: TokenAuth
+    budget: Budget
+    pipeline: TracePipeline
+    tls: bool
+
+    def accept(self, request: Any, source: str) -> Any: ...
+    def count_request(self, code: int | str, source: str = ...) -> None: ...
+    def refused(self, code: int | str, reason: str, source: str = ...) -> None: ...
+    def repaired(self, strings: int, source: str = ...) -> None: ...
+
 
 log = get_logger("claimwatch.receiver")
 
@@ -151,7 +170,7 @@ def start_grpc(receiver: "OtlpReceiver") -> GrpcServer:
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))
     address = f"{s.host}:{s.grpc_port}"
     if receiver.tls:
-        port = server.add_secure_port(address, tls.grpc_credentials(s.tls_cert_file, s.tls_key_file))  # type: ignore[arg-type]
+        port = server.add_secure_port(address, tls.grpc_credentials(s.tls_cert_file, s.tls_key_file))
     else:
         port = server.add_insecure_port(address)
     server.start()

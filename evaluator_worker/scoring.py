@@ -198,3 +198,14 @@ def score(
         error=error,
         usage=usage_summary(usage),
     )
+
+
+def answer_call(result: AnswerResult) -> str:
+    """A judge's call on one answer, as the gate counts it: flagged (at risk, or any flagged claim where the risk is
+    missing), ok, none (no claim judged) or failed (the shadow judge's comparison, ``claimwatch_shadow_answers``)."""
+    if result.outcome == "failed":
+        return "failed"
+    if result.outcome != "evaluated":
+        return "none"
+    flagged = result.at_risk if result.at_risk is not None else bool(result.has_unsupported)
+    return "flagged" if flagged else "ok"

@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from contract.logs import get_logger
 from contract.ratelog import RateLimitedLog
 from contract.record import RagTrace
+from evaluator_worker.metrics import CALLS
+from evaluator_worker.metrics import SHADOW_SKIP_REASONS as SKIP_REASONS
 from evaluator_worker.results import encode_result, record_budget
-from evaluator_worker.scoring import AnswerResult
+from evaluator_worker.scoring import AnswerResult, answer_call
 
 if TYPE_CHECKING:
     from evaluator_worker.config import ShadowSettings
@@ -45,14 +47,10 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-__all__ = ["SKIP_REASONS", "ShadowJudge", "SpendWindow", "answer_call", "pair_claims", "sampled"]
+__all__ = ["CALLS", "SKIP_REASONS", "ShadowJudge", "SpendWindow", "answer_call", "pair_claims", "sampled"]
 
-#: why a sampled answer was not judged by the shadow (every one counted and logged)
-SKIP_REASONS = ("busy", "budget", "error", "write_error", "stopped")
 #: seconds of spend the budget looks back over
 HOUR_S = 3600.0
-#: what a judge made of an answer, per side of the comparison
-CALLS = ("flagged", "ok", "none", "failed")
 
 
 def sampled(key: str, share: float) -> bool:
@@ -63,17 +61,6 @@ def sampled(key: str, share: float) -> bool:
         return False
     h = int.from_bytes(hashlib.blake2b(key.encode("utf-8", "replace"), digest_size=8).digest(), "big")
     return h / 2**64 < share
-
-
-def answer_call(result: AnswerResult) -> str:
-    """A judge's call on one answer, as the gate counts it: flagged (at risk, or any flagged claim where the risk is
-    missing), ok, none (no claim judged) or failed."""
-    if result.outcome == "failed":
-        return "failed"
-    if result.outcome != "evaluated":
-        return "none"
-    flagged = result.at_risk if result.at_risk is not None else bool(result.has_unsupported)
-    return "flagged" if flagged else "ok"
 
 
 _SPACE = re.compile(r"\s+")

@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry
 
 from claimwatch.docgen import doc_main
 from claimwatch.drift import DriftMetrics
+from claimwatch.metric_catalog import LABEL_VALUES
 from collector.metrics import get_metrics
-from dashboards.catalog import LABEL_VALUES
 from evaluator_worker.metrics import WorkerMetrics
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"

@@ -130,7 +130,7 @@ class BespokeMiniCheckJudge(JudgeBase):
 
     def fingerprint(self) -> dict[str, Any]:
         """The model, the authors' prompt and how documents are cut and scored (judge identity)."""
-        from evaluator_worker.judges.identity import source_digest
+        from evaluator_worker.judges.fingerprint import source_digest
 
         s = self.settings.model_dump(mode="json", exclude={"api_key", "base_url", "timeout_s", "max_retries"})
         return {"kind": "bespoke-minicheck", "settings": s, "source": source_digest(BespokeMiniCheckJudge)}

@@ -125,13 +125,13 @@ class CalibratedJudge:
         preflight(self.inner)
 
     def models(self) -> tuple[str, ...]:
-        from evaluator_worker.judges.identity import models_of
+        from evaluator_worker.judges.fingerprint import models_of
 
         return models_of(self.inner)
 
     def fingerprint(self) -> dict[str, Any]:
         """The wrapped judge's fingerprint and the map's knots (judge identity)."""
-        from evaluator_worker.judges.identity import confidence_map_fields, fingerprint_of
+        from evaluator_worker.judges.fingerprint import confidence_map_fields, fingerprint_of
 
         return {"inner": fingerprint_of(self.inner), "confidence_map": confidence_map_fields(self.cmap)}
 

@@ -87,14 +87,14 @@ class CascadeJudge(JudgeBase):
 
     def models(self) -> tuple[str, ...]:
         """Both stages' models, the first's first."""
-        from evaluator_worker.judges.identity import models_of
+        from evaluator_worker.judges.fingerprint import models_of
 
         return (*models_of(self.first), *models_of(self.second))
 
     def fingerprint(self) -> dict[str, Any]:
         """Both stages and which claims reach the second (judge identity); the budget and the agreement sample are
         in too: past the budget claims keep the first verdict."""
-        from evaluator_worker.judges.identity import fingerprint_of
+        from evaluator_worker.judges.fingerprint import fingerprint_of
 
         return {
             "kind": "cascade",

@@ -321,7 +321,7 @@ class HybridJudge(JudgeBase):
 
     def fingerprint(self) -> dict[str, Any]:
         """The heuristic's fingerprint, the re-read's thresholds and the source of this module (judge identity)."""
-        from evaluator_worker.judges.identity import source_digest
+        from evaluator_worker.judges.fingerprint import source_digest
 
         return {
             "kind": "hybrid",

@@ -48,13 +48,12 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
 from evaluator_worker.errors import ConfigError, JudgeError
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Extraction, JudgeBase, Usage, Verdict, Verification
-from evaluator_worker.judges.claims import extract_claims, sentence_spans
+from evaluator_worker.judges.claims import extract_claims
 from evaluator_worker.judges.nli_models import (
     KINDS,
     LABEL_NAMES,
@@ -69,6 +68,7 @@ from evaluator_worker.judges.nli_models import (
     two_label_entailment_index,
     unit,
 )
+from evaluator_worker.judges.sentences import sentence_window_spans, sentence_windows
 
 __all__ = [
     "NLIJudge",
@@ -86,62 +86,6 @@ __all__ = [
 
 #: premise tokens a claim must leave room for (less than this: the claim is not judged, not cut)
 MIN_PREMISE_TOKENS = 16
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence: ``claims.sentence_spans``, else (text it finds no sentence in) a regex."""
-    found = sentence_spans(text)
-    if found:
-        return list(found)
-    spans, start = [], 0
-    for m in _SENTENCE_END.finditer(text):
-        spans.append((start, m.start()))
-        start = m.end()
-    if text[start:].strip():
-        spans.append((start, len(text.rstrip())))
-    return [(a, b) for a, b in spans if text[a:b].strip()]
-
-
-def sentence_windows(
-    text: str, budget: int, count_tokens: Callable[[list[str]], list[int]], overlap: int = 1
-) -> list[str]:
-    """Split ``text`` into verbatim windows of whole sentences of at most ``budget`` tokens.
-
-    The whole text is one window when it fits. Otherwise consecutive sentences are packed
-    greedily and each next window re-starts ``overlap`` sentences back, so a fact split across
-    a boundary is still seen whole. A single sentence longer than the budget is its own window
-    (the judge clips it). ``count_tokens`` returns the token count of each string.
-    """
-    return [text[a:b] for a, b in sentence_window_spans(text, budget, count_tokens, overlap)]
-
-
-def sentence_window_spans(
-    text: str, budget: int, count_tokens: Callable[[list[str]], list[int]], overlap: int = 1
-) -> list[tuple[int, int]]:
-    """:func:`sentence_windows` as (start, end) character offsets into ``text``."""
-    if not text.strip():
-        return []
-    spans = _sentence_spans(text)
-    if not spans:
-        return [(0, len(text))]
-    counts = count_tokens([text] + [text[a:b] for a, b in spans])
-    if counts.pop(0) <= budget:
-        return [(0, len(text))]
-    windows: list[tuple[int, int]] = []
-    i = 0
-    while i < len(spans):
-        j, used = i, counts[i]
-        while j + 1 < len(spans) and used + counts[j + 1] <= budget:
-            j += 1
-            used += counts[j]
-        windows.append((spans[i][0], spans[j][1]))
-        if j + 1 >= len(spans):
-            break
-        i = max(i + 1, j + 1 - overlap)
-    return windows
 
 
 class NLIJudge(JudgeBase):
@@ -211,8 +155,8 @@ class NLIJudge(JudgeBase):
     def fingerprint(self) -> dict[str, Any]:
         """What changes its verdicts (judge identity): the model (a local directory by the SHA-256 of its files, a
         Hugging Face id by name), how it is read, its thresholds and how documents are cut."""
-        from evaluator_worker.judges import claims, nli_models, premises
-        from evaluator_worker.judges.identity import dir_digest, source_digest
+        from evaluator_worker.judges import claims, nli_models, premises, sentences
+        from evaluator_worker.judges.fingerprint import dir_digest, source_digest
 
         local = os.path.isdir(self.model_name)
         return {
@@ -223,7 +167,7 @@ class NLIJudge(JudgeBase):
             "max_length": self.max_length,
             "document": [self.document, self.chunk_tokens, self.window_overlap],
             "claim_extractor": getattr(self.claim_extractor, "__qualname__", None),
-            "source": source_digest(NLIJudge, nli_models, premises, claims),
+            "source": source_digest(NLIJudge, nli_models, premises, sentences, claims),
         }
 
     # ------------------------------------------------------------------ loading

@@ -47,7 +47,7 @@ class OfflineJudge(JudgeBase):
 
     def fingerprint(self) -> dict[str, Any]:
         """Both judges' fingerprints and which heuristic verdicts stand (judge identity)."""
-        from evaluator_worker.judges.identity import source_digest
+        from evaluator_worker.judges.fingerprint import source_digest
 
         return {
             "kind": "offline",

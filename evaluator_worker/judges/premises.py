@@ -4,7 +4,7 @@ Used by the ``verifier`` judge at serving time and by its training-data builder
 (``claimwatch.training.realpairs``), so the model is trained on exactly the premises it is served.
 
 - **Windows**: every context chunk, split into verbatim sentence windows that fit the token budget
-  (``nli.sentence_window_spans``); the whole chunk when it fits.
+  (``sentences.sentence_window_spans``); the whole chunk when it fits.
 - **Ranking** (failure type: long retrieved pages, where scoring every window of every chunk costs
   seconds per answer and most windows are unrelated): windows are ranked by the share of the claim's
   content words they contain (stopwords from the heuristic's lexicon removed), ties to the earlier
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from evaluator_worker.judges.heuristic.lexicon import STOPWORDS
-from evaluator_worker.judges.nli import sentence_windows
+from evaluator_worker.judges.sentences import sentence_windows
 
 __all__ = [
     "PremiseFormat",

@@ -277,8 +277,8 @@ class VerifierJudge(JudgeBase):
         """What changes its verdicts (judge identity): the SHA-256 of the model directory's files (weights,
         tokenizer, its calibration.json), the thresholds set over it, how premises are built, and the source
         of the premise and claim code."""
-        from evaluator_worker.judges import claims, premises
-        from evaluator_worker.judges.identity import dir_digest, source_digest
+        from evaluator_worker.judges import claims, premises, sentences
+        from evaluator_worker.judges.fingerprint import dir_digest, source_digest
 
         return {
             "kind": "verifier",
@@ -288,7 +288,7 @@ class VerifierJudge(JudgeBase):
             "join_chunks": self.join_chunks,
             "window_overlap": self.window_overlap,
             "claim_extractor": getattr(self.claim_extractor, "__qualname__", None),
-            "source": source_digest(VerifierJudge, premises, claims),
+            "source": source_digest(VerifierJudge, premises, sentences, claims),
         }
 
     @property

@@ -1,4 +1,5 @@
-"""The package boundaries follow the data flow: contract <- collector, contract <- evaluator_worker <- claimwatch.
+"""The package boundaries follow the data flow: contract <- collector, contract <- evaluator_worker <- claimwatch
+<- dashboards, and no module takes part in an import circle.
 
 Flags are parsed only in the command package (``claimwatch/``): no ``argparse`` below it.
 Every import statement is read from the source (module level and inside functions), so a
@@ -19,6 +20,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "contract": ("collector", "evaluator_worker", "claimwatch", "dashboards", "argparse"),
     "collector": ("evaluator_worker", "claimwatch", "dashboards", "argparse"),
     "evaluator_worker": ("collector", "claimwatch", "dashboards", "argparse"),
+    # the tools read the product; the generators of dashboards and rules read the tools' metric catalogue
+    "claimwatch": ("dashboards",),
     "evaluator_worker/judges": (
         "evaluator_worker.consumer",
         "evaluator_worker.jobs",
@@ -59,6 +62,90 @@ def violations(package: str, forbidden: tuple[str, ...]) -> list[str]:
             if any(module == f or module.startswith(f + ".") for f in forbidden):
                 found.append(f"{path.relative_to(ROOT)}: {module}")
     return found
+
+
+#: the project's packages whose modules may not import each other in a circle
+PACKAGES = ("contract", "collector", "evaluator_worker", "claimwatch", "dashboards")
+
+
+def module_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (any import statement, lazy or under TYPE_CHECKING). ``from a import
+    b`` names the module ``a.b`` when there is one, else ``a``; a module's own enclosing packages are left out (Python
+    runs them before it in any case, so they are no circle)."""
+    paths = {}
+    for package in packages:
+        for path in (root / package).rglob("*.py"):
+            parts = path.relative_to(root).with_suffix("").parts
+            paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    found.add(sub if sub in paths else node.module)
+        parts = name.split(".")
+        enclosing = {".".join(parts[:i]) for i in range(1, len(parts))}
+        graph[name] = {m for m in found if m in paths} - enclosing - {name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_takes_part_in_an_import_circle():
+    """No two project modules import each other, directly or through others (lazy imports and TYPE_CHECKING count)."""
+    assert circles(module_graph(ROOT)) == []
+
+
+def test_the_circle_check_sees_a_lazy_circle_and_not_a_package_init(tmp_path):
+    """A circle through a lazy import is found; a submodule importing its own package's other submodule is not one."""
+    pkg = tmp_path / "contract"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from contract.a import A\n")
+    (pkg / "a.py").write_text("A = 1\ndef f():\n    from contract.b import B\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from contract.a import A\nB = 2\n"
+    )
+    (pkg / "sub" / "__init__.py").write_text("from contract.sub import c\n")
+    (pkg / "sub" / "c.py").write_text("from contract.sub import d\n")
+    (pkg / "sub" / "d.py").write_text("D = 1\n")
+    assert circles(module_graph(tmp_path, ("contract",))) == [["contract.a", "contract.b"]]
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))

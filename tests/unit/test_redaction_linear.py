@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collector.redaction import NOT_PHONE_SHAPES, Redactor, email_spans
+from collector.masking import NOT_PHONE_SHAPES
+from collector.redaction import Redactor, email_spans
 
 N = 200_000
 _rng = random.Random(7)

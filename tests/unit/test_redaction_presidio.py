@@ -50,7 +50,7 @@ def test_loads_and_masks_with_the_network_blocked():
         "socket.getaddrinfo = refuse\n"
         "socket.create_connection = refuse\n"
         "from collector.redaction_presidio import PresidioDetector\n"
-        "from collector.redaction import Masker\n"
+        "from collector.masking import Masker\n"
         "d = PresidioDetector()\n"
         "print(d.mask(['Maria Lopez flew to Chicago; write to maria@lopez-law.com.'], Masker())[0])\n"
     )

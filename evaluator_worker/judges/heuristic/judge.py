@@ -71,7 +71,7 @@ class HeuristicJudge(JudgeBase):
         """What changes its verdicts (judge identity): its thresholds, its rules in order, and the source of the
         rule, lexicon and claim-splitting modules (the rules and lexicons are code)."""
         from evaluator_worker.judges import claims, heuristic
-        from evaluator_worker.judges.identity import source_digest
+        from evaluator_worker.judges.fingerprint import source_digest
 
         return {
             "kind": "heuristic",
