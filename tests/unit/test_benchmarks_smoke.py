@@ -19,6 +19,9 @@ from benchmarks import (
     worker_throughput,
 )
 
+#: the slow tier: each benchmark runs end to end (scripts/test.sh --fast leaves it out)
+pytestmark = pytest.mark.slow
+
 
 def _last_line(capsys) -> str:
     return capsys.readouterr().out.strip().splitlines()[-1]

@@ -10,11 +10,15 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collector.conventions import SpanExtractor
 from collector.otlp import OtlpSpan, SpanEvent, SpanRef, SpanResource, SpanStatus, _StatusCode
+
+#: the slow tier: fuzzing (scripts/test.sh --fast leaves it out)
+pytestmark = pytest.mark.slow
 
 KEYS = [
     "openinference.span.kind",

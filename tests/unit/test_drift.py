@@ -46,6 +46,7 @@ def _difficulty(n: int, rng: random.Random, coin_share: float) -> list[float]:
 M = DEFAULT_REFERENCE_RUNS
 
 
+@pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 @pytest.mark.parametrize("coin_share", [0.1, 0.3])
 def test_a_stable_judge_alarms_in_at_most_alpha_of_the_runs(coin_share):
     """Same judge, same items, its randomness only (10% or 30% coin-flip items): alarms <= alpha over 2,000 runs."""
@@ -82,6 +83,7 @@ def _first_alarm(n: int, reps: int, max_runs: int, rng: random.Random) -> list[i
     return first
 
 
+@pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 def test_a_10_point_accuracy_drop_is_caught_within_the_stated_runs():
     """148 items: the first drifted run alarms with probability >= 0.45, one within 3 runs >= 0.9, within 6 >= 0.97;
     500 items: the first run >= 0.99 (the numbers docs/choosing-a-judge.md states)."""

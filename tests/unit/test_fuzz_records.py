@@ -11,6 +11,7 @@ import json
 import time
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -200,6 +201,7 @@ def _series(registry) -> int:
 LABELS = ("release", "model", "route", "environment", "tenant", "region", "feature", "experiment")
 
 
+@pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 def test_100k_distinct_slice_values_keep_the_series_count_bounded():
     """100,000 distinct slice values (12,500 records x 8 slice labels, all new) through Worker.handle_now: series plateau."""
     from evaluator_worker.metrics import SliceGuard

@@ -20,6 +20,9 @@ from benchmarks.gate_simulation import (
     rollback_rates,
 )
 
+#: the slow tier: simulations of the gate's error rates (scripts/test.sh --fast leaves it out)
+pytestmark = pytest.mark.slow
+
 ALPHA = 0.05
 PAIRS = 4000
 SLACK = 3 * math.sqrt(ALPHA * (1 - ALPHA) / PAIRS)  # 0.0103

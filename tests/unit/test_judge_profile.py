@@ -169,6 +169,7 @@ def test_calibrate_prints_the_advice_after_the_profile(tmp_path, capsys):
     assert [line for line in out if line.startswith("label next:")] == out[-1:]
 
 
+@pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 def test_corrected_intervals_cover_the_true_rate():
     """Seeded simulation: over 100-1,000 labels, judge Se and Sp 0.6-0.95 and true rates 5% and 30%, no cell's
     coverage of the nominal 95% interval is significantly below 93% (one-sided binomial p < 0.001), and the
@@ -230,6 +231,7 @@ def _real_path_covers(seed: int, labels: int, se: float, sp: float, rate: float)
     return r.corrected.low <= rate <= r.corrected.high
 
 
+@pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 def test_the_real_labelling_path_covers_the_true_rate():
     """Seeded: plan, labels, strata and corrected_rate themselves (not simulate_coverage's copy) cover >= 93%."""
     reps, covered = 150, 0

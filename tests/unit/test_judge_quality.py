@@ -62,6 +62,7 @@ def test_shipped_calibration_keeps_dev_ece_low_and_the_ranking():
     assert calibrated["errors_caught_at_escalated"]["30%"] == pytest.approx(errors_caught(raw.scored, 0.3), abs=1e-3)
 
 
+@pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 def test_trained_verifier_and_offline_dev_floors():
     """The shipped verifier (v2) keeps its real-data dev accuracy (Factcheck-GPT dev claims, verdict accuracy with no
     question given, as calibrate_claims verifies: 0.612 measured), and

@@ -35,6 +35,7 @@ def test_identical_measures_give_an_interval_around_zero_and_an_empty_table_says
         ((0.30, 0.05, 0.05, 0.60), 100),  # few answers
     ],
 )
+@pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 def test_coverage_at_nominal_95_percent(cells, n):
     """Over 2,000 simulated tables the interval covers the true difference at least 93% of the time."""
     rng = random.Random(7)

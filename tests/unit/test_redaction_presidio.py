@@ -25,6 +25,9 @@ from tests.unit.test_redaction import (
     _verdicts_with_and_without_redaction,
 )
 
+#: the slow tier: loads Presidio and spaCy (scripts/test.sh --fast leaves it out)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

