@@ -26,8 +26,10 @@ from typing import Any
 
 from claimwatch import realdata, realreport
 from evaluator_worker.judges.registry import get_judge
+from evaluator_worker.judges.table import offline_judges
 
-DEFAULT_JUDGES = "heuristic,hybrid,verifier,offline"
+#: the judges that run here with the package alone (the judge table's offline ones)
+DEFAULT_JUDGES = ",".join(offline_judges())
 
 
 HEAVY = ("verifier", "offline", "nli", "anthropic", "openai", "cascade")

@@ -388,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def judge_flag(sp):
-        sp.add_argument("--judge", default=None, help="heuristic (default), anthropic, nli, cascade, or module:factory")
+        sp.add_argument("--judge", default=None, help=_judge_help())
 
     w = sub.add_parser("worker", help="consume RagTrace records from Kafka, judge them, export metrics")
     w.add_argument("--bootstrap", help="Kafka bootstrap servers (CLAIMWATCH_KAFKA__BOOTSTRAP_SERVERS)")
@@ -582,6 +582,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(func=cmd_demo)
     return p
+
+
+def _judge_help() -> str:
+    from evaluator_worker.judges.table import TABLE
+
+    names = ", ".join(TABLE)
+    return f"the judge: {names}, or package.module:factory (CLAIMWATCH_JUDGE; docs/choosing-a-judge.md)"
 
 
 def explain(exc: BaseException) -> tuple[str, int]:

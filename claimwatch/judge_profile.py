@@ -100,10 +100,6 @@ class Stratum:
     slice: str | None = None
 
     @property
-    def judge_flagged(self) -> bool:
-        return self.judge_verdict in FLAGGED_VERDICTS
-
-    @property
     def labelled(self) -> int:
         return sum(self.labels.values())
 

@@ -24,6 +24,14 @@ DERIVED_LABELS: tuple[Literal["sources", "reasoning"], ...] = ("sources", "reaso
 #: values of CLAIMWATCH_RESULTS_TOPIC that turn the results topic off
 _OFF = frozenset({"null", "none", "off"})
 
+
+def topic_or_off(value: object) -> object:
+    """A topic setting's value: ``null`` / ``none`` / ``off`` turn it off (None); an empty variable means unset."""
+    if isinstance(value, str) and value.strip().lower() in _OFF:
+        return None
+    return value
+
+
 __all__ = [
     "AnthropicSettings",
     "CascadeSettings",
@@ -144,10 +152,7 @@ class ShadowSettings(BaseModel):
     @field_validator("results_topic", mode="before")
     @classmethod
     def _results_off(cls, value: object) -> object:
-        """``null`` / ``none`` / ``off`` turn the shadow's results topic off."""
-        if isinstance(value, str) and value.strip().lower() in _OFF:
-            return None
-        return value
+        return topic_or_off(value)
 
 
 class WorkerSettings(JudgeSettings):
@@ -198,7 +203,4 @@ class WorkerSettings(JudgeSettings):
     @field_validator("results_topic", mode="before")
     @classmethod
     def _results_off(cls, value: object) -> object:
-        """``null`` / ``none`` / ``off`` turn the results topic off (an empty variable means unset, i.e. the default)."""
-        if isinstance(value, str) and value.strip().lower() in _OFF:
-            return None
-        return value
+        return topic_or_off(value)

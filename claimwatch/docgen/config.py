@@ -27,7 +27,7 @@ import typing
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
@@ -35,6 +35,7 @@ from pydantic_core import PydanticUndefined
 
 from collector.config import CollectorSettings
 from evaluator_worker.config import WorkerSettings
+from evaluator_worker.judges.table import TABLE
 
 BEGIN_MARKER = "<!-- BEGIN GENERATED: python -m claimwatch.docgen.config -->"
 END_MARKER = "<!-- END GENERATED -->"
@@ -221,10 +222,26 @@ def _owner(model: type[BaseModel], name: str) -> type:
     return model
 
 
+def _judges() -> str:
+    """The judge setting's description, from the judge table (evaluator_worker.judges.table)."""
+    choices = "; ".join(f"`{e.name}`: {e.description}" for e in TABLE.values())
+    return (
+        "The judge, a deliberate choice (no default; `claimwatch worker` refuses to start without one): "
+        f"{choices}; or `package.module:factory` for your own (docs/choosing-a-judge.md)"
+    )
+
+
+#: descriptions read from another declaration, ahead of everything else (the judge table names the judges)
+DECLARED_DESCRIPTIONS: dict[str, Callable[[], str]] = {"WorkerSettings.judge": _judges}
+
+
 def describe(model: type[BaseModel], name: str, info: FieldInfo) -> str:
     """Best description of one field (see the module docstring for the order), plus its bounds."""
     owner = _owner(model, name)
-    if info.description:
+    declared = DECLARED_DESCRIPTIONS.get(f"{owner.__name__}.{name}")
+    if declared is not None:
+        text = declared()
+    elif info.description:
         text = " ".join(info.description.split())
     else:
         text = source_docs(owner).get(name) or FALLBACK_DESCRIPTIONS.get(f"{owner.__name__}.{name}", "")

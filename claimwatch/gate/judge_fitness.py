@@ -30,6 +30,8 @@ from typing import Iterable
 from claimwatch.gate.correction import Correction
 from claimwatch.gate.decision import GateDecision
 from contract.judge_ids import judge_kind
+from evaluator_worker.judges.table import TABLE, JudgeEntry
+from evaluator_worker.judges.table import UNFIT as TABLE_UNFIT
 
 FIT, UNFIT, UNMEASURED, UNKNOWN = "fit", "unfit", "unmeasured", "unknown"
 
@@ -58,46 +60,35 @@ def _unmeasured(judge: str, what: str) -> Fitness:
     return Fitness(judge, UNMEASURED, f"{what}; not measured on real answers here: {_PROFILE}")
 
 
-#: every shipped judge (``evaluator_worker.judges.registry.JUDGES``, and ``claimwatch audit``'s ``anthropic-batch``);
-#: numbers from docs/judge-quality.md, eval split
-JUDGE_FITNESS: dict[str, Fitness] = {
-    f.judge: f
-    for f in (
-        _unfit(
-            "heuristic",
-            "answer AUC 0.55-0.74 vs answer length 0.52-0.58 on the same rows; 59-79% of faithful answers "
-            "flagged; 21% of contradictions found",
-        ),
-        _unfit(
-            "hybrid",
-            "answer AUC 0.57-0.68 vs answer length 0.52-0.58 on the same rows; 58-72% of faithful answers flagged",
-        ),
-        _unfit(
-            "verifier",
-            "v2: claim AUC 0.64-0.74 vs claim length 0.43-0.59, but answer AUC 0.53-0.61 (risk 0.60-0.61) vs answer "
-            "length 0.54-0.56; no contradiction found (0 of 33); unsupported rate on faithful claims spans 46 points "
-            "across source models",
-        ),
-        _unfit(
-            "offline",
-            "answer AUC 0.55-0.59 vs answer length 0.54-0.56; ExpertQA claim accuracy 0.37 (the verifier alone: 0.58)",
-        ),
-        _unmeasured("nli", "your own NLI weights (MiniCheck, HHEM, an MNLI cross-encoder)"),
-        _unmeasured("anthropic", "an LLM judge (Claude)"),
-        _unmeasured("anthropic-batch", "an LLM judge (Claude, through claimwatch audit's Message Batches)"),
-        _unmeasured("openai", "an LLM judge (your OpenAI-compatible model)"),
-        _unmeasured("bespoke-minicheck", "published ~77% balanced accuracy on LLM-AggreFact, not on your traffic"),
-        _unmeasured("cascade", "as good as its stages, and its first stage decides most claims"),
+def _declared(entry: JudgeEntry) -> Fitness:
+    """A judge table entry's fitness (:mod:`evaluator_worker.judges.table`)."""
+    if entry.fitness == TABLE_UNFIT:
+        return _unfit(entry.name, entry.fitness_reason)
+    return _unmeasured(entry.name, entry.fitness_reason)
+
+
+def judge_fitness() -> dict[str, Fitness]:
+    """Every shipped judge's fitness, as the judge table declares it (numbers from docs/judge-quality.md, eval
+    split), and ``claimwatch audit``'s ``anthropic-batch``."""
+    out = {name: _declared(entry) for name, entry in TABLE.items()}
+    out["anthropic-batch"] = _unmeasured(
+        "anthropic-batch", "an LLM judge (Claude, through claimwatch audit's Message Batches)"
     )
-}
+    return out
+
+
+#: the table as read at import, and where a deployment (or a test) declares a judge's fitness of its own; :func:`fitness`
+#: reads the judge table again too, so a judge added to it at run time counts
+JUDGE_FITNESS: dict[str, Fitness] = judge_fitness()
 
 
 def fitness(judge: str | None) -> Fitness:
     """The table's entry for ``judge`` (a judge id, by its kind: ``evaluator_worker.judges.identity.judge_kind``, or
     a judge name); an unknown (or missing) name is :data:`UNKNOWN`, not fit."""
     kind = judge_kind(judge or "")
-    if kind in JUDGE_FITNESS:
-        return replace(JUDGE_FITNESS[kind], judge=str(judge))
+    table = judge_fitness() | JUDGE_FITNESS  # the table now (a judge added at run time), the declared overrides
+    if kind in table:
+        return replace(table[kind], judge=str(judge))
     if not judge:
         return Fitness(
             "?",

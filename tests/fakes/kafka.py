@@ -56,3 +56,54 @@ class MemoryProducer:
 
     def close(self, timeout=None):
         pass
+
+
+class ScriptedConsumer:
+    """A group consumer (``contract.group.GroupConsumer``) on fixed partitions: ``batches`` are returned by successive
+    polls (then nothing), ``on_poll`` runs inside one, commits are kept (``fail_commit`` makes them raise), pauses
+    are tracked."""
+
+    def __init__(self, assigned: Any = (), batches: list[dict[Any, list[Any]]] | None = None) -> None:
+        self.assigned = set(assigned)
+        self._paused: set = set()
+        self.batches = list(batches or [])
+        self.polls: list[tuple[int, int | None]] = []
+        self.commits: list[dict[Any, int]] = []
+        self.listener: Any = None
+        self.on_poll: Any = None
+        self.fail_commit = False
+        self.closed = False
+
+    def subscribe(self, topics, listener=None):
+        self.listener = listener
+
+    def poll(self, timeout_ms=0, max_records=None):
+        self.polls.append((timeout_ms, max_records))
+        if self.on_poll is not None:
+            self.on_poll()
+        return self.batches.pop(0) if self.batches else {}
+
+    def assignment(self):
+        return set(self.assigned)
+
+    def paused(self):
+        return set(self._paused)
+
+    def pause(self, *tps):
+        self._paused |= set(tps)
+
+    def resume(self, *tps):
+        self._paused -= set(tps)
+
+    def commit(self, offsets=None, timeout_ms=None):
+        from kafka.errors import CommitFailedError
+
+        if self.fail_commit:
+            raise CommitFailedError("the group moved on")
+        self.commits.append({tp: om.offset for tp, om in (offsets or {}).items()})
+
+    async def commit_async(self, offsets=None):
+        self.commit(offsets)
+
+    def close(self, autocommit=True):
+        self.closed = True

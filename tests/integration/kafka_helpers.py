@@ -104,6 +104,16 @@ def total(samples: dict, name: str, **labels) -> float:
     return sum(v for (n, ls), v in samples.items() if n == name and want <= set(ls))
 
 
+def metric_sum(metrics, name: str, **labels: str) -> float:
+    """The sum of a ``WorkerMetrics``' samples named ``name`` whose labels include ``labels``."""
+    return sum(
+        s.value
+        for fam in metrics.registry.collect()
+        for s in fam.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    )
+
+
 def worker_env(settings: WorkerSettings, metrics_port: int, **extra: str) -> dict[str, str]:
     """Environment for a `claimwatch worker` subprocess with ``settings`` (fast group timings)."""
     env = dict(os.environ)

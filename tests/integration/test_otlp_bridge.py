@@ -19,6 +19,7 @@ from collector.config import CollectorSettings
 from collector.otlp_bridge import BridgeSettings, OtlpBridge
 from contract.kafka import KafkaConnection
 from contract.record import RagTrace
+from tests.fakes.kafka import ScriptedConsumer
 from tests.integration.kafka_helpers import create_topic, drain, produce
 
 pytestmark = pytest.mark.integration
@@ -215,32 +216,6 @@ def test_full_sink_pauses_fetching_and_a_drained_sink_resumes_it():
     """While the sink queue is full the bridge pauses its partitions; once it drains, it resumes them."""
     from types import SimpleNamespace
 
-    class Consumer:
-        def __init__(self):
-            self.assigned = {TopicPartition("otlp_spans", 0), TopicPartition("otlp_spans", 1)}
-            self._paused: set = set()
-
-        def assignment(self):
-            return set(self.assigned)
-
-        def paused(self):
-            return set(self._paused)
-
-        def pause(self, *tps):
-            self._paused |= set(tps)
-
-        def resume(self, *tps):
-            self._paused -= set(tps)
-
-        def poll(self, timeout_ms=0, max_records=None):
-            return {}
-
-        def commit(self, offsets):
-            pass
-
-        def close(self):
-            pass
-
     class Sink:
         def __init__(self):
             self.settings = SimpleNamespace(queue_size=2)
@@ -255,7 +230,8 @@ def test_full_sink_pauses_fetching_and_a_drained_sink_resumes_it():
         def shutdown(self, timeout_s):
             return True
 
-    consumer, sink = Consumer(), Sink()
+    consumer = ScriptedConsumer({TopicPartition("otlp_spans", 0), TopicPartition("otlp_spans", 1)})
+    sink = Sink()
     bridge = OtlpBridge(
         BridgeSettings(), CollectorSettings(), consumer=consumer, sink=sink, registry=CollectorRegistry()
     )

@@ -22,7 +22,7 @@ from evaluator_worker.judges.settings import AnthropicSettings
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.shadow import sampled
 from tests.fakes.messages_server import MessagesServer
-from tests.integration.kafka_helpers import create_topic, drain, produce, worker_settings
+from tests.integration.kafka_helpers import create_topic, drain, metric_sum, produce, worker_settings
 from tests.integration.test_judge_switch import ANSWERS, CONTEXT, _kind, judges_by_model
 
 pytestmark = pytest.mark.integration
@@ -31,13 +31,7 @@ N = 80
 SAMPLE = 0.5
 
 
-def _family_total(metrics: WorkerMetrics, name: str, **want: str) -> float:
-    return sum(
-        s.value
-        for fam in metrics.registry.collect()
-        for s in fam.samples
-        if s.name == name and all(s.labels.get(k) == v for k, v in want.items())
-    )
+_family_total = metric_sum
 
 
 def test_a_shadow_judge_beside_the_main_one_and_judge_compare(kafka_bootstrap, topic_name, tmp_path, capsys):

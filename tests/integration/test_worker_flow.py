@@ -32,7 +32,15 @@ from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
 from tests.fakes.kafka_proxy import ProxiedBroker
 from tests.fakes.messages_server import MessagesServer, lognormal_latency, oracle_responder
-from tests.integration.kafka_helpers import create_topic, drain, produce, spawn_worker, wait_until, worker_settings
+from tests.integration.kafka_helpers import (
+    create_topic,
+    drain,
+    metric_sum,
+    produce,
+    spawn_worker,
+    wait_until,
+    worker_settings,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -59,13 +67,7 @@ def _get(m: WorkerMetrics, name: str, **labels: str) -> float:
     return m.registry.get_sample_value(name, labels) or 0.0
 
 
-def _sum(m: WorkerMetrics, name: str, **labels: str) -> float:
-    return sum(
-        s.value
-        for fam in m.registry.collect()
-        for s in fam.samples
-        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
-    )
+_sum = metric_sum
 
 
 def _anthropic_worker(settings, srv: MessagesServer, **retry: Any) -> tuple[Worker, WorkerMetrics]:

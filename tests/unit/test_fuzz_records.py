@@ -22,7 +22,7 @@ from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from evaluator_worker.results import record_budget
 from tests.fakes.judges import TagJudge
-from tests.fakes.kafka import MemoryProducer
+from tests.fakes.kafka import MemoryProducer, ScriptedConsumer
 
 KNOWN_REASONS = {"empty", "not_json", "not_object", "schema_version", "invalid", "invalid_text", "oversized"}
 
@@ -38,16 +38,6 @@ class Msg:
     offset: int = 0
 
 
-class Consumer:
-    """Only what ``_ensure_clients`` may touch when a consumer is given."""
-
-    def commit(self, offsets=None, timeout_ms=None):
-        pass
-
-    def close(self, autocommit=True):
-        pass
-
-
 def make_worker(metrics: WorkerMetrics | None = None, **overrides) -> tuple[Worker, MemoryProducer, WorkerMetrics]:
     """A worker wired to the fakes, dedupe seeding disabled."""
     s = WorkerSettings()
@@ -58,7 +48,7 @@ def make_worker(metrics: WorkerMetrics | None = None, **overrides) -> tuple[Work
     w = Worker(
         s,
         Evaluator(TagJudge(), metrics, consistency=None),
-        consumer=Consumer(),
+        consumer=ScriptedConsumer(),
         producer=producer,
         seed_dedupe=lambda parts: [],
     )

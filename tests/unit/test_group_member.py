@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka import TopicPartition
-from kafka.errors import CommitFailedError
 
 from contract.group import POLL_KEEPALIVE_S, GroupMember
 from contract.kafka import KafkaConnection
 from contract.offsets import OffsetLedger
+from tests.fakes.kafka import ScriptedConsumer
 
 P0, P1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -48,51 +48,11 @@ class Clock:
         return self.now
 
 
-class Consumer:
-    """The methods a member calls; ``batches`` are returned by successive polls, ``on_poll`` runs inside one."""
+class Consumer(ScriptedConsumer):
+    """The scripted consumer on partitions 0 and 1 of topic t."""
 
     def __init__(self, batches: list[dict[Any, list[Rec]]] | None = None) -> None:
-        self.assigned = {P0, P1}
-        self._paused: set = set()
-        self.batches = list(batches or [])
-        self.polls: list[tuple[int, int | None]] = []
-        self.commits: list[dict[Any, int]] = []
-        self.listener: Any = None
-        self.on_poll: Any = None
-        self.fail_commit = False
-        self.closed = False
-
-    def subscribe(self, topics, listener=None):
-        self.listener = listener
-
-    def poll(self, timeout_ms=0, max_records=None):
-        self.polls.append((timeout_ms, max_records))
-        if self.on_poll is not None:
-            self.on_poll()
-        return self.batches.pop(0) if self.batches else {}
-
-    def assignment(self):
-        return set(self.assigned)
-
-    def paused(self):
-        return set(self._paused)
-
-    def pause(self, *tps):
-        self._paused |= set(tps)
-
-    def resume(self, *tps):
-        self._paused -= set(tps)
-
-    def commit(self, offsets=None, timeout_ms=None):
-        if self.fail_commit:
-            raise CommitFailedError("the group moved on")
-        self.commits.append({tp: om.offset for tp, om in offsets.items()})
-
-    async def commit_async(self, offsets=None):
-        self.commit(offsets)
-
-    def close(self, autocommit=True):
-        self.closed = True
+        super().__init__({P0, P1}, batches)
 
 
 class Work:

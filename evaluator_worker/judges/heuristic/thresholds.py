@@ -15,8 +15,7 @@ docs/judge-quality.md numbers no longer describe the judge: refit on dev.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
 
 __all__ = ["Alignment", "NumberPairing", "RuleOverlaps", "Confidences", "Thresholds", "DEFAULT_THRESHOLDS"]
 
@@ -165,10 +164,6 @@ class Thresholds:
     numbers: NumberPairing = field(default_factory=NumberPairing)
     rules: RuleOverlaps = field(default_factory=RuleOverlaps)
     confidence: Confidences = field(default_factory=Confidences)
-
-    def with_alignment(self, **changes: Any) -> Thresholds:
-        """A copy with some ``Alignment`` fields changed (``support=0.7``, ``align=0.4``)."""
-        return replace(self, alignment=replace(self.alignment, **changes))
 
 
 #: the thresholds the judge ships with (tuned on claims_dev.jsonl only)
