@@ -67,6 +67,7 @@ LABEL_VALUES: dict[tuple[str, str], frozenset[str]] = {
     ("claimwatch_shadow_answers_total", "shadow"): frozenset(CALLS),
     ("claimwatch_shadow_skipped_total", "reason"): frozenset(SKIP_REASONS),
     ("claimwatch_drift_error_rate", "rate"): frozenset(DRIFT_RATES),
+    ("claimwatch_worker_slice_labels_info", "slice_labels"): frozenset({",".join(DEFAULT_SLICE_LABELS)}),
     ("claimwatch_consistency_checks_total", "outcome"): frozenset({"consistent", "inconsistent", "not_detected"}),
     ("claimwatch_collector_sampling_decisions_total", "decision"): frozenset({"keep", "drop"}),
 }

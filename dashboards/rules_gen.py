@@ -133,6 +133,8 @@ DEFAULT_THRESHOLDS: dict[str, Any] = {
     "dead_letters_for": "0m",
     # ClaimwatchJudgeDrift / ClaimwatchDriftCheckStale (claimwatch drift-check, a daily CronJob)
     "drift_for": "0m",
+    # ClaimwatchSliceLabelsDiffer (a worker's CLAIMWATCH_SLICE_LABELS against the labels these rules group by)
+    "slice_labels_for": "10m",
     "drift_stale_after": "2d",
     "drift_stale_for": "10m",
     # presentation
@@ -671,6 +673,21 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             (
                 "{{ $value | humanize }} records went to the dead-letter topic over the last 15m with reason "
                 "{{ $labels.reason }}."
+            ),
+            t,
+        ),
+        _alert(
+            "ClaimwatchSliceLabelsDiffer",
+            f'max by (slice_labels) (claimwatch_worker_slice_labels_info{{slice_labels!="{",".join(SLICE_LABELS)}"}}) == 1',
+            t["slice_labels_for"],
+            t["severity_ticket"],
+            "A worker's slice labels differ from those the rules and dashboards group by",
+            (
+                "Workers put the slice labels {{ $labels.slice_labels }} on their quality metrics, and these rules "
+                f"and dashboards were generated for {', '.join(SLICE_LABELS)} (contract.record.DEFAULT_SLICE_LABELS): "
+                "series that lack a label the rules group by, or carry one they drop, are pooled or left out. Set "
+                "CLAIMWATCH_SLICE_LABELS to the same labels, or change the declaration and regenerate "
+                "(python -m dashboards.generate)."
             ),
             t,
         ),

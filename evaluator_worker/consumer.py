@@ -52,6 +52,7 @@ from typing import Any, Callable
 from kafka import TopicPartition
 
 from contract.logs import get_logger
+from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.flow import AdaptiveLimiter
 from evaluator_worker.jobs import Halt, JobTable, JudgePool
@@ -182,6 +183,13 @@ class Worker:
         self._ensure_clients()
         self.metrics.up.set(1)
         self.metrics.set_judge(self.evaluator.identity)  # which judge the gate's counts come from
+        if tuple(self.settings.slice_labels) != DEFAULT_SLICE_LABELS:
+            log.warning(
+                "worker_slice_labels_differ",
+                slice_labels=list(self.settings.slice_labels),
+                rules_group_by=list(DEFAULT_SLICE_LABELS),
+                hint="the shipped rules and dashboards group by the declared labels: regenerate them for these",
+            )
         lim = self.evaluator.caller.limiter
         self.metrics.watch_queues(
             lambda: self._table.judging,

@@ -267,6 +267,15 @@ class WorkerMetrics:
             "claimwatch_last_evaluation_timestamp_seconds", "Unix time of the last evaluated answer.", registry=r
         )
         self.up = Gauge("claimwatch_worker_up", "1 while the worker is consuming.", registry=r)
+        self.slice_labels_info = Gauge(
+            "claimwatch_worker_slice_labels_info",
+            "1, labelled with the slice labels this worker puts on its quality metrics (CLAIMWATCH_SLICE_LABELS, "
+            "comma-joined): the recording rules, alerts and dashboards group by those they were generated for "
+            "(contract.record.DEFAULT_SLICE_LABELS); ClaimwatchSliceLabelsDiffer fires on any other set.",
+            ["slice_labels"],
+            registry=r,
+        )
+        self.slice_labels_info.labels(",".join(self.guard.labels)).set(1)
         self.judge_info = Gauge(
             "claimwatch_judge_info",
             "1 for each judge whose verdicts this worker counts (set at start): its kind (judge), its judge_id (kind, "

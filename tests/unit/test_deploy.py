@@ -883,3 +883,16 @@ def test_collector_forwarding_config_sends_otlp_grpc_to_the_receiver_with_bearer
     assert authenticator in config["service"]["extensions"]
     assert "otlp/claimwatch" in config["service"]["pipelines"]["traces"]["exporters"]
     assert exporter["retry_on_failure"]["enabled"] is True  # the receiver's RetryInfo answers are re-sent
+
+
+def test_deployed_slice_labels_are_the_declared_ones():
+    """The k8s ConfigMap's CLAIMWATCH_SLICE_LABELS is the declaration the rules and dashboards are generated from."""
+    import json
+
+    from contract.record import DEFAULT_SLICE_LABELS
+
+    cm = _one("ConfigMap")
+    assert tuple(json.loads(cm["data"]["CLAIMWATCH_SLICE_LABELS"])) == DEFAULT_SLICE_LABELS
+    for service in _compose()["services"].values():
+        value = _env(service).get("CLAIMWATCH_SLICE_LABELS")
+        assert value is None or tuple(json.loads(value)) == DEFAULT_SLICE_LABELS

@@ -112,3 +112,14 @@ def test_custom_judge_missing_capabilities_is_a_config_error_naming_them():
         get_judge(f"{__name__}:bare_factory")
     judge = get_judge(f"{__name__}:complete_factory")
     assert isinstance(judge, Judge) and not judge.io_bound and not judge.extract_sees_contexts
+
+
+def test_the_worker_exports_its_slice_labels_for_the_rules_to_compare():
+    """claimwatch_worker_slice_labels_info names the slice labels this worker uses (ClaimwatchSliceLabelsDiffer reads it)."""
+    from contract.record import DEFAULT_SLICE_LABELS
+    from evaluator_worker.metrics import SliceGuard
+
+    default = WorkerMetrics()
+    assert _value(default, "claimwatch_worker_slice_labels_info", slice_labels=",".join(DEFAULT_SLICE_LABELS)) == 1
+    tenant = WorkerMetrics(guard=SliceGuard(("release", "tenant")))
+    assert _value(tenant, "claimwatch_worker_slice_labels_info", slice_labels="release,tenant") == 1
