@@ -282,6 +282,25 @@ def load_plan(path: Path) -> dict[str, Any]:
     return plan
 
 
+def _stratum_fields(item: Mapping[str, Any]) -> dict[str, Any]:
+    """What every label line says of where it was sampled from: the judge's call, the stratum and its population, and
+    the release and route (short top-level strings: calibrate breaks results down by them)."""
+    out: dict[str, Any] = {
+        "judge": item.get("judge"),
+        "judge_verdict": item["judge_verdict"],
+        "stratum": item["stratum"],
+        "stratum_population": item["stratum_population"],
+        "stratum_share": item["stratum_share"],
+        "population_total": item["population_total"],
+        "judge_confidence": item.get("judge_confidence"),
+    }
+    if item.get("stratum_slice"):
+        out["stratum_slice"] = item["stratum_slice"]
+    slices = item.get("slices") or {}
+    out.update({key: slices[key] for key in ("release", "route") if slices.get(key)})
+    return out
+
+
 def answer_label_record(item: Mapping[str, Any], label: str, *, labeller: str | None, at: float) -> dict[str, Any]:
     """An answer's label line: ``claimwatch calibrate --answers``' fields (id, question, context, answer, label
     faithful/hallucinated) and the stratum, its population and the judge's call, as for claims."""
@@ -295,19 +314,8 @@ def answer_label_record(item: Mapping[str, Any], label: str, *, labeller: str | 
         "answer": item["answer"],
         "label": label,
         "unit": "answer",
-        "judge": item.get("judge"),
-        "judge_verdict": item["judge_verdict"],
-        "stratum": item["stratum"],
-        "stratum_population": item["stratum_population"],
-        "stratum_share": item["stratum_share"],
-        "population_total": item["population_total"],
-        "judge_confidence": item.get("judge_confidence"),
+        **_stratum_fields(item),
     }
-    if item.get("stratum_slice"):
-        rec["stratum_slice"] = item["stratum_slice"]
-    for key in ("release", "route"):
-        if slices.get(key):
-            rec[key] = slices[key]
     rec["source"] = {
         "trace_id": item.get("trace_id"),
         "claims": item.get("claims"),
@@ -324,24 +332,8 @@ def label_record(item: Mapping[str, Any], label: str, *, labeller: str | None, a
     every top-level string), the rest under ``source``."""
     context = item.get("context_excerpt") or item.get("evidence") or NO_CONTEXT
     slices = item.get("slices") or {}
-    rec: dict[str, Any] = {
-        "id": item["id"],
-        "claim": item["claim"],
-        "context": [context],
-        "label": label,
-        "judge": item.get("judge"),
-        "judge_verdict": item["judge_verdict"],
-        "stratum": item["stratum"],
-        "stratum_population": item["stratum_population"],
-        "stratum_share": item["stratum_share"],
-        "population_total": item["population_total"],
-        "judge_confidence": item.get("judge_confidence"),
-    }
-    if item.get("stratum_slice"):
-        rec["stratum_slice"] = item["stratum_slice"]
-    for key in ("release", "route"):
-        if slices.get(key):
-            rec[key] = slices[key]
+    rec: dict[str, Any] = {"id": item["id"], "claim": item["claim"], "context": [context], "label": label}
+    rec.update(_stratum_fields(item))
     rec["source"] = {
         k: item.get(k)
         for k in ("trace_id", "claim_id", "question", "evidence", "context_id", "context_source", "reason")

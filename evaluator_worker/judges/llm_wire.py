@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from contract.failures import FailureType, parse_failure_type
+from contract.failures import parse_failure_type
 from contract.logs import get_logger
 from evaluator_worker.judges import prompts
 from evaluator_worker.judges.base import Claim, ClaimVerdict, Verdict
@@ -62,15 +62,9 @@ class _ExtractOutput(BaseModel):
     abstained: bool = False
 
 
-class _WireVerdict(BaseModel):
-    claim_id: str
-    verdict: Verdict
-    evidence: str | None = None
-    context_index: int | None = None
-    confidence: float = Field(0.5, ge=0.0, le=1.0)
-    reason: str | None = None
-    #: the model's class name, read leniently (aliases; a name outside the taxonomy is "other")
-    failure_type: FailureType | None = None
+class _WireVerdict(ClaimVerdict):
+    """A ``ClaimVerdict`` as a model writes it, read leniently: the verdict in any case, a confidence in percent, the
+    class name by its aliases (a name outside the taxonomy is "other")."""
 
     @field_validator("failure_type", mode="before")
     @classmethod
