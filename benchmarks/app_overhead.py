@@ -242,6 +242,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--tool-calls", type=int, default=10, help="tool calls per agent request")
     ap.add_argument("--workload", choices=("rag", "agent", "both"), default="both")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument(
+        "--redaction-records", type=int, default=None, help="dev records the redaction costs run on (default: all)"
+    )
     args = ap.parse_args(argv)
     workloads = list(WORKLOADS) if args.workload == "both" else [args.workload]
     agent_requests = args.agent_requests if args.agent_requests is not None else max(2, args.requests // 4)
@@ -281,12 +284,12 @@ def main(argv: list[str] | None = None) -> dict:
         print()
         print_workload(DESCRIPTION[w].format(n=args.tool_calls), out[w], out["kafka_down_dropped"])
     print()
-    out["redaction_us_per_record"] = redaction_cost()
+    out["redaction_us_per_record"] = redaction_cost(records=args.redaction_records)
     print(
         "redaction per record on the collector's background thread (dev claims as records, ~450 chars): "
         + ", ".join(f"{k} {v:.0f} us" for k, v in out["redaction_us_per_record"].items())
     )
-    presidio = presidio_cost()
+    presidio = presidio_cost(records=args.redaction_records)
     if presidio is not None:
         out["redaction_us_per_record"]["presidio(default entities)"] = presidio["us_per_record"]
         out["presidio"] = presidio
@@ -305,11 +308,11 @@ def main(argv: list[str] | None = None) -> dict:
     return out
 
 
-def redaction_cost(repeat: int = 3) -> dict[str, float]:
+def redaction_cost(repeat: int = 3, records: int | None = None) -> dict[str, float]:
     """Microseconds per record of each redaction configuration (the builtin backend)."""
     from collector.redaction import Redactor
 
-    records = _dev_records()
+    recs = _dev_records()[:records]
     configs = {
         "emails+cards": Redactor(emails=True, cards=True),
         "emails+cards+phones(US,GB)": Redactor(emails=True, cards=True, phones=True, phone_regions=["US", "GB"]),
@@ -318,9 +321,9 @@ def redaction_cost(repeat: int = 3) -> dict[str, float]:
     for name, redactor in configs.items():
         start = time.perf_counter()
         for _ in range(repeat):
-            for rec in records:
+            for rec in recs:
                 redactor.record(rec)
-        out[name] = (time.perf_counter() - start) / (repeat * len(records)) * 1e6
+        out[name] = (time.perf_counter() - start) / (repeat * len(recs)) * 1e6
     return out
 
 
@@ -334,7 +337,7 @@ def _dev_records() -> list:
     ]
 
 
-def presidio_cost(repeat: int = 1) -> dict | None:
+def presidio_cost(repeat: int = 1, records: int | None = None) -> dict | None:
     """The Presidio backend (default entities) on the same records: us per record and the one-time load; None if absent.
 
     The load is the first build in this process (imports, spaCy model, analyzer); a process that built it before
@@ -350,17 +353,17 @@ def presidio_cost(repeat: int = 1) -> dict | None:
     except ConfigError:
         return None
     redactor = Redactor(detector=detector)
-    records = _dev_records()
-    for rec in records[:5]:  # warm-up: first calls allocate spaCy's buffers
+    recs = _dev_records()[:records]
+    for rec in recs[:5]:  # warm-up: first calls allocate spaCy's buffers
         redactor.record(rec)
-    chars = sum(len(r.question or "") + len(r.answer) + sum(len(c.content) for c in r.contexts) for r in records)
+    chars = sum(len(r.question or "") + len(r.answer) + sum(len(c.content) for c in r.contexts) for r in recs)
     start = time.perf_counter()
     for _ in range(repeat):
-        for rec in records:
+        for rec in recs:
             redactor.record(rec)
     elapsed = time.perf_counter() - start
     return {
-        "us_per_record": elapsed / (repeat * len(records)) * 1e6,
+        "us_per_record": elapsed / (repeat * len(recs)) * 1e6,
         "us_per_1k_chars": elapsed / (repeat * chars) * 1e9,
         "load_s": detector.load_seconds,
         "model": MODEL_PACKAGE,

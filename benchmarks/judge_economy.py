@@ -312,7 +312,9 @@ def gold_responder(gold: dict[str, str]) -> Any:
     return respond
 
 
-def cascade_frontier(split: str = "dev", first_name: str = "heuristic") -> list[dict[str, Any]]:
+def cascade_frontier(
+    split: str = "dev", first_name: str = "heuristic", limit: int | None = None
+) -> list[dict[str, Any]]:
     """Per escalation policy, on labelled claims: the share escalated, the share of the first stage's wrong
     verdicts that were escalated (what Claude gets a chance to fix), the first stage's accuracy on the claims
     it kept, and Claude's cost per 1,000 claims."""
@@ -320,7 +322,7 @@ def cascade_frontier(split: str = "dev", first_name: str = "heuristic") -> list[
     from evaluator_worker.judges.registry import get_judge
     from evaluator_worker.judges.settings import JudgeSettings
 
-    items = cal.load_labeled_claims(cal.data_path(split))
+    items = cal.load_labeled_claims(cal.data_path(split))[:limit]
     gold = {it.claim.strip(): it.label for it in items}
     rows = []
     with MessagesServer(gold_responder(gold)) as srv:
@@ -366,6 +368,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--fault-rate", type=float, default=0.3)
     ap.add_argument(
         "--labelled", default="dev", help="labelled claims for the cascade frontier (dev; heldout once per version)"
+    )
+    ap.add_argument(
+        "--frontier-claims", type=int, default=None, help="the first N labelled claims only (default: all; a smoke run)"
     )
     ap.add_argument(
         "--frontier-first",
@@ -442,7 +447,9 @@ def main(argv: list[str] | None = None) -> dict:
         f"tokens saved vs claimwatch alone {out['cascade_tokens_saved']:.0%}, cost x{cs['cost_usd'] / cw['cost_usd']:.2f}"
     )
     out["cascade_frontier"] = [
-        row for first in args.frontier_first.split(",") for row in cascade_frontier(args.labelled, first.strip())
+        row
+        for first in args.frontier_first.split(",")
+        for row in cascade_frontier(args.labelled, first.strip(), args.frontier_claims)
     ]
     print(
         f"cascade routing on labelled claims ({args.labelled}; second judge = the labels, an upper bound): "

@@ -44,7 +44,7 @@ def test_demo_traces_are_unique_rag_records():
 
 def test_judge_economy_tiny(capsys):
     """judge_economy counts calls and tokens for every pipeline through the local Messages API."""
-    out = judge_economy.main(["--answers", "4"])
+    out = judge_economy.main(["--answers", "4", "--frontier-claims", "20"])
     assert out["claimwatch"]["calls"] > 0 and out["ragas-style"]["prompt"] > 0
     assert out["per-claim"]["calls"] >= out["claimwatch"]["calls"]
     assert "ragas-style" in _last_line(capsys)
@@ -63,7 +63,7 @@ def test_ragas_style_prompt_has_ragas_fixed_size():
 def test_app_overhead_tiny(capsys):
     """app_overhead measures all variants on RAG and agent traces (with a real broker), the agent line, then the RAG
     on_end ratio last."""
-    out = app_overhead.main(["--rounds", "2", "--requests", "10"])
+    out = app_overhead.main(["--rounds", "2", "--requests", "10", "--redaction-records", "20"])
     assert out["bsp"]["spans"] == out["claimwatch"]["spans"] == 60
     assert out["ratio_span_end_median"] > 0
     agent = out["agent"]
