@@ -49,8 +49,6 @@ import threading
 import time
 from typing import Any, Callable
 
-from kafka import TopicPartition
-
 from contract.logs import get_logger
 from contract.record import DEFAULT_SLICE_LABELS
 from evaluator_worker.config import WorkerSettings
@@ -266,26 +264,3 @@ class Worker:
         for msg in records:
             self._records.admit(tp, msg, now)
         return len(records)
-
-    # -- one record, synchronously (tests, tools) ------------------------------------------
-    def handle_now(self, msg: Any) -> None:
-        """Take one record through the whole path on this thread (decode, judge, write, ack).
-
-        For unit tests and tools that feed records without a consumer group; raises the fatal
-        error if the record hit one.
-        """
-        if self._records.pool is None:
-            self._records.pool = JudgePool(1, self._records.judge)
-        tp = TopicPartition(msg.topic, msg.partition)
-        self._table.ledger.forget(tp)
-        self._records.admit(tp, msg, self._clock())
-        while self.busy() and self._halt.error is None:
-            self._records.collect_judged()
-            self._writer.collect(self._records.durable)
-            self._writer.resend_due()
-            if self.busy():
-                time.sleep(0.0005)
-        self._table.clear(tp)
-        fatal = self._halt.take()
-        if fatal is not None:
-            raise fatal

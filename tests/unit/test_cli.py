@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from claimwatch.cli import main
+from tests.fakes.worker_drive import handle_now
 
 
 def _run(argv):
@@ -176,5 +177,5 @@ def test_config_error_mid_stream_stops_the_worker_without_dead_lettering():
 
     worker = Worker(WorkerSettings(), Evaluator(Unconfigured()), consumer=object(), producer=Producer())
     with pytest.raises(ConfigError):
-        worker.handle_now(Msg())
+        handle_now(worker, Msg())
     assert sent == []

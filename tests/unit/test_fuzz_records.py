@@ -1,4 +1,4 @@
-"""Hostile Kafka values through ``Worker.handle_now``: every bad record is dead-lettered with a reason, nothing raises.
+"""Hostile Kafka values through the worker's record path (``tests.fakes.worker_drive.handle_now``): every bad record is dead-lettered with a reason, nothing raises.
 
 The worker runs with tiny in-memory stand-ins for the few consumer/producer
 methods it calls (no Kafka here; the broker path is covered by the integration
@@ -23,6 +23,7 @@ from evaluator_worker.pipeline import Evaluator
 from evaluator_worker.results import record_budget
 from tests.fakes.judges import TagJudge
 from tests.fakes.kafka import MemoryProducer, ScriptedConsumer
+from tests.fakes.worker_drive import handle_now
 
 KNOWN_REASONS = {"empty", "not_json", "not_object", "schema_version", "invalid", "invalid_text", "oversized"}
 
@@ -60,7 +61,7 @@ def outcome(w: Worker, p: MemoryProducer, value: bytes | None) -> tuple[str, str
     """Handle one message; return ('dlq', reason) or ('result', None)."""
     before = len(p.sent)
     started = time.monotonic()
-    w.handle_now(Msg(value))
+    handle_now(w, Msg(value))
     assert time.monotonic() - started < 5.0, "handling one record must not hang"
     new = p.sent[before:]
     assert len(new) == 1, f"expected exactly one produce per record, got {len(new)}"
@@ -193,7 +194,7 @@ LABELS = ("release", "model", "route", "environment", "tenant", "region", "featu
 
 @pytest.mark.slow  # the slow tier (scripts/test.sh --fast leaves it out)
 def test_100k_distinct_slice_values_keep_the_series_count_bounded():
-    """100,000 distinct slice values (12,500 records x 8 slice labels, all new) through Worker.handle_now: series plateau."""
+    """100,000 distinct slice values (12,500 records x 8 slice labels, all new) through the worker's record path: series plateau."""
     from evaluator_worker.metrics import SliceGuard
 
     w, p, m = make_worker(WorkerMetrics(guard=SliceGuard(LABELS, max_values_per_label=50)))
@@ -205,7 +206,7 @@ def test_100k_distinct_slice_values_keep_the_series_count_bounded():
             contexts=[{"content": "c"}],
             slices={k: f"{k}-{i}" for k in LABELS},
         )
-        w.handle_now(Msg(t.to_json_bytes(), offset=i))
+        handle_now(w, Msg(t.to_json_bytes(), offset=i))
 
     for i in range(500):
         handle(i)

@@ -15,6 +15,7 @@ from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
 from tests.fakes.kafka import MemoryProducer
+from tests.fakes.worker_drive import handle_now
 
 
 @dataclass
@@ -44,7 +45,7 @@ def test_a_retriable_write_failure_is_resent_and_counted_once():
     """NOT_ENOUGH_REPLICAS twice, then success: one result on the topic, processed counted once, errors counted."""
     w, p, m = _worker()
     p.fail_with(NotEnoughReplicasError(), times=2)
-    w.handle_now(_msg())
+    handle_now(w, _msg())
     assert len(p.sent) == 1 and w.processed == 1
     assert m.registry.get_sample_value("claimwatch_result_write_errors_total", {"reason": "retriable"}) == 2
     assert m.registry.get_sample_value("claimwatch_records_total", {"outcome": "processed"}) == 1
@@ -55,7 +56,7 @@ def test_a_write_refused_for_good_stops_the_worker_uncounted():
     w, p, m = _worker(write_max_attempts=2)
     p.fail_with(TopicAuthorizationFailedError(), times=10)
     with pytest.raises(WorkerFatal, match="TopicAuthorizationFailed"):
-        w.handle_now(_msg())
+        handle_now(w, _msg())
     assert p.sent == [] and w.processed == 0
     assert (
         m.registry.get_sample_value(
