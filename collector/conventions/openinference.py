@@ -16,12 +16,11 @@ from collector.conventions import messages as msgs
 from collector.conventions.facts import AGENT, CHAIN, LLM, OTHER, RETRIEVER, TOOL, SpanFacts
 from collector.conventions.text import (
     as_str,
+    documents,
     ids_from_output,
     indexed,
     indexed_many,
     maybe_json,
-    retrieved,
-    source_of,
     tool_output,
     unwrap_text,
 )
@@ -62,19 +61,11 @@ class OpenInferenceReader:
     def _retriever(self, f: SpanFacts, attrs: Mapping[str, Any]) -> None:
         f.input_text = unwrap_text(attrs.get("input.value"), question=True)
         f.tool_name = as_str(attrs.get("tool.name"))  # a tool traced as a retriever (tool_span_kinds)
-        ctxs = []
-        for _, doc in indexed(attrs, "retrieval.documents"):
-            content = doc.get("document.content")
-            ctx = retrieved(
-                None if content is None else str(content),
-                id=doc.get("document.id"),
-                score=doc.get("document.score"),
-                source=source_of(doc.get("document.metadata")),
-            )
-            if ctx is None:
-                f.missing_content += 1
-            else:
-                ctxs.append(ctx)
+        ctxs, missing = documents(
+            (d.get("document.content"), d.get("document.id"), d.get("document.score"), d.get("document.metadata"))
+            for _, d in indexed(attrs, "retrieval.documents")
+        )
+        f.missing_content += missing
         if ctxs and any(c.id is None for c in ctxs):
             ids_from_output(ctxs, attrs.get("output.value"))
         f.contexts = tuple(ctxs)

@@ -328,6 +328,20 @@ def retrieved(content: Any, *, id: Any = None, score: Any = None, source: str | 
     return Context(id=as_str(id), content=text, score=as_float(score), source=source, origin="retriever")
 
 
+def documents(rows: Iterable[tuple[Any, Any, Any, Any]]) -> tuple[list[Context], int]:
+    """``(content, id, score, metadata)`` rows as retrieved contexts (:func:`retrieved`), and how many carried no
+    text: the attribute and event readers of every convention share it."""
+    ctxs: list[Context] = []
+    missing = 0
+    for content, ident, score, metadata in rows:
+        ctx = retrieved(None if content is None else str(content), id=ident, score=score, source=source_of(metadata))
+        if ctx is None:
+            missing += 1
+        else:
+            ctxs.append(ctx)
+    return ctxs, missing
+
+
 def contexts_from_documents(docs: Iterable[Mapping[str, Any]]) -> tuple[list[Context], int]:
     """Documents (LangChain, LlamaIndex nodes, plain dicts) as contexts; also how many carried no text."""
     ctxs: list[Context] = []

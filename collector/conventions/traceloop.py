@@ -17,10 +17,9 @@ from collector.conventions.genai import OP as GENAI_OP
 from collector.conventions.text import (
     as_str,
     contexts_from_documents,
+    documents,
     documents_in,
     maybe_json,
-    retrieved,
-    source_of,
     tool_output_text,
     unwrap_text,
 )
@@ -71,22 +70,12 @@ class VectorDbEventsReader:
         return any(getattr(e, "name", None) == "db.query.result" for e in events)
 
     def read_events(self, f: SpanFacts, events: Iterable[Any]) -> None:
-        ctxs = list(f.contexts)
-        for event in events:
-            if event.name != "db.query.result":
-                continue
-            ea = event.attributes or {}
-            content = ea.get("db.query.result.document")
-            ctx = retrieved(
-                None if content is None else str(content),
-                id=ea.get("db.query.result.id"),
-                score=ea.get("db.query.result.score"),
-                source=source_of(ea.get("db.query.result.metadata")),
-            )
-            if ctx is None:
-                f.missing_content += 1
-            else:
-                ctxs.append(ctx)
-        f.contexts = tuple(ctxs)
+        key = "db.query.result."
+        results = [e.attributes or {} for e in events if e.name == "db.query.result"]
+        ctxs, missing = documents(
+            (a.get(key + "document"), a.get(key + "id"), a.get(key + "score"), a.get(key + "metadata")) for a in results
+        )
+        f.missing_content += missing
+        f.contexts = (*f.contexts, *ctxs)
         f.kind = RETRIEVER
         f.convention = f.convention or self.name
