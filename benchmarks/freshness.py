@@ -55,7 +55,7 @@ def worker_process(
     configure_logging("ERROR")
     from prometheus_client import start_http_server
 
-    from evaluator_worker.consumer import Worker
+    from evaluator_worker.assembly import build_worker
     from evaluator_worker.judges.heuristic import HeuristicJudge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator
@@ -70,7 +70,14 @@ def worker_process(
 
         consumer = make_group_consumer(s.consumer, s.kafka, fetch_max_wait_ms=fetch_max_wait_ms)
         consumer.subscribe([topic])
-    worker = Worker(s, Evaluator(HeuristicJudge(), metrics), consumer=consumer, seed_dedupe=lambda parts: [])
+    worker = build_worker(
+        s,
+        evaluator=Evaluator(HeuristicJudge(), metrics),
+        consumer=consumer,
+        seed_dedupe=lambda parts: [],
+        exporter=None,
+        shadow=None,
+    )
     threading.Thread(target=lambda: (stop.wait(), worker.stop()), daemon=True).start()
     worker.run()
 

@@ -74,8 +74,8 @@ def worker_process(
     configure_logging("ERROR")
     import anthropic
 
+    from evaluator_worker.assembly import build_worker
     from evaluator_worker.config import AnthropicSettings
-    from evaluator_worker.consumer import Worker
     from evaluator_worker.flow import RetryPolicy
     from evaluator_worker.judges.anthropic import AnthropicJudge
     from evaluator_worker.metrics import WorkerMetrics
@@ -88,7 +88,13 @@ def worker_process(
     metrics = WorkerMetrics()
     latencies = Observations()
     metrics.evaluation_duration = latencies  # type: ignore[assignment]
-    worker = Worker(s, Evaluator(judge, metrics, retry=RetryPolicy(), consistency=None), seed_dedupe=lambda parts: [])
+    worker = build_worker(
+        s,
+        evaluator=Evaluator(judge, metrics, retry=RetryPolicy(), consistency=None),
+        seed_dedupe=lambda parts: [],
+        exporter=None,
+        shadow=None,
+    )
     done: list[float] = []
     fired = [False]
     timeline: list[tuple[float, int, int]] = []  # (seconds since the burst, concurrency limit, answers done)

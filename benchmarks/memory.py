@@ -135,14 +135,20 @@ def collector_part(rate: float, normal_s: float, burst_s: float, factor: float, 
 def worker_process(bootstrap: str, topic: str, expect: int, out: Any) -> None:
     """Child: a real Worker (heuristic judge) on the backlog; samples its own RSS every 250 records."""
     configure_logging("ERROR")
-    from evaluator_worker.consumer import Worker
+    from evaluator_worker.assembly import build_worker
     from evaluator_worker.judges.heuristic import HeuristicJudge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator
 
     s = bench_worker_settings(bootstrap, topic, "bench-mem")
     samples = [(0, rss_mb())]
-    worker = Worker(s, Evaluator(HeuristicJudge(), WorkerMetrics()), seed_dedupe=lambda parts: [])
+    worker = build_worker(
+        s,
+        evaluator=Evaluator(HeuristicJudge(), WorkerMetrics()),
+        seed_dedupe=lambda parts: [],
+        exporter=None,
+        shadow=None,
+    )
 
     def on_result(_r: Any) -> None:
         if worker.processed % 250 == 0:

@@ -4,7 +4,7 @@ Set-up: an ``EmbeddedBroker``; ``--records`` RagTrace records made by the
 instrumented demo app through the real collector (unique trace ids) are
 pre-produced to a 2-partition topic. Then, for 1 and for 2 workers, each
 worker is a separate PROCESS (spawn) running the real
-``evaluator_worker.consumer.Worker`` in a fresh consumer group (short
+``evaluator_worker.worker.Worker`` in a fresh consumer group (short
 timeouts: session 6 s, heartbeat 1 s), writing results to a results topic and
 Prometheus metrics to its own registry, exactly as ``claimwatch worker`` does.
 
@@ -73,7 +73,7 @@ class TimedJudge(JudgeBase):
 def worker_process(bootstrap: str, topic: str, group: str, idle_s: float, expect: int, out: Any) -> None:
     """Child process: one real Worker with the heuristic judge; reports timings on ``out``."""
     configure_logging("ERROR")
-    from evaluator_worker.consumer import Worker
+    from evaluator_worker.assembly import build_worker
     from evaluator_worker.judges.heuristic import HeuristicJudge
     from evaluator_worker.metrics import WorkerMetrics
     from evaluator_worker.pipeline import Evaluator
@@ -81,7 +81,9 @@ def worker_process(bootstrap: str, topic: str, group: str, idle_s: float, expect
     s = bench_worker_settings(bootstrap, topic, group, fast_group=True)
     s.consumer.group_id = group  # every worker process of a run joins the same group
     judge = TimedJudge(HeuristicJudge())
-    worker = Worker(s, Evaluator(judge, WorkerMetrics()), seed_dedupe=lambda parts: [])
+    worker = build_worker(
+        s, evaluator=Evaluator(judge, WorkerMetrics()), seed_dedupe=lambda parts: [], exporter=None, shadow=None
+    )
     done: list[float] = []
     cpu_at_last: list[float] = [0.0]
 

@@ -28,7 +28,7 @@ from evaluator_worker.judges.base import preflight
 if TYPE_CHECKING:
     from claimwatch.gate import GateConfig
 
-log = get_logger("claimwatch")
+log = get_logger(__name__)
 
 #: commands whose exit code is a release decision (0 promote, 1 rollback, 2 hold): an error there holds
 DECISION_COMMANDS = ("gate", "report")

@@ -48,7 +48,7 @@ from claimwatch.stats.proportions import sign_flip_p_value
 from contract.errors import ConfigError
 from contract.logs import get_logger
 
-log = get_logger("claimwatch.drift")
+log = get_logger(__name__)
 
 __all__ = [
     "DEFAULT_ALPHA",

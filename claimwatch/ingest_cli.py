@@ -18,8 +18,7 @@ from collector.otlp_bridge import BridgeSettings, OtlpBridge
 from collector.receiver import OtlpReceiver, ReceiverSettings
 from contract.logs import get_logger
 
-receiver_log = get_logger("claimwatch.receiver")
-bridge_log = get_logger("claimwatch.bridge")
+log = get_logger(__name__)
 
 
 # -- receiver ------------------------------------------------------------------
@@ -49,7 +48,7 @@ def cmd_receiver(args: argparse.Namespace) -> int:
     stop = threading.Event()
 
     def _stop(signum: int, _frame: Any) -> None:
-        receiver_log.info("receiver_signal", signal=signum)
+        log.info("receiver_signal", signal=signum)
         stop.set()
 
     signal.signal(signal.SIGTERM, _stop)
@@ -109,12 +108,12 @@ def cmd_bridge(args: argparse.Namespace) -> int:
     bridge = OtlpBridge(settings, csettings)
 
     def _stop(signum: int, _frame: Any) -> None:
-        bridge_log.info("bridge_signal", signal=signum)
+        log.info("bridge_signal", signal=signum)
         bridge.stop()
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    bridge_log.info(
+    log.info(
         "bridge_starting",
         source_topic=settings.source_topic,
         topic=csettings.topic,
@@ -122,7 +121,7 @@ def cmd_bridge(args: argparse.Namespace) -> int:
         bootstrap=csettings.kafka.bootstrap_servers,
     )
     n = bridge.run(idle_timeout_s=args.idle_timeout)
-    bridge_log.info("bridge_stopped", messages=n)
+    log.info("bridge_stopped", messages=n)
     if server is not None:
         server.shutdown()
     return 0

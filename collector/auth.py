@@ -24,10 +24,9 @@ from typing import Callable
 
 from contract.errors import ConfigError
 from contract.logs import get_logger
-from contract.ratelog import COLLECTOR_LOGGER as LOGGER
 from contract.ratelog import RateLimitedLog
 
-log = get_logger("claimwatch.receiver")
+log = get_logger(__name__)
 
 #: shortest accepted token (a guessable token is no authentication)
 MIN_TOKEN_CHARS = 16
@@ -81,7 +80,7 @@ class TokenAuth:
         self._tokens = self._fixed + [t.encode("utf-8") for t in file_tokens or []]
         self._next_check = clock() + RELOAD_INTERVAL_S
         self._reloading = threading.Lock()
-        self._warn = RateLimitedLog(logger=LOGGER)
+        self._warn = RateLimitedLog(logger=__name__)
         self.reloads = 0
 
     @classmethod

@@ -57,7 +57,7 @@ class OtlpReceiver(Protocol):
     def repaired(self, strings: int, source: str = ...) -> None: ...
 
 
-log = get_logger("claimwatch.receiver")
+log = get_logger(__name__)
 
 SOURCE = "grpc"
 #: decoded protobuf message -> Python span objects, per serialized byte (as DECODE_COST over HTTP)

@@ -62,7 +62,7 @@ from contract.group import GroupMember
 from contract.logs import get_logger
 from contract.offsets import OffsetLedger
 
-log = get_logger("claimwatch.bridge")
+log = get_logger(__name__)
 
 SOURCE = "kafka"
 

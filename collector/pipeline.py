@@ -29,11 +29,10 @@ from collector.metrics import CollectorMetrics, get_metrics
 from collector.redaction import Redactor
 from collector.sampling import Sampler
 from contract.logs import get_logger
-from contract.ratelog import COLLECTOR_LOGGER as LOGGER
 from contract.ratelog import RateLimitedLog
 from contract.record import enforce_limits
 
-log = get_logger("claimwatch.collector")
+log = get_logger(__name__)
 
 #: what to do about a drop, logged with it
 _DROP_HINTS = {
@@ -84,7 +83,7 @@ class TracePipeline:
         self.assembler = self._new_assembler()
         self._answer_only = 0
         self._retrieval_only = 0
-        self.ratelog = RateLimitedLog(clock=clock, logger=LOGGER)
+        self.ratelog = RateLimitedLog(clock=clock, logger=__name__)
 
     @classmethod
     def to_kafka(

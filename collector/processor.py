@@ -40,10 +40,9 @@ from collector.metrics import CollectorMetrics, get_metrics
 from collector.pipeline import TracePipeline, warn_once
 from collector.sink import KafkaSink, ProducerFactory, Sink
 from contract.logs import get_logger
-from contract.ratelog import COLLECTOR_LOGGER as LOGGER
 from contract.ratelog import RateLimitedLog
 
-log = get_logger("claimwatch.collector")
+log = get_logger(__name__)
 
 _IDLE_WAIT_S = 0.02
 _GAUGE_EVERY_S = 0.5
@@ -250,7 +249,7 @@ class RagTraceProcessor(SpanProcessor):
         self._last_gauges = 0.0
         self._slice_started = 0.0
         #: drops on app threads are only counted there (O(1)); the background thread logs them, once a minute
-        self._ratelog = RateLimitedLog(logger=LOGGER)
+        self._ratelog = RateLimitedLog(logger=__name__)
         self._span_queue_drops = 0
         self._span_queue_drops_logged = 0
 

@@ -75,10 +75,9 @@ from collector.http_conn import LimitedServer
 from collector.pipeline import OtlpIngest
 from collector.sink import ProducerFactory
 from contract.logs import get_logger
-from contract.ratelog import COLLECTOR_LOGGER as LOGGER
 from contract.ratelog import RateLimitedLog
 
-log = get_logger("claimwatch.receiver")
+log = get_logger(__name__)
 
 SOURCE = "http"
 PROTOBUF = "application/x-protobuf"
@@ -211,7 +210,7 @@ class OtlpReceiver(OtlpIngest):
         self.max_connections, self.linger_s = s.max_connections, s.linger_s
         self.open_connections = 0
         self._canned = {code: self._raw_status(code) for code in (408, 431, 503)}
-        self._ratelog = RateLimitedLog(clock=clock, logger=LOGGER)
+        self._ratelog = RateLimitedLog(clock=clock, logger=__name__)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._web: LimitedServer | None = None
         self._listener: asyncio.AbstractServer | None = None

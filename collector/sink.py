@@ -31,11 +31,10 @@ from collector.config import CollectorSettings
 from collector.metrics import CollectorMetrics, get_metrics
 from contract.backoff import Backoff
 from contract.logs import get_logger
-from contract.ratelog import COLLECTOR_LOGGER as LOGGER
 from contract.ratelog import RateLimitedLog
 from contract.record import RagTrace
 
-log = get_logger("claimwatch.collector.sink")
+log = get_logger(__name__)
 
 ProducerFactory = Callable[..., Any]
 #: producers inherited from a parent process: never closed in the child (their
@@ -114,7 +113,7 @@ class KafkaSink:
         self.topic = self.settings.topic
         self._factory = producer_factory or kafka_producer_factory
         self.metrics = metrics or get_metrics()
-        self._ratelog = RateLimitedLog(logger=LOGGER)
+        self._ratelog = RateLimitedLog(logger=__name__)
         self._init_state()
         if start:
             self.start()

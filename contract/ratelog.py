@@ -11,8 +11,6 @@ from contract.logs import get_logger
 
 #: seconds between two log lines of the same key
 DEFAULT_INTERVAL_S = 60.0
-#: the logger of the collector's rate-limited warnings (inside the user's application)
-COLLECTOR_LOGGER = "claimwatch.collector"
 
 
 class RateLimitedLog:
@@ -23,7 +21,7 @@ class RateLimitedLog:
         interval_s: float = DEFAULT_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
         *,
-        logger: str = "claimwatch",
+        logger: str = __name__,
     ) -> None:
         self.interval_s = interval_s
         self._clock = clock

@@ -58,7 +58,7 @@ class ConsumerTuning(BaseModel):
 class FlowSettings(BaseModel):
     """How many answers one worker judges at once, how it backs off, how writes are made durable.
 
-    See ``evaluator_worker.flow`` (retries, adaptive concurrency) and ``evaluator_worker.consumer``.
+    See ``evaluator_worker.flow`` (retries, adaptive concurrency) and ``evaluator_worker.worker``.
     """
 
     #: answers handed to judging at once. Network judges (anthropic, cascade) get this many threads: at ~2 s per

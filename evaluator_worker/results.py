@@ -12,6 +12,9 @@ encoders that make every Kafka write fit the producer's request limit
   with ``b""`` and an ``original_bytes`` header.
 
 So no single record can make a write fail for size and stop the worker.
+
+:func:`read_result_keys` reads the record keys of the latest results back (the worker seeds its dedupe
+window with them when it is assigned partitions).
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import IO, Callable, Iterable
+from typing import IO, TYPE_CHECKING, Callable, Iterable
 
 from evaluator_worker.scoring import AnswerResult
+
+if TYPE_CHECKING:
+    from evaluator_worker.config import WorkerSettings
 
 #: bytes kept free under the producer's request limit for record-batch framing, headers and the topic name
 REQUEST_HEADROOM_BYTES = 16_384
@@ -191,3 +198,58 @@ class DedupeWindow:
 
 def dumps(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True)
+
+
+def read_result_keys(
+    settings: WorkerSettings,
+    partitions: list[int] | None,
+    limit: int,
+    timeout_s: float = 5.0,
+    source_partitions: int | None = None,
+) -> list[str]:
+    """Trace ids of the last ``limit`` results.
+
+    Results are keyed by trace id like the traces, so when both topics have the
+    same partition count a trace's result lives on the same partition number and
+    only the assigned ``partitions`` are read; otherwise every partition is.
+    Every broker call is bounded by ``timeout_s`` (what was read by then is returned).
+    """
+    topic = settings.results_topic
+    if not topic or limit <= 0:
+        return []
+    from kafka import KafkaConsumer, TopicPartition
+
+    reader = KafkaConsumer(enable_auto_commit=False, **settings.kafka.client_kwargs())
+    try:
+        available = reader.partitions_for_topic(topic)
+        if not available:
+            return []
+        if source_partitions is not None and source_partitions != len(available):
+            partitions = None
+        parts = [TopicPartition(topic, p) for p in sorted(available) if partitions is None or p in partitions]
+        if not parts:
+            return []
+        reader.assign(parts)
+        deadline = time.monotonic() + timeout_s
+        call_ms = max(100, int(timeout_s * 1000 / 2))
+        ends = reader.end_offsets(parts, timeout_ms=call_ms)
+        begins = reader.beginning_offsets(parts, timeout_ms=call_ms)
+        per = max(1, limit // len(parts))
+        todo = {}
+        for tp in parts:
+            start = max(begins[tp], ends[tp] - per)
+            if ends[tp] > start:
+                reader.seek(tp, start)
+                todo[tp] = ends[tp]
+        keys: list[str] = []
+        while todo and time.monotonic() < deadline:
+            batch = reader.poll(timeout_ms=200)
+            for tp, msgs in batch.items():
+                for m in msgs:
+                    if m.key:
+                        keys.append(m.key.decode("utf-8", "replace"))
+                    if m.offset + 1 >= todo.get(tp, 0):
+                        todo.pop(tp, None)
+        return keys
+    finally:
+        reader.close()

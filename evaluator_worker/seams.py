@@ -59,21 +59,3 @@ class Exporter(Protocol):
     """Evaluations back into the traces (``evaluator_worker.trace_export``); never raises."""
 
     def export(self, result: AnswerResult, trace: RagTrace) -> None: ...
-
-
-class Shadow(Protocol):
-    """A candidate judge beside the main one (``evaluator_worker.shadow``); ``offer`` is O(1) and never raises."""
-
-    def offer(self, trace: RagTrace, main: AnswerResult) -> None: ...
-
-
-class ResultHooks(Protocol):
-    """Where a durable result is reported (the ``Worker``): its count, the exporter, the shadow judge, the caller's
-    callback."""
-
-    processed: int
-    exporter: Exporter | None
-    on_result: Callable[[Any], None] | None
-
-    @property
-    def shadow(self) -> Shadow | None: ...

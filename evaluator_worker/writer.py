@@ -9,7 +9,9 @@ episodes are logged at most every ``WRITE_WARN_EVERY_S``; a write unacknowledged
 future) gets a ``worker_result_writes_stalled`` line with the last broker error the producer logged.
 
 Owned by the poll loop (under the worker's lock); the future callbacks run on the producer's IO
-thread and only put onto the acknowledgement queue.
+thread and only put onto the acknowledgement queue. The writer knows writes, not records: what it
+sends is any :class:`Write` (the in-flight table's ``Job``); :meth:`ResultWriter.collect` returns the
+acknowledged ones and a write the broker keeps refusing is kept in :attr:`ResultWriter.fatal`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from kafka import KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
@@ -27,11 +30,10 @@ from contract.backoff import Backoff
 from contract.logs import get_logger
 from evaluator_worker.config import FlowSettings, WorkerSettings
 from evaluator_worker.errors import WorkerFatal
-from evaluator_worker.jobs import Halt, Job, JobState
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.seams import Producer
 
-log = get_logger("evaluator_worker.consumer")
+log = get_logger(__name__)
 
 WRITE_BACKOFF = Backoff(base_s=0.5, max_s=30.0, jitter=False)
 WRITE_WARN_EVERY_S = 5.0
@@ -65,6 +67,23 @@ def make_producer(settings: WorkerSettings) -> KafkaProducer:
     )
 
 
+class Write(Protocol):
+    """One result or dead-letter write: where it goes, what it carries, its retry bookkeeping (kept by the writer)."""
+
+    topic: str
+    key: bytes | None
+    value: bytes
+    headers: list[tuple[str, bytes]]
+    abandoned: bool
+    attempts: int
+    first_failure: float | None
+    retry_at: float
+
+    @property
+    def where(self) -> str:
+        """The source record, for log lines."""
+
+
 class ProducerErrorTap(logging.Handler):
     """Keeps the last warning kafka-python's sender logged (the broker error it retries on its own).
 
@@ -96,28 +115,38 @@ class ResultWriter:
 
     def __init__(
         self,
-        producer: Producer | None,
+        *,
         flow: FlowSettings,
         metrics: WorkerMetrics,
-        clock: Callable[[], float],
-        wake: threading.Event,
-        halt: Halt,
+        make_producer: Callable[[], Producer],
+        producer: Producer | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wake: threading.Event | None = None,
     ) -> None:
         self.producer = producer
         self.tap = ProducerErrorTap()
+        #: the first write the broker kept refusing: the worker stops without committing past it
+        self.fatal: WorkerFatal | None = None
+        self._make_producer = make_producer
         self._flow = flow
         self._metrics = metrics
         self._clock = clock
-        self._wake = wake
-        self._halt = halt
-        self._acks: queue.SimpleQueue[tuple[Job, BaseException | None]] = queue.SimpleQueue()
-        self._retries: deque[Job] = deque()
+        self._wake = wake or threading.Event()
+        self._acks: queue.SimpleQueue[tuple[Write, BaseException | None]] = queue.SimpleQueue()
+        self._retries: deque[Write] = deque()
         #: writes sent and not yet acknowledged, oldest first, with when each was first sent
-        self._writing: dict[Job, float] = {}
+        self._writing: dict[Write, float] = {}
         self._last_error = ""
         self._stall_warned_at = -1e18
         self._warned_at = -1e18
         self._failures_unlogged = 0
+
+    def open(self) -> Producer:
+        """The producer (built on first use), and the tap on its logger."""
+        self.tap.attach()
+        if self.producer is None:
+            self.producer = self._make_producer()
+        return self.producer
 
     @property
     def unacked(self) -> int:
@@ -126,10 +155,9 @@ class ResultWriter:
     def busy(self) -> bool:
         return bool(self._writing or self._retries)
 
-    def send(self, job: Job) -> None:
+    def send(self, job: Write) -> None:
         assert self.producer is not None
-        if job.state is not JobState.WRITING:
-            job.state = JobState.WRITING
+        if job not in self._writing:
             self._writing[job] = self._clock()
         try:
             future = self.producer.send(job.topic, key=job.key, value=job.value, headers=job.headers or None)
@@ -138,35 +166,35 @@ class ResultWriter:
             return
         acks, wake = self._acks, self._wake
 
-        def acked(_md: Any, j: Job = job) -> None:
+        def acked(_md: Any, j: Write = job) -> None:
             acks.put((j, None))  # no wake-up: acknowledgements only move commits, collected every round
 
-        def failed(e: Any, j: Job = job) -> None:
+        def failed(e: Any, j: Write = job) -> None:
             acks.put((j, e if isinstance(e, BaseException) else KafkaError(str(e))))
             wake.set()
 
         future.add_callback(acked)
         future.add_errback(failed)
 
-    def collect(self, on_durable: Callable[[Job], None]) -> None:
-        """Hand acknowledged jobs to ``on_durable``; schedule re-sends of failed ones."""
+    def collect(self) -> list[Write]:
+        """The writes the broker acknowledged since the last call; failed ones are scheduled for a re-send."""
+        acked: list[Write] = []
         while True:
             try:
                 job, exc = self._acks.get_nowait()
             except queue.Empty:
-                return
+                return acked
             if exc is None:
                 self._writing.pop(job, None)
-                on_durable(job)
+                acked.append(job)
             else:
                 self._failed(job, exc)
 
-    def _give_up(self, job: Job) -> None:
+    def _give_up(self, job: Write) -> None:
         """Its partition is gone: the next owner replays the record."""
         self._writing.pop(job, None)
-        job.state = JobState.DONE
 
-    def _failed(self, job: Job, exc: BaseException) -> None:
+    def _failed(self, job: Write, exc: BaseException) -> None:
         now = self._clock()
         name = type(exc).__name__
         retriable = isinstance(exc, KafkaTimeoutError) or bool(getattr(exc, "retriable", False))
@@ -188,7 +216,8 @@ class ResultWriter:
                 f"the broker keeps refusing writes to {job.topic!r} ({name}: {str(exc)[:200]}) after {job.attempts} "
                 f"attempts; stopping without committing past {job.where} (fix the topic's ACLs/replicas, then restart)"
             )
-            if self._halt.set(fatal):
+            if self.fatal is None:
+                self.fatal = fatal
                 log.error(
                     "worker_result_write_failed_stopping",
                     topic=job.topic,

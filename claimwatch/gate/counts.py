@@ -40,7 +40,7 @@ from claimwatch.gate.by_type import TypeCounts, flagged_types
 from contract.logs import get_logger
 from contract.record import record_key
 
-log = get_logger("claimwatch.results")
+log = get_logger(__name__)
 
 VERDICTS = ("supported", "unsupported", "contradicted", "error")
 

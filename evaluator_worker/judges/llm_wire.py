@@ -23,7 +23,7 @@ from evaluator_worker.judges.base import Claim, ClaimVerdict, Verdict
 from evaluator_worker.judges.claims import strip_citations
 from evaluator_worker.judges.transport import ChatRequest
 
-log = get_logger("evaluator_worker.judges.llm")
+log = get_logger(__name__)
 
 #: confidence multiplier when the quoted evidence cannot be found in any context chunk
 UNLOCATED_EVIDENCE_PENALTY = 0.5

@@ -8,26 +8,22 @@ from typing import Any
 
 from kafka import TopicPartition
 
-from evaluator_worker.consumer import Worker
-from evaluator_worker.jobs import JudgePool
+from evaluator_worker.worker import Worker
 
 
 def handle_now(worker: Worker, msg: Any) -> None:
     """Take one record through the whole path on this thread (decode, judge, write, ack); raises the fatal error if
     the record hit one."""
-    records, table, writer, halt = worker._records, worker._table, worker._writer, worker._halt
-    if records.pool is None:
-        records.pool = JudgePool(1, records.judge)
+    flight = worker._flight
+    flight.open()
     tp = TopicPartition(msg.topic, msg.partition)
-    table.ledger.forget(tp)
-    records.admit(tp, msg, worker._clock())
-    while worker.busy() and halt.error is None:
-        records.collect_judged()
-        writer.collect(records.durable)
-        writer.resend_due()
+    flight.ledger.forget(tp)
+    worker.take(tp, [msg])
+    while worker.busy() and flight.halt.error is None:
+        worker.tick()
         if worker.busy():
             time.sleep(0.0005)
-    table.clear(tp)
-    fatal = halt.take()
+    flight.table.clear(tp)
+    fatal = flight.halt.take()
     if fatal is not None:
         raise fatal

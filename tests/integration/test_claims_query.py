@@ -9,7 +9,7 @@ import pytest
 
 from claimwatch.cli import main
 from contract.record import RagTrace
-from evaluator_worker.consumer import Worker
+from evaluator_worker.assembly import build_worker
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
@@ -39,7 +39,9 @@ def results_topic(kafka_bootstrap, topic_name):
         items.append(_trace(i, release, "Fine. Wrong [C]." if release == "v2" else "Fine. Made up [U]."))
     produce(kafka_bootstrap, topic_name, items)
     settings = worker_settings(kafka_bootstrap, topic_name, group=f"g-{uuid.uuid4().hex[:6]}")
-    Worker(settings, Evaluator(TagJudge(), WorkerMetrics(), consistency=None)).run(max_records=12, idle_timeout_s=20)
+    build_worker(
+        settings, evaluator=Evaluator(TagJudge(), WorkerMetrics(), consistency=None), exporter=None, shadow=None
+    ).run(max_records=12, idle_timeout_s=20)
     return settings.results_topic
 
 

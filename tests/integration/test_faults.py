@@ -24,8 +24,8 @@ from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from contract.kafka import KafkaConnection
 from contract.record import RagTrace
+from evaluator_worker.assembly import build_worker
 from evaluator_worker.config import AnthropicSettings
-from evaluator_worker.consumer import Worker
 from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.judges.anthropic import AnthropicJudge
 from evaluator_worker.metrics import WorkerMetrics
@@ -231,7 +231,7 @@ def test_judge_outage_past_the_retry_budget_fails_answers_never_supports_them(ka
         judge = AnthropicJudge(AnthropicSettings(timeout_s=0.3), client=client)
         metrics = WorkerMetrics()
         evaluator = Evaluator(judge, metrics, retry=RetryPolicy(base_s=0.01, max_attempts=2), consistency=None)
-        worker = Worker(settings, evaluator)
+        worker = build_worker(settings, evaluator=evaluator, exporter=None, shadow=None)
         results: dict[str, object] = {}
         worker.on_result = lambda r: results.__setitem__(r.trace_id, r)
         # each failing record: 2 attempts (the retry budget) on the extract call
@@ -352,7 +352,9 @@ def test_scrape_during_sigterm_exits_0_and_commits_offsets(kafka_bootstrap, topi
     metrics = WorkerMetrics()
     from tests.fakes.judges import TagJudge
 
-    Worker(settings, Evaluator(TagJudge(), metrics, consistency=None)).run(idle_timeout_s=8.0)
+    build_worker(settings, evaluator=Evaluator(TagJudge(), metrics, consistency=None), exporter=None, shadow=None).run(
+        idle_timeout_s=8.0
+    )
     get = lambda outcome: metrics.registry.get_sample_value("claimwatch_records_total", {"outcome": outcome}) or 0  # noqa: E731
     print(
         f"SIGTERM under scrape: {outcomes['ok']} scrapes ok, {outcomes['refused']} refused; "

@@ -51,9 +51,9 @@ from collector.config import CollectorSettings
 from collector.processor import RagTraceProcessor
 from dashboards import catalog
 from dashboards.queries import iter_queries
+from evaluator_worker.assembly import build_worker
 from evaluator_worker.config import CascadeSettings, ParitySettings, ShadowSettings
 from evaluator_worker.consistency import ConsistencyTracker
-from evaluator_worker.consumer import Worker
 from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.judges.cascade import CascadeJudge
 from evaluator_worker.metrics import WorkerMetrics
@@ -197,7 +197,9 @@ def stack(kafka_bootstrap, tmp_path_factory):
             wm,
             main_judge_id=evaluator.identity.judge_id,
         )
-        worker = Worker(worker_settings(kafka_bootstrap, topic), evaluator, shadow=shadow)
+        worker = build_worker(
+            worker_settings(kafka_bootstrap, topic), evaluator=evaluator, shadow=shadow, exporter=None
+        )
         contradicted: set[str] = set()
         worker.on_result = lambda r: contradicted.add(r.trace_id) if r.counts.get("CONTRADICTED") else None
         wthread = threading.Thread(target=worker.run, name="e2e-worker", daemon=True)

@@ -22,13 +22,14 @@ from structlog.testing import capture_logs
 
 from claimwatch.embedded import free_port
 from contract.record import RagTrace
+from evaluator_worker.assembly import build_worker
 from evaluator_worker.config import AnthropicSettings
-from evaluator_worker.consumer import Worker
 from evaluator_worker.errors import WorkerFatal
 from evaluator_worker.flow import RetryPolicy
 from evaluator_worker.judges.anthropic import AnthropicJudge
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
+from evaluator_worker.worker import Worker
 from tests.fakes.judges import TagJudge
 from tests.fakes.kafka_proxy import ProxiedBroker
 from tests.fakes.messages_server import MessagesServer, lognormal_latency, oracle_responder
@@ -75,7 +76,9 @@ def _anthropic_worker(settings, srv: MessagesServer, **retry: Any) -> tuple[Work
     judge = AnthropicJudge(AnthropicSettings(), client=client)
     metrics = WorkerMetrics()
     policy = RetryPolicy(**{"base_s": 0.2, "max_s": 5.0, **retry})
-    return Worker(settings, Evaluator(judge, metrics, retry=policy, consistency=None)), metrics
+    return build_worker(
+        settings, evaluator=Evaluator(judge, metrics, retry=policy, consistency=None), exporter=None, shadow=None
+    ), metrics
 
 
 class Running:
@@ -160,9 +163,7 @@ def test_revoke_with_answers_in_flight_drains_commits_and_hands_over(kafka_boots
         b, mb = _anthropic_worker(settings, srv)
         run_a = Running(a)
         try:
-            assert wait_until(
-                lambda: a._partitions.consumer is not None and bool(a._partitions.consumer.assignment()), 30
-            )
+            assert wait_until(lambda: a.consumer is not None and bool(a.consumer.assignment()), 30)
             produce(kafka_bootstrap, topic_name, [_trace(i) for i in range(n)])
             assert wait_until(lambda: a.in_flight >= 30, 30), f"only {a.in_flight} in flight"
             run_b = Running(b)
@@ -311,7 +312,7 @@ def test_oversized_result_and_key_do_not_stop_the_worker(kafka_bootstrap, topic_
     p.close()
     settings = worker_settings(kafka_bootstrap, topic_name, group=f"g-{uuid.uuid4().hex[:6]}")
     m = WorkerMetrics()
-    worker = Worker(settings, Evaluator(TagJudge(), m, consistency=None))
+    worker = build_worker(settings, evaluator=Evaluator(TagJudge(), m, consistency=None), exporter=None, shadow=None)
     run = Running(worker)
     try:
         assert wait_until(
@@ -349,7 +350,13 @@ def _tag_worker(bootstrap: str, topic: str, **flow: Any) -> tuple[Worker, Worker
     for k, v in flow.items():
         setattr(settings.flow, k, v)
     m = WorkerMetrics()
-    return Worker(settings, Evaluator(TagJudge(delay_s=0.02), m, consistency=None)), m, settings
+    return (
+        build_worker(
+            settings, evaluator=Evaluator(TagJudge(delay_s=0.02), m, consistency=None), exporter=None, shadow=None
+        ),
+        m,
+        settings,
+    )
 
 
 def test_rejected_result_writes_are_never_committed_and_land_after_recovery(proxied, topic_name):

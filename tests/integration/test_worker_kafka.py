@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 
 from claimwatch.embedded import free_port
 from contract.record import RagTrace
-from evaluator_worker.consumer import Worker
+from evaluator_worker.assembly import build_worker
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from tests.fakes.judges import TagJudge
@@ -48,7 +48,7 @@ def _start_worker(settings, judge=None):
     metrics = WorkerMetrics()
     port = free_port()
     server, _ = start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
-    worker = Worker(settings, Evaluator(judge or TagJudge(), metrics))
+    worker = build_worker(settings, evaluator=Evaluator(judge or TagJudge(), metrics), exporter=None, shadow=None)
     th = threading.Thread(target=worker.run, daemon=True)
     th.start()
     return worker, th, server, f"http://127.0.0.1:{port}/metrics"
@@ -106,12 +106,12 @@ def test_replayed_record_is_not_counted_twice(kafka_bootstrap, topic_name):
     produce(kafka_bootstrap, topic_name, [rec, rec])
     settings = worker_settings(kafka_bootstrap, topic_name)
     metrics = WorkerMetrics()
-    worker = Worker(settings, Evaluator(TagJudge(), metrics))
+    worker = build_worker(settings, evaluator=Evaluator(TagJudge(), metrics), exporter=None, shadow=None)
     worker.run(idle_timeout_s=10.0, max_records=1)
     # a fresh worker (new process memory) seeds its window from the results topic
     metrics2 = WorkerMetrics()
     produce(kafka_bootstrap, topic_name, [rec])
-    worker2 = Worker(settings, Evaluator(TagJudge(), metrics2))
+    worker2 = build_worker(settings, evaluator=Evaluator(TagJudge(), metrics2), exporter=None, shadow=None)
     worker2.run(idle_timeout_s=8.0)
     got = metrics.registry.get_sample_value
     got2 = metrics2.registry.get_sample_value
@@ -142,7 +142,9 @@ def test_two_rag_calls_of_one_trace_are_two_records_and_each_is_deduped_on_its_o
     produce(kafka_bootstrap, topic_name, [a, b, a])
     settings = worker_settings(kafka_bootstrap, topic_name)
     metrics = WorkerMetrics()
-    Worker(settings, Evaluator(TagJudge(), metrics)).run(idle_timeout_s=10.0, max_records=3)
+    build_worker(settings, evaluator=Evaluator(TagJudge(), metrics), exporter=None, shadow=None).run(
+        idle_timeout_s=10.0, max_records=3
+    )
     got = metrics.registry.get_sample_value
     assert got("claimwatch_records_total", {"outcome": "processed"}) == 2
     assert got("claimwatch_records_total", {"outcome": "duplicate"}) == 1
@@ -151,7 +153,9 @@ def test_two_rag_calls_of_one_trace_are_two_records_and_each_is_deduped_on_its_o
     assert sorted(json.loads(m.value)["call_id"] for m in results) == ["a" * 16, "b" * 16]
     produce(kafka_bootstrap, topic_name, [b])
     metrics2 = WorkerMetrics()
-    Worker(settings, Evaluator(TagJudge(), metrics2)).run(idle_timeout_s=8.0)
+    build_worker(settings, evaluator=Evaluator(TagJudge(), metrics2), exporter=None, shadow=None).run(
+        idle_timeout_s=8.0
+    )
     assert metrics2.registry.get_sample_value("claimwatch_records_total", {"outcome": "duplicate"}) == 1
     assert not metrics2.registry.get_sample_value("claimwatch_records_total", {"outcome": "processed"})
 
@@ -243,9 +247,9 @@ def test_a_slow_dedupe_seed_is_waited_for_a_third_of_the_poll_interval_then_the_
 
     metrics = WorkerMetrics()
     with capture_logs() as logs:
-        Worker(settings, Evaluator(TagJudge(), metrics), seed_dedupe=hanging_seed).run(
-            idle_timeout_s=12.0, max_records=3
-        )
+        build_worker(
+            settings, evaluator=Evaluator(TagJudge(), metrics), seed_dedupe=hanging_seed, exporter=None, shadow=None
+        ).run(idle_timeout_s=12.0, max_records=3)
     assert metrics.registry.get_sample_value("claimwatch_records_total", {"outcome": "processed"}) == 3
     assert seeds == [[0]], "assigned (and seeded) once: never sent out of the group and re-assigned"
     slow = [e for e in logs if e["event"] == "worker_dedupe_seed_slow"]

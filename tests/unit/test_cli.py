@@ -155,8 +155,8 @@ def test_anthropic_judge_without_a_key_fails_at_start(monkeypatch):
 def test_config_error_mid_stream_stops_the_worker_without_dead_lettering():
     """A judge raising ConfigError on a record stops the worker; the record is neither dead-lettered nor committed."""
     from contract.record import RagTrace
+    from evaluator_worker.assembly import build_worker
     from evaluator_worker.config import WorkerSettings
-    from evaluator_worker.consumer import Worker
     from evaluator_worker.errors import ConfigError
     from evaluator_worker.pipeline import Evaluator
     from tests.fakes.judges import TagJudge
@@ -175,7 +175,14 @@ def test_config_error_mid_stream_stops_the_worker_without_dead_lettering():
         def send(self, *a, **kw):
             sent.append((a, kw))
 
-    worker = Worker(WorkerSettings(), Evaluator(Unconfigured()), consumer=object(), producer=Producer())
+    worker = build_worker(
+        WorkerSettings(),
+        evaluator=Evaluator(Unconfigured()),
+        consumer=object(),
+        producer=Producer(),
+        exporter=None,
+        shadow=None,
+    )
     with pytest.raises(ConfigError):
         handle_now(worker, Msg())
     assert sent == []

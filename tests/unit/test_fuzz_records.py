@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contract.record import RagTrace
+from evaluator_worker.assembly import build_worker
 from evaluator_worker.config import WorkerSettings
-from evaluator_worker.consumer import Worker
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
 from evaluator_worker.results import record_budget
+from evaluator_worker.worker import Worker
 from tests.fakes.judges import TagJudge
 from tests.fakes.kafka import MemoryProducer, ScriptedConsumer
 from tests.fakes.worker_drive import handle_now
@@ -46,14 +47,15 @@ def make_worker(metrics: WorkerMetrics | None = None, **overrides) -> tuple[Work
         setattr(s, k, v)
     metrics = metrics or WorkerMetrics()
     producer = MemoryProducer()
-    w = Worker(
+    w = build_worker(
         s,
-        Evaluator(TagJudge(), metrics, consistency=None),
+        evaluator=Evaluator(TagJudge(), metrics, consistency=None),
         consumer=ScriptedConsumer(),
         producer=producer,
         seed_dedupe=lambda parts: [],
+        exporter=None,
+        shadow=None,
     )
-    w._ensure_clients()
     return w, producer, metrics
 
 

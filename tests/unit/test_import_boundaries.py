@@ -23,10 +23,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # the tools read the product; the generators of dashboards and rules read the tools' metric catalogue
     "claimwatch": ("dashboards",),
     "evaluator_worker/judges": (
-        "evaluator_worker.consumer",
-        "evaluator_worker.jobs",
-        "evaluator_worker.partitions",
-        "evaluator_worker.records",
+        "evaluator_worker.worker",
+        "evaluator_worker.inflight",
         "evaluator_worker.seams",
         "evaluator_worker.writer",
         "evaluator_worker.pipeline",
@@ -167,11 +165,9 @@ def test_evaluator_worker_top_level_holds_only_the_product_path():
         "__init__",
         "assembly",
         "config",
-        "consumer",
-        "jobs",
-        "records",
+        "worker",
+        "inflight",
         "writer",
-        "partitions",
         "seams",
         "errors",
         "flow",
@@ -190,3 +186,45 @@ def test_evaluator_worker_top_level_holds_only_the_product_path():
     assert modules <= product, f"not product path: {sorted(modules - product)}"
     subpackages = {p.name for p in (ROOT / "evaluator_worker").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert subpackages == {"judges"}
+
+
+def test_every_product_module_logs_under_its_own_name():
+    """One logger per module: ``get_logger(__name__)``, never a name typed by hand (``RateLimitedLog`` passes on its
+    caller's)."""
+    wrong = []
+    for pkg in ("collector", "contract", "evaluator_worker", "claimwatch"):
+        for path in (ROOT / pkg).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "get_logger" and node.args:
+                    arg = node.args[0]
+                    if isinstance(arg, ast.Constant):
+                        wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not wrong, wrong
+
+
+def test_the_record_flow_parts_take_keywords_only():
+    """The worker's parts (Worker, InFlight, ResultWriter) are built with keywords: no 11 positional arguments."""
+    import inspect
+
+    from evaluator_worker.inflight import InFlight
+    from evaluator_worker.worker import Worker
+    from evaluator_worker.writer import ResultWriter
+
+    for cls in (Worker, InFlight, ResultWriter):
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        positional = [p.name for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        assert not positional, (cls.__name__, positional)
+
+
+def test_the_record_flow_never_calls_back_into_its_caller():
+    """InFlight and ResultWriter take no callback from the loop: they return events (no ``hooks``, no ``on_durable``)."""
+    import inspect
+
+    from evaluator_worker.inflight import InFlight
+    from evaluator_worker.writer import ResultWriter
+
+    for cls in (InFlight, ResultWriter):
+        for name, fn in inspect.getmembers(cls, inspect.isfunction):
+            sig = inspect.signature(fn)
+            hooks = [p for p in sig.parameters if p in ("hooks", "on_durable", "on_result", "collect")]
+            assert not hooks, (cls.__name__, name, hooks)

@@ -34,7 +34,7 @@ def test_the_wheel_leaves_out_the_model_weights_and_the_training_code(wheel):
     names = wheel.namelist()
     assert not [n for n in names if "/judges/models/" in n]
     assert not [n for n in names if n.startswith("claimwatch/training/")]
-    for needed in ("collector/processor.py", "contract/record.py", "evaluator_worker/consumer.py", "claimwatch/cli.py"):
+    for needed in ("collector/processor.py", "contract/record.py", "evaluator_worker/worker.py", "claimwatch/cli.py"):
         assert needed in names
     assert [n for n in names if n.startswith("evaluator_worker/judges/calibration/") and n.endswith(".json")]
     assert sum(i.file_size for i in wheel.infolist()) < 8_000_000
@@ -57,7 +57,7 @@ def test_the_collector_and_an_offline_worker_import_without_anthropic():
         "import sys; sys.modules['anthropic'] = None; sys.modules['torch'] = None\n"
         "from collector import RagTraceProcessor\n"
         "import collector.receiver, collector.otlp_bridge\n"
-        "from evaluator_worker.consumer import Worker\n"
+        "from evaluator_worker.worker import Worker\n"
         "from evaluator_worker.judges.registry import get_judge\n"
         "from evaluator_worker.config import WorkerSettings\n"
         "assert get_judge('heuristic', WorkerSettings()).name == 'heuristic'\n"

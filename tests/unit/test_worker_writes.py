@@ -8,11 +8,12 @@ import pytest
 from kafka.errors import NotEnoughReplicasError, TopicAuthorizationFailedError
 
 from contract.record import RagTrace
+from evaluator_worker.assembly import build_worker
 from evaluator_worker.config import WorkerSettings
-from evaluator_worker.consumer import Worker
 from evaluator_worker.errors import WorkerFatal
 from evaluator_worker.metrics import WorkerMetrics
 from evaluator_worker.pipeline import Evaluator
+from evaluator_worker.worker import Worker
 from tests.fakes.judges import TagJudge
 from tests.fakes.kafka import MemoryProducer
 from tests.fakes.worker_drive import handle_now
@@ -33,7 +34,15 @@ def _worker(**flow) -> tuple[Worker, MemoryProducer, WorkerMetrics]:
         setattr(s.flow, k, v)
     m = WorkerMetrics()
     p = MemoryProducer()
-    w = Worker(s, Evaluator(TagJudge(), m, consistency=None), consumer=object(), producer=p, seed_dedupe=lambda _: [])
+    w = build_worker(
+        s,
+        evaluator=Evaluator(TagJudge(), m, consistency=None),
+        consumer=object(),
+        producer=p,
+        seed_dedupe=lambda _: [],
+        exporter=None,
+        shadow=None,
+    )
     return w, p, m
 
 
