@@ -47,6 +47,7 @@ from contract.errors import ConfigError
 from contract.failures import LABELS as FAILURE_LABELS
 from contract.failures import parse_failure_type
 from contract.record import record_key
+from contract.slices import DEFAULT_SLICE_LABELS
 from evaluator_worker.config import WorkerSettings
 
 #: verdicts shown unless --verdict says otherwise, in "worst" order
@@ -327,7 +328,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     types = sorted({parse_failure_type(t).value for t in args.type}) if args.type else None
     # a class asked for by name is shown whatever the verdict (a hedge under the lenient policy is SUPPORTED)
     verdicts = [v.upper() for v in (args.verdict or (FLAGGED if types is None else (*FLAGGED, "SUPPORTED")))]
-    filters = {"release": args.release, "route": args.route, "model": args.model, "environment": args.environment}
+    filters = {name: getattr(args, name) for name in DEFAULT_SLICE_LABELS}
     since_s = None if args.from_offset is not None else parse_since(args.since)
     consumer, topic = open_results(args.bootstrap, args.topic)
     out: list[FlaggedClaim] = []
@@ -385,10 +386,8 @@ def add_cli(sub: Any) -> None:
         help="failure type (repeatable): " + ", ".join(FAILURE_LABELS) + "; with --type and no --verdict, SUPPORTED "
         "claims of the type are shown too (hedge_inflation under the lenient hedge policy)",
     )
-    c.add_argument("--release")
-    c.add_argument("--route")
-    c.add_argument("--model")
-    c.add_argument("--environment")
+    for name in DEFAULT_SLICE_LABELS:  # contract.slices
+        c.add_argument(f"--{name}", help=f"only answers of this {name}")
     c.add_argument(
         "--at-risk", action="store_true", help="only claims of answers at risk (answer risk >= the judge's threshold)"
     )

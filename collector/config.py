@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contract import record as _record
 from contract.kafka import KafkaConnection
+from contract.slices import DEFAULT_SLICE_ATTRIBUTES
 
 #: Presidio entity types masked by default with ``redaction_backend=presidio``: people, places and the direct
 #: identifiers. Left out on purpose: DATE_TIME, NRP (nationalities, religions, political groups), ORGANIZATION and
@@ -62,14 +63,7 @@ class CollectorSettings(BaseSettings):
     release: str | None = None
     environment: str | None = None
     static_slices: dict[str, str] = Field(default_factory=dict)
-    slice_attributes: dict[str, str] = Field(
-        default_factory=lambda: {
-            "release": "service.version",
-            "environment": "deployment.environment",
-            "route": "claimwatch.route",
-            "model": "llm.model_name",
-        }
-    )
+    slice_attributes: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_SLICE_ATTRIBUTES))
 
     # assembly
     late_span_wait_s: float = 0.5

@@ -21,6 +21,7 @@ from typing import Any, Callable, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contract.errors import RecordError
+from contract.slices import DEFAULT_SLICE_LABELS as _DEFAULT_SLICE_LABELS
 
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
@@ -38,8 +39,8 @@ _TRUNCATION_MARK = " …[truncated]"
 _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]|\xed[\xa0-\xbf]")
 
 
-#: the slice labels metrics are broken down by unless configured otherwise (bounded: never trace ids or text)
-DEFAULT_SLICE_LABELS: tuple[str, ...] = ("release", "model", "route", "environment")
+#: the slice labels metrics are broken down by unless configured otherwise (declared in ``contract.slices``)
+DEFAULT_SLICE_LABELS = _DEFAULT_SLICE_LABELS
 
 
 class Context(BaseModel):

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from claimwatch.gate.promql import one_judge, point_difference, sequential_log_evidence, share_counts
+from contract.slices import RELEASE_SCOPE_LABELS, SLICES
 from dashboards.rules_gen import to_yaml
 
 ARGS: dict[str, str | None] = {
@@ -38,7 +39,8 @@ ARGS: dict[str, str | None] = {
     "prometheus-address": "http://prometheus-operated.monitoring.svc:9090",
     "baseline-release": None,
     "candidate-release": None,
-    "environment": "prod",
+    # one argument per release-scope label (contract.slices): the scope the releases are compared in
+    **{s.name: s.scope_default for s in SLICES if s.release_scope},
     # the judge whose counts are compared (a regex over judge_id): every judge by default; the analysis holds while
     # the releases' answers in the window come from more than one judge (a judge change: set it to the new judge's
     # judge_id to compare on that judge's counts)
@@ -65,7 +67,7 @@ def _arg(name: str, values: Mapping[str, str] | None) -> str:
 def query(kind: str, values: Mapping[str, str] | None = None) -> str:
     """PromQL for ``kind`` in :data:`KINDS`; ``values`` substitutes the Argo args."""
     a = lambda name: _arg(name, values)  # noqa: E731
-    env = f'environment=~"{a("environment")}", judge_id=~"{a("judge-id")}"'
+    env = ", ".join([*(f'{name}=~"{a(name)}"' for name in RELEASE_SCOPE_LABELS), f'judge_id=~"{a("judge-id")}"'])
     xc, nc, xb, nb = share_counts(a("candidate-release"), a("baseline-release"), a("window"), env, quote=False)
     same = one_judge(a("candidate-release"), a("baseline-release"), a("window"), env, quote=False)
     if kind == "evidence":

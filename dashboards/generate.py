@@ -19,10 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from contract.slices import RELEASE_SCOPE_LABELS
 from dashboards import argo_gen, rules_gen
 from dashboards.catalog import SLICE_LABELS
 from dashboards.panels import (
@@ -43,6 +45,9 @@ GRAFANA_DIR = ROOT / "grafana"
 RULES_DIR = ROOT / "rules"
 ARGO_TEMPLATE = ROOT.parent / "deploy" / "argo" / "analysis-template.yaml"
 DATASOURCES = ROOT.parent / "deploy" / "grafana" / "provisioning" / "datasources" / "prometheus.yml"
+#: hand-written but for its CLAIMWATCH_SLICE_LABELS line, which is rendered from contract.slices
+CONFIGMAP = ROOT.parent / "deploy" / "k8s" / "configmap.yaml"
+_SLICE_LABELS_LINE = re.compile(r"^(\s*CLAIMWATCH_SLICE_LABELS: ).*$", re.MULTILINE)
 #: where an exemplar's trace id opens (CLAIMWATCH_TRACE_URL_TEMPLATE; the compose stack's Jaeger UI by default)
 DEFAULT_TRACE_URL_TEMPLATE = "http://localhost:16686/trace/{trace_id}"
 #: the text panel an exemplar panel's data link opens (its title; the id is found after layout)
@@ -515,7 +520,7 @@ def overview() -> dict[str, Any]:
     return dashboard(
         "claimwatch-overview",
         "claimwatch / answer quality",
-        "Claim-level faithfulness of RAG answers by release, model, route and environment.",
+        f"Claim-level faithfulness of RAG answers by {', '.join(SLICE_LABELS[:-1])} and {SLICE_LABELS[-1]}.",
         lay.panels,
         [datasource_variable()] + _slice_variables(),
         ["claimwatch", "rag", "llm"],
@@ -525,7 +530,9 @@ def overview() -> dict[str, Any]:
 def _slice_variables() -> list[dict[str, Any]]:
     out = []
     chained: list[str] = []
-    for name in ("environment", "release", "model", "route", "judge_id"):
+    # the release comparison's scope first (a release is compared within it), then the other slice labels, the judge
+    scope = [name for name in RELEASE_SCOPE_LABELS if name in SLICE_LABELS]
+    for name in (*scope, *(n for n in SLICE_LABELS if n not in scope), "judge_id"):
         sel = ", ".join(f'{c}=~"${c}"' for c in chained)
         label = "Judge" if name == "judge_id" else None
         out.append(query_variable(name, f"label_values(claimwatch_answers_total{{{sel}}}, {name})", label))
@@ -1043,6 +1050,16 @@ def render_all(
     out[DATASOURCES] = datasources(trace_url_template)
     out.update({RULES_DIR / name: text for name, text in rules_gen.render(thresholds).items()})
     out[ARGO_TEMPLATE] = argo_gen.render()
+    out[CONFIGMAP] = configmap(CONFIGMAP.read_text())
+    return out
+
+
+def configmap(text: str) -> str:
+    """The k8s ConfigMap with its ``CLAIMWATCH_SLICE_LABELS`` set to the declared labels (the rest as written)."""
+    labels = "'" + json.dumps(list(SLICE_LABELS), separators=(",", ":")) + "'"
+    out, n = _SLICE_LABELS_LINE.subn(lambda m: m.group(1) + labels, text)
+    if n != 1:
+        raise ValueError(f"{CONFIGMAP}: expected one CLAIMWATCH_SLICE_LABELS line, found {n}")
     return out
 
 

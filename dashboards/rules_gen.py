@@ -81,6 +81,7 @@ import json
 from typing import Any, Mapping
 
 from claimwatch.gate.promql import AT_RISK, exact_increase
+from contract.slices import RELEASE_SCOPE_LABELS
 from dashboards.catalog import SLICE_LABELS
 
 DEFAULT_THRESHOLDS: dict[str, Any] = {
@@ -176,9 +177,15 @@ def _ratio(by: str, num: str, den: str) -> str:
 EVALUATED = 'claimwatch_answers_total{outcome="evaluated"}'
 #: the any-claim rule: what "flagged" falls back to where the workers do not export ``AT_RISK``
 ANY_CLAIM = "claimwatch_answers_with_unsupported_total"
-RE = "release_environment_judge_id"
+#: a release is compared with the other releases of its scope (contract.slices: the same environment) and judge
+SCOPE = ", ".join((*RELEASE_SCOPE_LABELS, J))
+RE = "_".join(("release", *RELEASE_SCOPE_LABELS, J))
 #: the labels of RE's level
-REL = "release, environment, judge_id"
+REL = ", ".join(("release", *RELEASE_SCOPE_LABELS, J))
+#: where a release's comparison happened, for alert texts ("in prod")
+IN_SCOPE = "".join(f" in {{{{ $labels.{name} }}}}" for name in RELEASE_SCOPE_LABELS)
+#: "the environment", "the environment and tenant" (or "" without scope labels), for alert texts
+SCOPE_NAMED = f" of the {' and '.join(RELEASE_SCOPE_LABELS)}" if RELEASE_SCOPE_LABELS else ""
 #: the labels of the level alert's level
 RJ = "release, judge_id"
 
@@ -219,7 +226,7 @@ def _release_rules() -> list[dict[str, str]]:
     pooled = f"{RE}:claimwatch_answers_flagged_pooled:ratio_count1h"
 
     def others(rec: str) -> str:
-        return f"sum by (environment, judge_id) ({rec})\n- ignoring (release) group_right ()\n{rec}"
+        return f"sum by ({SCOPE}) ({rec})\n- ignoring (release) group_right ()\n{rec}"
 
     return [
         {"record": n, "expr": f"sum by ({REL}) ({exact_increase(EVALUATED, '1h')})"},
@@ -230,9 +237,7 @@ def _release_rules() -> list[dict[str, str]]:
         {"record": at_risk, "expr": _at_risk_count(REL, "1h")},
         {
             "record": x,
-            "expr": (
-                f"{at_risk}\nunless on (environment, judge_id)\n({n} unless on ({REL}) {at_risk})\nor\n{any_claim}"
-            ),
+            "expr": (f"{at_risk}\nunless on ({SCOPE})\n({n} unless on ({REL}) {at_risk})\nor\n{any_claim}"),
         },
         {"record": no, "expr": others(n)},
         {"record": xo, "expr": others(x)},
@@ -245,7 +250,7 @@ def _release_rules() -> list[dict[str, str]]:
 
 #: evaluated answers with at least one claim of each failure class (evaluator_worker.metrics)
 WITH_FAILURE = "claimwatch_answers_with_failure_total"
-RET = "release_environment_judge_id_failure_type"
+RET = f"{RE}_failure_type"
 
 
 def _failure_type_rules() -> list[dict[str, str]]:
@@ -264,7 +269,7 @@ def _failure_type_rules() -> list[dict[str, str]]:
         {"record": x, "expr": f"sum by ({REL}, failure_type) ({exact_increase(WITH_FAILURE, '1h')})"},
         {
             "record": xo,
-            "expr": f"sum by (environment, judge_id, failure_type) ({x})\n- ignoring (release) group_right ()\n{x}",
+            "expr": f"sum by ({SCOPE}, failure_type) ({x})\n- ignoring (release) group_right ()\n{x}",
         },
         {"record": p, "expr": f"{x}\n/ {per}\n{n}"},
         {"record": po, "expr": f"{xo}\n/ {per}\n{no}"},
@@ -460,9 +465,10 @@ _FLAGGED_BASELINE = (
 )
 #: which rule counted the environment's releases (any-claim when a release of the environment lacks the at-risk count)
 _FLAGGED_RELEASES = (
-    f'{{{{ if printf "{RE}:claimwatch_answers_evaluated:count1h{{environment=%q, judge_id=%q}} unless on ({REL}) '
-    f'{RE}:claimwatch_answers_at_risk:count1h" $labels.environment $labels.judge_id | query }}}}'
-    + _ANY_CLAIM_SAID.format("every release of the environment")
+    f'{{{{ if printf "{RE}:claimwatch_answers_evaluated:count1h{{{", ".join(f"{x}=%q" for x in SCOPE.split(", "))}}}'
+    f' unless on ({REL}) {RE}:claimwatch_answers_at_risk:count1h" '
+    f"{' '.join(f'$labels.{x}' for x in SCOPE.split(', '))} | query }}}}"
+    + _ANY_CLAIM_SAID.format(f"every release{SCOPE_NAMED}")
     + "{{ else }}"
     + _AT_RISK_SAID
     + "{{ end }}"
@@ -537,7 +543,7 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             t["severity_warning"],
             "Release {{ $labels.release }} has more flagged answers than the other releases",
             (
-                "Release {{ $labels.release }} in {{ $labels.environment }}: {{ $value | humanizePercentage }} of "
+                "Release {{ $labels.release }}" + IN_SCOPE + ": {{ $value | humanizePercentage }} of "
                 f"evaluated answers were flagged {_FLAGGED_RELEASES} over the last hour, significantly above "
                 "the other releases in the same window "
                 f"(tolerance {t['release_max_increase']}, z > {t['release_z']}). Run claimwatch gate before promoting."
@@ -558,7 +564,7 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             t["severity_warning"],
             "Release {{ $labels.release }} has more {{ $labels.failure_type }} failures than the other releases",
             (
-                "Release {{ $labels.release }} in {{ $labels.environment }}: {{ $value | humanizePercentage }} of "
+                "Release {{ $labels.release }}" + IN_SCOPE + ": {{ $value | humanizePercentage }} of "
                 "evaluated answers had a claim of class {{ $labels.failure_type }} (docs/failure-types.md) over the "
                 "last hour, significantly above the other releases in the same window "
                 f"(tolerance {t['failure_type_max_increase']}, z > {t['failure_type_z']}, Bonferroni over the "
@@ -684,7 +690,7 @@ def alerting_rules(t: Mapping[str, Any]) -> dict[str, Any]:
             "A worker's slice labels differ from those the rules and dashboards group by",
             (
                 "Workers put the slice labels {{ $labels.slice_labels }} on their quality metrics, and these rules "
-                f"and dashboards were generated for {', '.join(SLICE_LABELS)} (contract.record.DEFAULT_SLICE_LABELS): "
+                f"and dashboards were generated for {', '.join(SLICE_LABELS)} (contract/slices.py): "
                 "series that lack a label the rules group by, or carry one they drop, are pooled or left out. Set "
                 "CLAIMWATCH_SLICE_LABELS to the same labels, or change the declaration and regenerate "
                 "(python -m dashboards.generate)."

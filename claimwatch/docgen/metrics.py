@@ -41,8 +41,11 @@ and bridge). Counters are exposed with `_total`; histograms as `_bucket`, `_sum`
 Labels are bounded: verdicts, outcomes, reasons, judge and model names, and the slice
 labels `"""
     + ", ".join(DEFAULT_SLICE_LABELS)
-    + """` (configurable; at most 50 values each, then
-`other`; a missing value is `unknown`). Question, answer, claim text and trace ids are
+    + """` (declared once in `contract/slices.py`; at most 50 values
+each, then `other`; a missing value is `unknown`). To add one (say `tenant`): one `SliceLabel` in that
+declaration, then `python -m dashboards.generate` (rules, dashboards, the Argo analysis, the k8s config map) and
+`python -m claimwatch.docgen.metrics --write`; the collector reads it from the declared attribute and the worker
+puts it on its metrics by default (`tests/unit/test_slice_declaration.py` does exactly this). Question, answer, claim text and trace ids are
 never labels. Recording rules and alerts built on these: `dashboards/rules/*.yml`,
 runbook: [runbook.md](runbook.md). A *flagged* answer (the release gate, the release alerts, the
 dashboards) is one counted by `claimwatch_answers_at_risk_total`, or by

@@ -21,6 +21,7 @@ from claimwatch.labeling.sample import (
 )
 from claimwatch.labeling.session import run_session, skipped_path
 from contract.errors import ClaimwatchError, ConfigError
+from contract.slices import DEFAULT_SLICE_LABELS
 
 #: median 95% interval half-width of the corrected flagged rate (judge Se = Sp = 0.8, true rate 10%, 5,000 judged
 #: claims measured): the 0.80 / 0.80 row of docs/labeling.md's precision table, from
@@ -40,7 +41,7 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     src.add_argument("--since", default="7d", help="results newer than this, e.g. 24h, 7d (default 7d)")
     src.add_argument("--from-offset", type=int, default=None, help="read every partition from this offset instead")
     src.add_argument("--max-records", type=int, default=200_000, help="results read at most")
-    for name in ("release", "route", "model", "environment"):
+    for name in DEFAULT_SLICE_LABELS:  # contract.slices
         src.add_argument(f"--{name}", help=f"only answers of this {name}")
     s = p.add_argument_group("the sample")
     s.add_argument(
@@ -106,7 +107,7 @@ def cmd_label(args: argparse.Namespace) -> int:
         cuts = tuple(float(x) for x in str(args.confidence_cuts).split(",") if x.strip())
         if not cuts:
             raise ConfigError("--confidence-cuts needs at least one number")
-        filters = {k: getattr(args, k) for k in ("release", "route", "model", "environment")}
+        filters = {k: getattr(args, k) for k in DEFAULT_SLICE_LABELS}
         if args.results:
             results = list(read_results_file(args.results))
             source = args.results
