@@ -32,12 +32,14 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote, urlsplit
 
+from claimwatch import other_tools
 from claimwatch.claims_query import FLAGGED, FlaggedClaim, confidence, flagged_claims, trace_url
 from claimwatch.gate import DEFAULT_MIN_ANSWERS, Counts, GateConfig, GateDecision, ReleaseCounts, TestConfig, decide
 from claimwatch.gate.by_type import MIN_SLICE_ANSWERS, TypeChange, TypeCounts, changes, headline
 from claimwatch.gate.correction import correct
 from claimwatch.gate.counts import ResultSkips, latest_per_trace, record_verdicts, valid_results
 from claimwatch.gate.judge_fitness import check_decision
+from claimwatch.other_tools import OtherToolScores
 from claimwatch.stats.proportions import wilson_interval
 from contract.errors import ConfigError
 from evaluator_worker.shape import DERIVED
@@ -79,6 +81,8 @@ class ReleaseReport:
     #: answers with a claim of each failure type, per release (``None``) and per (release, "label=value") for the
     #: report's slice label and the derived slices (sources, reasoning)
     by_type: dict[tuple[str, str | None], TypeCounts] = field(default_factory=dict)
+    #: the RagaliQ / DeepEval / FActScore / PAS2-style numbers of the records, per release (``claimwatch.other_tools``)
+    other_tools: dict[str, OtherToolScores] = field(default_factory=dict)
 
     def type_changes(self) -> list[TypeChange]:
         """Every failure class's flagged-answer share, baseline vs candidate, largest rise first."""
@@ -141,6 +145,7 @@ def build_report(
     stamped: list[tuple[float, str, str]] = []
     worst: list[FlaggedClaim] = []
     by_type: dict[tuple[str, str | None], TypeCounts] = defaultdict(TypeCounts)
+    other_tools = {baseline: OtherToolScores(), candidate: OtherToolScores()}
     # the results topic is at-least-once (the worker counted each record once), and anyone can write to it
     for r in latest_per_trace(valid_results(results, skips), skips):
         slices = r.get("slices") or {}
@@ -153,6 +158,7 @@ def build_report(
         key = (release, str(slices.get(slice_label) or "unknown"))
         by_slice[key] = by_slice[key] + record_verdicts(r)
         by_type[(release, None)].add_result(r)
+        other_tools[release].add(r)
         by_type[(release, f"{slice_label}={key[1]}")].add_result(r)
         raw_shape = r.get("shape")
         shape: Mapping[str, Any] = raw_shape if isinstance(raw_shape, dict) else {}
@@ -190,6 +196,7 @@ def build_report(
         judge_lines=judge_lines,
         left_out=tuple(skips.lines()),
         by_type=dict(by_type),
+        other_tools=other_tools,
     )
 
 
@@ -452,6 +459,7 @@ def render_html(report: ReleaseReport, *, trace_url_template: str | None = None)
         if type_rows
         else '<p class="muted">no flagged claim in either release</p>'
     )
+    other = _other_tools_html(report)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(report.generated_at))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -470,10 +478,29 @@ tolerance {t.max_increase * 100:g} pts of flagged answers, at least {d.config.mi
 <p class="muted">Evaluated answers with at least one unsupported or contradicted claim of each class
 (contract.failures; one class per flagged claim), baseline vs candidate; then the largest rises per slice
 ({_text(report.slice_label)} and the derived slices: sources single/multi, reasoning arithmetic/temporal).</p>{types}{by_slice_table}
-{corrected}<h2>Rates per {_text(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
+{corrected}{other}<h2>Rates per {_text(report.slice_label)} and over time</h2><div class="charts">{svgs}</div>
 <h2>Worst claims of {_text(report.candidate)}</h2>{worst}
 </body></html>
 """
+
+
+def _other_tools_html(report: ReleaseReport) -> str:
+    """The other tools' numbers, baseline vs candidate (empty when no record carried them)."""
+    base, cand = (report.other_tools.get(r, OtherToolScores()) for r in (report.baseline, report.candidate))
+    if not base.scored and not cand.scored and not base.consistency_checks and not cand.consistency_checks:
+        return ""
+    rows = "".join(
+        f'<tr><td class="l">{_text(name)}</td><td>{_text(b)}</td><td>{_text(c)}</td></tr>'
+        for name, b, c in zip(other_tools.ROWS, other_tools.cells(base), other_tools.cells(cand))
+    )
+    return (
+        '<h2>Other tools\' numbers, from the same verdicts</h2><p class="muted">What RagaliQ, DeepEval, FActScore and a '
+        "PAS2-style consistency check would report on these answers, computed by the worker from the one judging "
+        f"pass (docs/parity.md). They inform; the decision above is on flagged answers. Answers scored: "
+        f"{base.scored} and {cand.scored}.</p>"
+        f'<table id="other-tools"><tr><th class="l">score</th><th>{_text(report.baseline)}</th>'
+        f"<th>{_text(report.candidate)}</th></tr>{rows}</table>"
+    )
 
 
 # -- command ------------------------------------------------------------------------------------

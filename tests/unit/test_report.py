@@ -139,3 +139,36 @@ def test_a_release_with_no_answers_shows_no_infinite_rise():
     results = [r for r in _demo_like_results() if r["slices"]["release"] == BASE]
     page = render_html(build_report(results, BASE, CAND))
     assert "inf pts" not in page and "not computable" in page
+
+
+def test_the_report_shows_other_tools_numbers_per_release_from_the_records():
+    """RagaliQ pass shares, DeepEval and FActScore means, suspect claims and PAS2 conflicts per release, read from
+    the records' parity and consistency objects; a record without them is not counted in those columns."""
+    from evaluator_worker.parity import parity_scores
+    from evaluator_worker.scoring import ClaimResult
+
+    results = _demo_like_results()
+    for r in results:
+        claims = [ClaimResult.model_validate(c) for c in r["claims"]]
+        r["parity"] = parity_scores(claims, 2, expected_min_claims=3, confidence_floor=0.8).model_dump()
+    results[0]["consistency"] = {"status": "consistent", "conflicts": []}
+    results[-1]["consistency"] = {"status": "inconsistent", "conflicts": [{"claim": "x"}, {"claim": "y"}]}
+    results[-2]["consistency"] = {"status": "no_group"}  # not a check
+    del results[-3]["parity"]
+    report = build_report(results, BASE, CAND)
+    base, cand = report.other_tools[BASE], report.other_tools[CAND]
+    assert (base.scored, cand.scored) == (240, 239)
+    bad = sum(any(c["verdict"] != "SUPPORTED" for c in r["claims"]) for r in results[240:-3] + results[-2:])
+    assert cand.hallucination_pass.value == pytest.approx(1 - bad / 239)
+    assert base.hallucination_pass.value > cand.hallucination_pass.value
+    supported = sum(c["verdict"] == "SUPPORTED" for r in results[:240] for c in r["claims"])
+    assert cand.factscore.n == 239 and base.suspect_claims == supported  # every supported claim is at 0.7 < 0.8
+    assert (base.consistency_checks, base.inconsistent) == (1, 0)
+    assert (cand.consistency_checks, cand.inconsistent, cand.conflicts) == (1, 1, 2)
+    page = render_html(report)
+    assert 'id="other-tools"' in page and "1 of 1 (2 conflicts)" in page
+
+
+def test_without_other_tools_numbers_the_report_has_no_such_table():
+    """Records carrying no parity or consistency object (switched off, older workers): no other-tools table."""
+    assert 'id="other-tools"' not in render_html(build_report(_demo_like_results(), BASE, CAND))

@@ -25,7 +25,11 @@ TENANT = '    SliceLabel("tenant", "tenant.id"),\n'
 def _copy_tree(dest: Path) -> None:
     """The files (tracked or new, not ignored) of the packages the generators read and write (no model weights, no data)."""
     files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", *PACKAGES], cwd=ROOT, check=True, capture_output=True, text=True
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", *PACKAGES],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split()
     for name in files:
         src = ROOT / name
@@ -99,7 +103,9 @@ def test_every_generated_slice_grouping_and_filter_names_the_new_label(tree):
 
 def test_the_cli_filters_by_the_new_label(tree):
     """``claimwatch claims`` and ``claimwatch label sample`` take --tenant."""
-    out = _run(tree, "import sys; sys.argv = ['claimwatch', 'claims', '--help']\nfrom claimwatch.cli import main\nmain()")
+    out = _run(
+        tree, "import sys; sys.argv = ['claimwatch', 'claims', '--help']\nfrom claimwatch.cli import main\nmain()"
+    )
     assert "--tenant" in out
 
 
