@@ -52,9 +52,12 @@ class _FromSettings:
         return "FROM_SETTINGS"
 
 
-#: answers queued per judging thread for CPU-bound judges (their max_in_flight): a short queue keeps the judge busy;
-#: more only lengthens drains on stop or revoke
-CPU_QUEUE_PER_THREAD = 32
+#: CPU-bound judges (heuristic, hybrid, nli) run on one judging thread: more threads only contend for the GIL (an
+#: NLI model's own intra-op threads do the parallel work)
+CPU_THREADS = 1
+#: answers queued for that thread (their max_in_flight): a short queue keeps the judge busy; more only lengthens
+#: drains on stop or revoke
+CPU_QUEUE = 32
 
 #: ``build_worker(exporter=FROM_SETTINGS)`` (the default): the exporter ``CLAIMWATCH_TRACE_EXPORT_*`` describes
 FROM_SETTINGS: Any = _FromSettings()
@@ -214,8 +217,8 @@ def build_worker(
     else:
         # CPU-bound judges: only when their queue runs low, so the loop works in batches and the judging thread is
         # not interrupted for the GIL after every answer (measured: 20% faster)
-        threads = f.cpu_threads
-        max_in_flight = min(f.max_in_flight, f.cpu_threads * CPU_QUEUE_PER_THREAD)
+        threads = CPU_THREADS
+        max_in_flight = min(f.max_in_flight, CPU_QUEUE)
         wake_below = max(1, max_in_flight // 4)
     clock = clock or time.monotonic
     wake = threading.Event()  # set by judged answers and failed writes; the group loop waits on it while full

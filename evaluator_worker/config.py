@@ -64,9 +64,6 @@ class FlowSettings(BaseModel):
     #: answers handed to judging at once. Network judges (anthropic, cascade) get this many threads: at ~2 s per
     #: call and 2 calls per answer, 64 gives ~16 answers/s per worker. Partitions are paused while it is full
     max_in_flight: int = Field(64, ge=1, le=4096)
-    #: threads for CPU-bound judges (heuristic, hybrid, nli): more threads only add GIL contention. Their answers in
-    #: flight are capped at 32 per thread (enough to keep a thread busy, short to drain on stop or revoke)
-    cpu_threads: int = Field(1, ge=1, le=64)
     #: lowest adaptive concurrency after repeated 429/529 (the limit starts at max_in_flight)
     min_concurrency: int = Field(1, ge=1)
     #: client-side ceiling on judge calls per minute (your Anthropic organisation's RPM); unset = none

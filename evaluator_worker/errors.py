@@ -23,8 +23,8 @@ Hierarchy::
                                             broker keeps rejecting, a fatal judge error): it
                                             stops without committing past the record
 
-Who retries: only :class:`evaluator_worker.flow.JudgeCaller` (the SDK's own retries are
-off by default, ``CLAIMWATCH_ANTHROPIC__MAX_RETRIES=0``), so every 429 reaches the
+Who retries: only :class:`evaluator_worker.flow.JudgeCaller` (the SDK clients are built
+with their own retries off, ``max_retries=0``), so every 429 reaches the
 adaptive concurrency limit and a 401 is never retried.
 
 A non-fatal ``JudgeError`` that is not retried (or outlives the retry deadline) marks the

@@ -2,7 +2,7 @@
 
 Every judge operation the :class:`~evaluator_worker.pipeline.Evaluator` makes (claim
 extraction, verification) goes through :meth:`JudgeCaller.call`. It is **the only retry
-layer**: the Anthropic SDK's own retries are off by default (``max_retries=0``) so that
+layer**: the SDK clients are built with their own retries off (``max_retries=0``) so that
 every 429/529 is seen here, where it can slow the whole worker down instead of one thread.
 
 Policy per error (see :mod:`evaluator_worker.errors`):

@@ -81,7 +81,6 @@ FALLBACK_DESCRIPTIONS: dict[str, str] = {
     "AnthropicSettings.base_url": "Override the Anthropic API URL (proxies, gateways, tests).",
     "AnthropicSettings.max_tokens": "Output token budget per judge call (large, so long answers are not truncated).",
     "AnthropicSettings.timeout_s": "Timeout of one API request.",
-    "AnthropicSettings.max_retries": "SDK retries on 408/409/429/5xx (honours `retry-after`).",
     # CascadeSettings
     "CascadeSettings.first": "Cheap first judge (a judge name).",
     "CascadeSettings.second": "Expensive second judge for low-confidence claims (a judge name).",

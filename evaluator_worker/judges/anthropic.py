@@ -8,7 +8,7 @@ comes from ``platforms.make_client``): the system prompt as one text block marke
 every SDK exception through :mod:`evaluator_worker.judges.http_errors` (``x-should-retry`` and
 ``retry-after`` included); a 200 whose body is not a Message (a proxy's HTML page, a cut JSON body,
 fields of the wrong type) is a retryable ``JudgeUnavailable`` (``http_errors.bad_response_error``).
-The SDK does not retry (``max_retries=0`` by default): ``flow.JudgeCaller`` is the one retry layer;
+The SDK does not retry (its clients are built with ``max_retries=0``): ``flow.JudgeCaller`` is the one retry layer;
 when it is configured to, its extra attempts show in ``Usage.retries``.
 
 :func:`AnthropicJudge` builds the judge (the registry's ``anthropic``); prompts, repair, splits and

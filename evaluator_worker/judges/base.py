@@ -8,7 +8,7 @@ A judge does two things:
 Capabilities declared by :class:`Judge` (defaults in :class:`JudgeBase`): ``io_bound``
 (True for judges that wait on the network, e.g. an LLM API; the worker then judges up
 to ``flow.max_in_flight`` answers at once under adaptive concurrency; CPU-bound judges
-run on ``flow.cpu_threads`` threads), ``extract_sees_contexts`` (single-call judges: the
+run on one judging thread), ``extract_sees_contexts`` (single-call judges: the
 pipeline calls their ``extract_and_verify``, see :class:`SingleCallJudge`, or else passes the
 contexts to ``extract_claims``) and ``bind_metrics`` (a :class:`JudgeObserver` to report into). A judge used by the
 worker must be thread-safe.

@@ -117,7 +117,9 @@ class BespokeMiniCheckJudge(JudgeBase):
                     "the bespoke-minicheck judge needs the openai package: pip install 'claimwatch[openai]'"
                 ) from exc
             key = s.api_key.get_secret_value() if s.api_key else os.environ.get("OPENAI_API_KEY", "not-needed")
-            client = openai.OpenAI(base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=s.max_retries)
+            client = openai.OpenAI(
+                base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=0
+            )  # the flow layer retries
         self.settings = s
         self.client = client
 
@@ -132,7 +134,7 @@ class BespokeMiniCheckJudge(JudgeBase):
         """The model, the authors' prompt and how documents are cut and scored (judge identity)."""
         from evaluator_worker.judges.fingerprint import source_digest
 
-        s = self.settings.model_dump(mode="json", exclude={"api_key", "base_url", "timeout_s", "max_retries"})
+        s = self.settings.model_dump(mode="json", exclude={"api_key", "base_url", "timeout_s"})
         return {"kind": "bespoke-minicheck", "settings": s, "source": source_digest(BespokeMiniCheckJudge)}
 
     def extract_claims(

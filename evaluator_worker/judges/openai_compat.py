@@ -154,7 +154,9 @@ def OpenAIJudge(settings: OpenAISettings | None = None, client: Any = None) -> L
         except ImportError as exc:
             raise ConfigError("the openai judge needs the openai package: pip install 'claimwatch[openai]'") from exc
         key = s.api_key.get_secret_value() if s.api_key else os.environ.get("OPENAI_API_KEY", "not-needed")
-        client = openai.OpenAI(base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=s.max_retries)
+        client = openai.OpenAI(
+            base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=0
+        )  # the flow layer retries
     options = LLMOptions(
         model=s.model,
         extract_model=s.extract_model or s.model,

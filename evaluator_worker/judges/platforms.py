@@ -58,11 +58,12 @@ def _secret(value: Any) -> str | None:
 def make_client(
     settings: AnthropicSettings,
 ) -> anthropic.Anthropic | anthropic.AnthropicBedrock | anthropic.AnthropicVertex:
-    """The SDK client for the platform (SDK retries as configured: 0 = the worker's flow layer retries)."""
+    """The SDK client for the platform, its own retries off: ``flow.JudgeCaller`` is the one retry layer, so every 429
+    lowers the worker's concurrency and a 401 is never retried."""
     common: dict[str, Any] = {
         "base_url": settings.base_url,
         "timeout": settings.timeout_s,
-        "max_retries": settings.max_retries,
+        "max_retries": 0,
     }
     if settings.platform == "bedrock":
         region = settings.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")

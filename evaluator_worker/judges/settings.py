@@ -43,9 +43,6 @@ class AnthropicSettings(BaseModel):
     extract_model: str = "claude-haiku-4-5"
     max_tokens: int = 4096
     timeout_s: float = 60.0
-    #: retries inside the SDK. Keep 0: the worker's flow layer (CLAIMWATCH_FLOW__*) is the one retry layer, so
-    #: every 429 lowers the worker's concurrency and a 401 is never retried
-    max_retries: int = 0
     #: claims per verify call; larger answers are split
     max_claims_per_call: int = 40
     #: one call per answer: `model` extracts the claims and judges them in the same call (the worker passes the contexts to extraction); fewer tokens, but extraction and verification are no longer independent
@@ -93,8 +90,6 @@ class OpenAISettings(BaseModel):
     max_tokens: int = 4096
     #: seconds per call (self-hosted models can be slow under load)
     timeout_s: float = 120.0
-    #: retries inside the SDK. Keep 0: the worker's flow layer is the one retry layer
-    max_retries: int = 0
     #: claims per verify call; larger answers are split
     max_claims_per_call: int = 40
     #: one call per answer (extract and judge together), as for the anthropic judge
@@ -118,8 +113,6 @@ class BespokeSettings(BaseModel):
     threshold: float = Field(default=0.5, gt=0.0, le=1.0)
     #: seconds per call
     timeout_s: float = 60.0
-    #: retries inside the SDK. Keep 0: the worker's flow layer is the one retry layer
-    max_retries: int = 0
 
 
 class JudgeSettings(BaseSettings):

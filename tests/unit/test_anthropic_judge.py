@@ -366,7 +366,7 @@ def test_evidence_found_in_other_chunk_fixes_index(srv):
 
 def test_default_client_built_from_settings(srv):
     """Without an injected client the judge builds one from settings (api_key, base_url, retries, timeout)."""
-    judge = AnthropicJudge(AnthropicSettings(api_key="k", base_url=srv.base_url, max_retries=0, timeout_s=5))
+    judge = AnthropicJudge(AnthropicSettings(api_key="k", base_url=srv.base_url, timeout_s=5))
     ex = judge.extract_claims("Paris is the capital of France.")
     assert [c.text for c in ex.claims] == ["Paris is the capital of France."]
     headers = srv.recorded[0].headers
@@ -393,7 +393,7 @@ def test_missing_credentials_is_a_config_error(srv, monkeypatch):
     """A judge built without any API key fails with ConfigError (not a bare SDK TypeError) on first use."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    judge = AnthropicJudge(AnthropicSettings(base_url=srv.base_url, max_retries=0))
+    judge = AnthropicJudge(AnthropicSettings(base_url=srv.base_url))
     with pytest.raises(ConfigError):
         judge.extract_claims("A is B.")
 
