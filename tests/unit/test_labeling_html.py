@@ -5,15 +5,12 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
-
-import pytest
 
 from claimwatch.calibration import load_labeled_claims
 from claimwatch.labeling import main
 from claimwatch.labeling.sample import draw_plan, label_record, plan_path, population
+from tests.fakes.chromium import chromium
 
 
 def _results(path: Path) -> None:
@@ -41,27 +38,7 @@ def _results(path: Path) -> None:
 
 
 def _dom(page: Path, keys: str, tmp_path: Path) -> str:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.fail("chromium is not installed: apt-get install chromium (scripts/setup.sh does it)")
-    run = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            page.as_uri() + "#keys=" + keys,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = chromium(tmp_path, "--dump-dom", page.as_uri() + "#keys=" + keys)
     assert [ln for ln in run.stderr.splitlines() if "Uncaught" in ln] == []
     return run.stdout
 

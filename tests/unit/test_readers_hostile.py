@@ -5,8 +5,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
-import subprocess
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from claimwatch.claims_query import read_results_file
 from claimwatch.cli import main
 from claimwatch.gate import counts_from_results
 from claimwatch.report import build_report, render_html
+from tests.fakes.chromium import chromium
 
 PWN = '<img src=x onerror=document.title="PWNED">'
 
@@ -112,28 +111,9 @@ def test_report_escapes_every_record_text_keys_included(tmp_path):
 
 def test_hostile_report_runs_no_script_in_headless_chromium(tmp_path):
     """Chromium loads the page of hostile records: the title is the report's and no <img>/<script> is in the DOM."""
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.fail("chromium is not installed: apt-get install chromium (scripts/setup.sh does it)")
     page = tmp_path / "hostile.html"
     page.write_text(_hostile_report(tmp_path), encoding="utf-8")
-    run = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--virtual-time-budget=2000",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = chromium(tmp_path, "--virtual-time-budget=2000", "--dump-dom", page.as_uri())
     title = re.search(r"<title>(.*?)</title>", run.stdout, re.S)
     assert title is not None and title.group(1).startswith("claimwatch release report")
     assert "PWNED" not in title.group(1)

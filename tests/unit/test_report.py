@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from claimwatch.report import build_report, rate_rows, render_html
+from tests.fakes.chromium import chromium
 
 BASE, CAND = "v1.4.0", "v1.5.0-rc1"
 
@@ -102,34 +101,15 @@ def test_page_is_self_contained_escaped_and_highlights_the_evidence():
 
 def test_report_renders_in_headless_chromium(tmp_path: Path):
     """Chromium renders the page with no console errors, the charts are in the DOM, and a screenshot is produced."""
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.fail("chromium is not installed: apt-get install chromium (scripts/setup.sh does it)")
     page = tmp_path / "report.html"
     page.write_text(render_html(build_report(_demo_like_results(), BASE, CAND, trust_judge=True)), encoding="utf-8")
-    common = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--enable-logging=stderr",
-        "--v=0",
-    ]
     shot = tmp_path / "report.png"
-    run = subprocess.run(
-        [*common, f"--screenshot={shot}", "--window-size=1200,2400", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2400", page.as_uri())
     assert shot.exists() and shot.stat().st_size > 20_000  # a rendered page, not a blank one
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     console = [ln for ln in run.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert console == []
-    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    dom = chromium(tmp_path, "--dump-dom", page.as_uri())
     assert "ROLLBACK" in dom.stdout and dom.stdout.count("<svg") == 3
     assert "<path" in dom.stdout or "<line" in dom.stdout  # the charts drew marks
 
