@@ -411,9 +411,9 @@ def _trace() -> RagTrace:
     )
 
 
-def test_sdk_does_not_retry_by_default():
-    """The judge's SDK client is built with max_retries=0: one retry layer (ours)."""
-    assert AnthropicSettings().max_retries == 0
+def test_the_sdk_never_retries():
+    """The judge's SDK client is built with max_retries=0 and no setting changes it: one retry layer (ours)."""
+    assert "max_retries" not in AnthropicSettings.model_fields
     judge = AnthropicJudge(AnthropicSettings(api_key="k"))
     assert judge.client.max_retries == 0
 
