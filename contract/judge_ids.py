@@ -8,6 +8,7 @@ models.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["format_judge_id", "judge_kind", "judge_models"]
@@ -28,7 +29,9 @@ def judge_kind(judge_id: str) -> str:
     return m.group("kind") if m else (judge_id or "")
 
 
+@functools.lru_cache(maxsize=256)
 def judge_models(judge_id: str) -> tuple[str, ...]:
-    """The models named in a judge id (none for a judge without a model, or a bare name)."""
+    """The models named in a judge id (none for a judge without a model, or a bare name); cached: the worker asks for
+    every answer it counts, and a worker has one or two judge ids."""
     m = _ID.match(judge_id or "")
     return tuple(x for x in (m.group("models") or "").split("+") if x) if m else ()
