@@ -22,7 +22,7 @@ import io
 import json
 import subprocess
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 HERE = Path(__file__).resolve().parent
 
@@ -130,18 +130,22 @@ def _passage(evidence: str) -> str:
     return rest.strip() if sep and head.lstrip().startswith("[") else ""
 
 
+def jsonl_rows(repo: str, path: str, upstream: dict[str, bytes]) -> Iterator[dict[str, Any]]:
+    """The JSON rows of one upstream JSONL file at the snapshot (kept in ``upstream`` for the provenance report)."""
+    raw = git_show(repo, path)
+    upstream[path] = raw
+    for line in raw.decode("utf-8").splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
 def expertqa(repo: str) -> None:
     """One row per (question, system) answer of the lfqa val/test files, deduplicated across the two splits."""
     upstream: dict[str, bytes] = {}
     answers: dict[tuple[str, str], dict[str, Any]] = {}
     for split in ("domain_test", "domain_val", "rand_test", "rand_val"):
         path = f"data/lfqa/{split}.jsonl"
-        raw = git_show(repo, path)
-        upstream[path] = raw
-        for line in raw.decode("utf-8").splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
+        for row in jsonl_rows(repo, path, upstream):
             for system, ans in row["answers"].items():
                 key = (row["question"], system)
                 if key in answers:
@@ -172,12 +176,7 @@ def wice(repo: str) -> None:
     rows = []
     for split in ("dev", "test"):
         path = f"data/entailment_retrieval/claim/{split}.jsonl"
-        raw = git_show(repo, path)
-        upstream[path] = raw
-        for line in raw.decode("utf-8").splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
+        for row in jsonl_rows(repo, path, upstream):
             meta = row.get("meta") or {}
             rows.append(
                 {
