@@ -246,6 +246,8 @@ class KafkaSink:
     def _ensure_producer(self) -> bool:
         if self._producer is not None:
             return True
+        if self._closed:  # shut down: a step still running after shutdown() must not build a producer nobody closes
+            return False
         try:
             self._producer = self._factory(**producer_config(self.settings))
         except Exception as exc:

@@ -20,7 +20,7 @@ from collector.otlp_bridge import BridgeSettings, OtlpBridge
 from contract.kafka import KafkaConnection
 from contract.record import RagTrace
 from tests.fakes.kafka import ScriptedConsumer
-from tests.integration.kafka_helpers import create_topic, drain, produce
+from tests.integration.kafka_helpers import create_topic, drain, produce, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -275,9 +275,9 @@ def test_a_rebalance_commits_what_was_consumed(kafka_bootstrap, topic_name):
 
 class FailFirstSends:
     """A real producer whose first ``n`` records are lost as after a broker outage (retriable, via the errback); keeps
-    the keys it lost and how many records it handed to the real producer (the last instance built is ``last``)."""
+    the keys it lost and how many records it handed to the real producer (every instance built is in ``made``)."""
 
-    last: "FailFirstSends | None" = None
+    made: "list[FailFirstSends]" = []
 
     def __init__(self, n: int = 1, **config):
         from kafka import KafkaProducer
@@ -286,7 +286,7 @@ class FailFirstSends:
         self.left = n
         self.lost: list[bytes] = []
         self.sent = 0
-        FailFirstSends.last = self
+        FailFirstSends.made.append(self)
 
     def send(self, topic, key=None, value=None, headers=None):
         from kafka.errors import KafkaTimeoutError
@@ -312,6 +312,8 @@ def test_a_record_lost_to_a_retriable_produce_error_is_read_and_produced_again(k
 
     How many traces were delivered before the rewind (and so come twice) depends on whether the commit that saw the
     loss came before or after the other traces were emitted: the test counts what the producer sent, not a timing.
+    The bridge runs until its commit reaches the end of the topic (not for an idle window: under CPU load the first
+    fetch alone can outlast one).
     """
     from structlog.testing import capture_logs
 
@@ -320,11 +322,22 @@ def test_a_record_lost_to_a_retriable_produce_error_is_read_and_produced_again(k
     produce(kafka_bootstrap, topic_name, messages)
     bs, cs = settings_for(kafka_bootstrap, topic_name, topic_name + "-bridge")
     registry = CollectorRegistry()
+    FailFirstSends.made.clear()
     bridge = OtlpBridge(bs, cs, registry=registry, producer_factory=FailFirstSends)
     with capture_logs() as logs:
-        bridge.run(max_messages=len(messages) * 3, idle_timeout_s=4.0)
-    producer = FailFirstSends.last
-    assert producer is not None and len(producer.lost) == 1
+        running = threading.Thread(target=bridge.run, name="bridge", daemon=True)
+        running.start()
+        try:
+            done = wait_until(
+                lambda: committed(kafka_bootstrap, bs.group_id, topic_name, 1)[0] == len(messages), 90, 0.5
+            )
+        finally:
+            bridge.stop()
+            running.join(30)
+    assert done and not running.is_alive()
+    assert len(FailFirstSends.made) == 1  # one producer for the bridge's life (none built after its shutdown)
+    producer = FailFirstSends.made[0]
+    assert len(producer.lost) == 1
     # run() returned after the final flush: every record the real producer took is on the topic
     records = [RagTrace.from_json_bytes(m.value) for m in drain(kafka_bootstrap, cs.topic, producer.sent, 20)]
     assert len(records) == producer.sent and 3 <= producer.sent <= 5

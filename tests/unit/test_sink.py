@@ -280,3 +280,19 @@ def test_only_retriable_produce_failures_count_as_readable_again():
         assert sink.retriable_failures == retriable
         assert value(reg, "claimwatch_collector_dropped_total", reason="produce_error") == 1
         sink.shutdown(0.5)
+
+
+def test_a_step_running_after_shutdown_builds_no_producer():
+    """The background step can outlive shutdown()'s short stop wait under CPU load: it must not build a new producer
+    (one nobody closes, with its own IO thread and connections) once the sink is shut down."""
+    made: list[FakeProducer] = []
+
+    def factory(**config):
+        made.append(FakeProducer())
+        return made[-1]
+
+    sink, _ = make_sink(producer_factory=factory)
+    sink.submit(rec(1))
+    assert sink.shutdown(3.0) and len(made) == 1 and made[0].closed
+    sink._step()  # what a loop thread still inside its step after the stop wait would do next
+    assert len(made) == 1
