@@ -79,8 +79,6 @@ FALLBACK_DESCRIPTIONS: dict[str, str] = {
     # AnthropicSettings
     "AnthropicSettings.api_key": "Anthropic API key; when unset the SDK reads `ANTHROPIC_API_KEY`.",
     "AnthropicSettings.base_url": "Override the Anthropic API URL (proxies, gateways, tests).",
-    "AnthropicSettings.max_tokens": "Output token budget per judge call (large, so long answers are not truncated).",
-    "AnthropicSettings.timeout_s": "Timeout of one API request.",
     # CascadeSettings
     "CascadeSettings.first": "Cheap first judge (a judge name).",
     "CascadeSettings.second": "Expensive second judge for low-confidence claims (a judge name).",

@@ -183,12 +183,5 @@ def AnthropicJudge(settings: AnthropicSettings | None = None, client: Any = None
     """
     s = for_platform(settings or AnthropicSettings())
     transport = AnthropicTransport(client if client is not None else make_client(s))
-    options = LLMOptions(
-        model=s.model,
-        extract_model=s.extract_model,
-        max_tokens=s.max_tokens,
-        max_claims_per_call=s.max_claims_per_call,
-        single_call=s.single_call,
-        prices=s.prices,
-    )
+    options = LLMOptions.from_settings(s, model=s.model, extract_model=s.extract_model)
     return LLMJudge(transport, options, name="anthropic", settings=s)

@@ -63,6 +63,7 @@ from evaluator_worker.judges.llm_wire import (
     split_sentences,
 )
 from evaluator_worker.judges.pricing import cost_usd
+from evaluator_worker.judges.settings import LLMSettings
 from evaluator_worker.judges.transport import ChatRequest, ChatTransport, ToolCallResult
 
 __all__ = ["LLMJudge", "LLMOptions", "ToolWire", "UNLOCATED_EVIDENCE_PENALTY", "UNLOCATED_NOTE", "locate_evidence"]
@@ -83,6 +84,18 @@ class LLMOptions:
     single_call: bool = False
     #: USD per million tokens: {model: {"input": x, "output": y, "cache_read": z, "cache_creation": w}}
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: LLMSettings, *, model: str, extract_model: str) -> LLMOptions:
+        """A provider's settings (the shared :class:`LLMSettings` part) with its models named in the API's naming."""
+        return cls(
+            model=model,
+            extract_model=extract_model,
+            max_tokens=settings.max_tokens,
+            max_claims_per_call=settings.max_claims_per_call,
+            single_call=settings.single_call,
+            prices=settings.prices,
+        )
 
 
 # --------------------------------------------------------------------------- the judge

@@ -157,12 +157,5 @@ def OpenAIJudge(settings: OpenAISettings | None = None, client: Any = None) -> L
         client = openai.OpenAI(
             base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=0
         )  # the flow layer retries
-    options = LLMOptions(
-        model=s.model,
-        extract_model=s.extract_model or s.model,
-        max_tokens=s.max_tokens,
-        max_claims_per_call=s.max_claims_per_call,
-        single_call=s.single_call,
-        prices=s.prices,
-    )
+    options = LLMOptions.from_settings(s, model=s.model, extract_model=s.extract_model or s.model)
     return LLMJudge(OpenAITransport(client, s.output), options, name="openai", settings=s)

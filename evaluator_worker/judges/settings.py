@@ -13,7 +13,24 @@ from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-class AnthropicSettings(BaseModel):
+class LLMSettings(BaseModel):
+    """What every chat-model judge shares (``anthropic``, ``openai``): call limits, single-call mode, prices."""
+
+    #: output token limit per call (a cut output is split in halves and asked again)
+    max_tokens: int = 4096
+    #: seconds per call
+    timeout_s: float = 60.0
+    #: claims per verify call; larger answers are split
+    max_claims_per_call: int = 40
+    #: one call per answer: `model` extracts the claims and judges them in the same call (the worker passes the
+    #: contexts to extraction); fewer tokens, but extraction and verification are no longer independent
+    single_call: bool = False
+    #: USD per million tokens: {model: {"input": x, "output": y, "cache_read": z, "cache_creation": w}}
+    #: (self-hosted: your cost per token, or leave empty for 0)
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+class AnthropicSettings(LLMSettings):
     """Claude as the judge (``CLAIMWATCH_ANTHROPIC__*``): first-party API, AWS Bedrock or Google Vertex AI."""
 
     #: where Claude runs: anthropic (first-party API), bedrock (AWS), vertex (Google Cloud)
@@ -41,14 +58,6 @@ class AnthropicSettings(BaseModel):
     model: str = "claude-sonnet-4-5"
     #: claim extraction model (cheaper is fine)
     extract_model: str = "claude-haiku-4-5"
-    max_tokens: int = 4096
-    timeout_s: float = 60.0
-    #: claims per verify call; larger answers are split
-    max_claims_per_call: int = 40
-    #: one call per answer: `model` extracts the claims and judges them in the same call (the worker passes the contexts to extraction); fewer tokens, but extraction and verification are no longer independent
-    single_call: bool = False
-    #: USD per million tokens: {model: {"input": x, "output": y, "cache_read": z, "cache_creation": w}}
-    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
 class CascadeSettings(BaseModel):
@@ -72,7 +81,7 @@ class CascadeSettings(BaseModel):
     agreement_sample: float = 0.02
 
 
-class OpenAISettings(BaseModel):
+class OpenAISettings(LLMSettings):
     """Any OpenAI-compatible chat-completions endpoint as the judge (``CLAIMWATCH_OPENAI__*``): vLLM, Ollama,
     llama.cpp server, OpenAI, other providers."""
 
@@ -86,16 +95,8 @@ class OpenAISettings(BaseModel):
     extract_model: str | None = None
     #: how structured output is asked for: tools (function calling, forced) or json_schema (response_format)
     output: Literal["tools", "json_schema"] = "tools"
-    #: output token limit per call (a cut output is split in halves and asked again)
-    max_tokens: int = 4096
     #: seconds per call (self-hosted models can be slow under load)
     timeout_s: float = 120.0
-    #: claims per verify call; larger answers are split
-    max_claims_per_call: int = 40
-    #: one call per answer (extract and judge together), as for the anthropic judge
-    single_call: bool = False
-    #: USD per million tokens per model (self-hosted: your cost per token, or leave empty for 0)
-    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
 class BespokeSettings(BaseModel):
