@@ -137,7 +137,8 @@ def test_judge_slower_than_max_poll_interval_keeps_the_group_and_judges_concurre
         try:
             produce(kafka_bootstrap, topic_name, items)
             assert wait_until(lambda: worker.processed >= n, 90), f"processed {worker.processed}/{n}"
-            time.sleep(1.5)  # a commit interval
+            # committed while running (not only by the stop): the periodic commit reaches every offset
+            assert wait_until(lambda: sum(_committed(kafka_bootstrap, settings.consumer.group_id).values()) == n, 30)
         finally:
             run.stop()
         print(f"slow judge: {n} answers, max concurrent calls {srv.max_concurrent}, requests {len(srv.requests)}")
@@ -171,7 +172,9 @@ def test_revoke_with_answers_in_flight_drains_commits_and_hands_over(kafka_boots
                 assert wait_until(lambda: a.processed + b.processed >= n, 90), (a.processed, b.processed)
                 produce(kafka_bootstrap, topic_name, [_trace(100 + i) for i in range(20)])  # after the handover
                 assert wait_until(lambda: a.processed + b.processed >= n + 20, 60), (a.processed, b.processed)
-                time.sleep(1.5)
+                assert wait_until(
+                    lambda: sum(_committed(kafka_bootstrap, settings.consumer.group_id).values()) == n + 20, 30
+                )
             finally:
                 run_b.stop()
         finally:
@@ -207,7 +210,7 @@ def test_429_burst_mid_run_costs_lag_not_evaluations(kafka_bootstrap, topic_name
             assert wait_until(lambda: worker.processed >= 30, 60)
             srv.fail(429, times=40, retry_after="1")
             assert wait_until(lambda: worker.processed >= n, 120), f"processed {worker.processed}/{n}"
-            time.sleep(1.5)
+            assert wait_until(lambda: sum(_committed(kafka_bootstrap, settings.consumer.group_id).values()) == n, 30)
         finally:
             run.stop()
     limiter = worker.evaluator.caller.limiter
