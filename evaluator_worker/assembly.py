@@ -72,10 +72,15 @@ def build_metrics(settings: WorkerSettings) -> WorkerMetrics:
 
 
 def build_evaluator(
-    settings: WorkerSettings, *, judge: Judge | None = None, metrics: WorkerMetrics | None = None
+    settings: WorkerSettings,
+    *,
+    judge: Judge | None = None,
+    metrics: WorkerMetrics | None = None,
+    yield_when_throttled: bool = False,
 ) -> Evaluator:
     """The production evaluator: ``judge`` (default: the one ``settings.judge`` names), the retry policy of
-    ``settings.flow``, parity and consistency of ``settings.parity``, result text per ``results_include_text``."""
+    ``settings.flow``, parity and consistency of ``settings.parity``, result text per ``results_include_text``.
+    ``yield_when_throttled``: give an answer up at a 429/529 instead of retrying (the shadow judge)."""
     from evaluator_worker.consistency import ConsistencyTracker
     from evaluator_worker.flow import RetryPolicy
     from evaluator_worker.judges.registry import get_judge
@@ -93,7 +98,12 @@ def build_evaluator(
             cjudge, threshold=p.consistency_threshold, window=p.consistency_window, sample=p.consistency_sample
         )
     f = settings.flow
-    retry = RetryPolicy(base_s=f.retry_base_s, max_s=f.retry_max_s, deadline_s=f.retry_deadline_s)
+    retry = RetryPolicy(
+        base_s=f.retry_base_s,
+        max_s=f.retry_max_s,
+        deadline_s=f.retry_deadline_s,
+        yield_when_throttled=yield_when_throttled,
+    )
     return Evaluator(
         judge,
         metrics,
@@ -148,7 +158,8 @@ def build_shadow(settings: WorkerSettings, main: Evaluator, metrics: WorkerMetri
     if not settings.shadow.judge:
         return None
     ss = shadow_settings(settings)
-    evaluator = build_evaluator(ss, metrics=NullMetrics())  # its judge calls never reach the main judge's metrics
+    # its judge calls never reach the main judge's metrics, and it yields to the main judge when the provider throttles
+    evaluator = build_evaluator(ss, metrics=NullMetrics(), yield_when_throttled=True)
     if evaluator.identity.judge_id == main.identity.judge_id:
         raise ConfigError(
             f"the shadow judge is the main judge ({main.identity.judge_id}): set CLAIMWATCH_SHADOW__JUDGE or "

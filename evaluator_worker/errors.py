@@ -18,7 +18,9 @@ Hierarchy::
     │   └── JudgeOutputError      not retried   the judge answered, but not in the agreed
     │                                           structure (after the judge's own repair)
     ├── EvaluationAbandoned                 the worker is stopping or lost the partition while
-    │                                       the answer waited: no result, offset not committed
+    │   │                                   the answer waited: no result, offset not committed
+    │   └── JudgeThrottledYield             a judge told to yield (the shadow judge) met a 429/529:
+    │                                       given up at once, never retried against the main judge
     └── WorkerFatal                         the worker cannot go on safely (a result write the
                                             broker keeps rejecting, a fatal judge error): it
                                             stops without committing past the record
@@ -50,6 +52,7 @@ __all__ = [
     "JudgeAuthError",
     "JudgeOutputError",
     "EvaluationAbandoned",
+    "JudgeThrottledYield",
     "WorkerFatal",
 ]
 
@@ -125,6 +128,16 @@ class JudgeOutputError(JudgeError):
 
 class EvaluationAbandoned(ClaimwatchError):
     """The answer was given up without a result (stop or revoke while it waited)."""
+
+
+class JudgeThrottledYield(EvaluationAbandoned):
+    """A judge that yields under throttling (``RetryPolicy.yield_when_throttled``: the shadow judge) gave the answer
+    up at the provider's 429/529 instead of retrying, so it never competes with the main judge for the rate limit."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        #: the provider's retry-after (seconds), when it gave one
+        self.retry_after = retry_after
 
 
 class WorkerFatal(ClaimwatchError):

@@ -62,7 +62,7 @@ from typing import Callable, TypeVar
 
 from contract.backoff import Backoff
 from contract.logs import get_logger
-from evaluator_worker.errors import EvaluationAbandoned, JudgeError, bounded_retry_after
+from evaluator_worker.errors import EvaluationAbandoned, JudgeError, JudgeThrottledYield, bounded_retry_after
 from evaluator_worker.metrics import NullMetrics, WorkerMetrics
 
 log = get_logger(__name__)
@@ -89,6 +89,9 @@ class RetryPolicy:
     #: and after this many attempts (None: only the deadline counts)
     max_attempts: int | None = None
     jitter: bool = True
+    #: give an operation up at the first throttled reply (429/529) with :class:`JudgeThrottledYield` instead of
+    #: retrying: the shadow judge, which shares the provider's rate limit with the main judge and must not compete
+    yield_when_throttled: bool = False
 
     def delay(self, attempt: int, retry_after: float | None, rng: Callable[[], float] = random.random) -> float:
         """The project's one schedule (:class:`contract.backoff.Backoff`), floored at the provider's retry-after."""
@@ -447,6 +450,11 @@ class JudgeCaller:
                 )
                 if exc.fatal or not exc.retryable:
                     raise
+                if exc.throttled and self.retry.yield_when_throttled:
+                    raise JudgeThrottledYield(
+                        f"{self.judge_name} {operation}: throttled ({exc.reason}), yielding",
+                        retry_after=exc.retry_after,
+                    ) from exc
                 delay = self.retry.delay(attempt, exc.retry_after)
                 out_of_attempts = self.retry.max_attempts is not None and attempt + 1 >= self.retry.max_attempts
                 if out_of_attempts or self._clock() - first + delay > self.retry.deadline_s:

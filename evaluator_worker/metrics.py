@@ -47,7 +47,7 @@ EXEMPLAR_MAX_CHARS = 128
 #: a judge's call on an answer, per side of the shadow comparison (evaluator_worker.scoring.answer_call)
 CALLS = ("flagged", "ok", "none", "failed")
 #: why a sampled answer was not judged by the shadow judge (evaluator_worker.shadow; every one counted and logged)
-SHADOW_SKIP_REASONS = ("busy", "budget", "error", "write_error", "stopped")
+SHADOW_SKIP_REASONS = ("busy", "budget", "throttled", "error", "write_error", "stopped")
 
 
 def trace_exemplar(trace_id: str | None, span_id: str | None = None) -> dict[str, str] | None:

@@ -11,7 +11,11 @@ slice, and how each does on your labels (docs/choosing-a-judge.md, "Switching ju
   raises. The shadow judges on its own threads (``max_in_flight``) with a bounded queue for bursts (``max_queued``);
   a sampled answer that finds the queue full, or the hour's budget spent, is skipped, counted by reason
   (``claimwatch_shadow_skipped_total``) and logged at most once a minute per reason; so is one still queued or being
-  judged when the worker stops. Every sampled answer is judged or skipped with a reason. Its failures never touch
+  judged when the worker stops.
+- **Yields to the main judge when the provider throttles**: both judges usually share one organisation's rate
+  limit, so a shadow call answered 429/529 is not retried (``RetryPolicy.yield_when_throttled``): the answer is
+  skipped (``throttled``) and the shadow takes no new answer for the provider's retry-after (else
+  ``THROTTLE_PAUSE_S``), instead of holding its threads in retries and taking requests the main judge needs. Every sampled answer is judged or skipped with a reason. Its failures never touch
   the record's offset, the main result or the worker.
 - **Counted apart**: ``claimwatch_shadow_answers_total{main, shadow, main_judge_id, judge_id, <slices>}`` (each
   judge's call on the same answer: flagged, ok, none (no claims), failed), ``claimwatch_shadow_claims_total`` (the
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from contract.logs import get_logger
 from contract.ratelog import RateLimitedLog
 from contract.record import RagTrace
+from evaluator_worker.errors import JudgeThrottledYield
 from evaluator_worker.metrics import CALLS
 from evaluator_worker.metrics import SHADOW_SKIP_REASONS as SKIP_REASONS
 from evaluator_worker.results import encode_result, record_budget
@@ -51,6 +56,8 @@ __all__ = ["CALLS", "SKIP_REASONS", "ShadowJudge", "SpendWindow", "answer_call",
 
 #: seconds of spend the budget looks back over
 HOUR_S = 3600.0
+#: how long a throttled shadow takes no new answer when the provider gave no retry-after (a 529 overloaded)
+THROTTLE_PAUSE_S = 30.0
 
 
 def sampled(key: str, share: float) -> bool:
@@ -131,6 +138,9 @@ class ShadowJudge:
         self.identity = evaluator.identity
         self.producer = producer
         self.spend = SpendWindow(clock)
+        self._clock = clock
+        #: no new answer before this (clock): the provider throttled the shadow
+        self._paused_until = -1.0
         self._budget_bytes = record_budget(max_request_bytes)
         self._in_flight = 0
         self._lock = threading.Lock()
@@ -163,6 +173,8 @@ class ShadowJudge:
         with self._lock:
             if self._closed:
                 return "stopped"
+            if self._clock() < self._paused_until:
+                return "throttled"
             if self._in_flight >= self.settings.max_in_flight + self.settings.max_queued:
                 return "busy"
             if self.spend.spent() >= self.settings.budget_usd_per_hour:
@@ -179,6 +191,11 @@ class ShadowJudge:
             self.spend.add(float((result.usage or {}).get("cost_usd") or 0.0))
             self.metrics.observe_shadow(main, result, pair_claims(main, result), self.main_judge_id)
             self._write(result)
+        except JudgeThrottledYield as exc:
+            pause = exc.retry_after if exc.retry_after else THROTTLE_PAUSE_S
+            with self._lock:
+                self._paused_until = max(self._paused_until, self._clock() + pause)
+            self._skip("throttled", trace_id=main.trace_id, pause_s=round(pause, 2))
         except Exception as exc:
             self._skip("stopped" if self._closed else "error", trace_id=main.trace_id, error=repr(exc)[:200])
         finally:

@@ -17,6 +17,7 @@ from evaluator_worker.errors import (
     JudgeOutputError,
     JudgeRateLimited,
     JudgeRequestRejected,
+    JudgeThrottledYield,
     JudgeUnavailable,
 )
 from evaluator_worker.flow import AdaptiveLimiter, JudgeCaller, RetryPolicy
@@ -356,6 +357,21 @@ def test_caller_retries_retryable_errors_honouring_retry_after():
     assert fn.calls == 3 and sleeps == [5.0, 2.0]
     assert _sample(m, "claimwatch_judge_throttled_total", judge="j") == 1
     assert _sample(m, "claimwatch_judge_errors_total", judge="j", reason="rate_limited") == 1
+
+
+def test_a_caller_that_yields_gives_up_at_a_throttle_but_retries_an_outage():
+    """yield_when_throttled (the shadow judge): a 503 is still retried, a 429 raises JudgeThrottledYield with the
+    provider's retry-after after one call, counted as throttled."""
+    sleeps: list[float] = []
+    m = WorkerMetrics()
+    policy = RetryPolicy(base_s=1.0, jitter=False, yield_when_throttled=True)
+    caller = JudgeCaller("j", retry=policy, metrics=m, sleep=sleeps.append)
+    fn = Script(JudgeUnavailable("503", status_code=503), JudgeRateLimited("429", status_code=429, retry_after=7.0))
+    with pytest.raises(JudgeThrottledYield) as info:
+        caller.call("verify", fn)
+    assert fn.calls == 2 and sleeps == [1.0] and info.value.retry_after == 7.0
+    assert isinstance(info.value, EvaluationAbandoned)  # the evaluator hands it up, never turns it into a verdict
+    assert _sample(m, "claimwatch_judge_throttled_total", judge="j") == 1
 
 
 @pytest.mark.parametrize("error", [JudgeRequestRejected("400"), JudgeOutputError("bad"), JudgeAuthError("401")])

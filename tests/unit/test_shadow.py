@@ -303,3 +303,42 @@ def test_answers_still_queued_when_the_worker_stops_are_counted_stopped():
     )
     stopped = _value(m, "claimwatch_shadow_skipped_total", reason="stopped")
     assert stopped >= 3 and judged + stopped == 4
+
+
+def test_a_throttled_shadow_yields_to_the_main_judge_then_resumes():
+    """A 429 on a shadow call (real anthropic client, local Messages API): the answer is skipped at once (throttled),
+    not retried; no new answer is taken for the retry-after (no request reaches the provider); then it judges again."""
+    import time
+
+    from tests.fakes.messages_server import MessagesServer
+
+    m = WorkerMetrics()
+    with MessagesServer() as srv:
+        settings = WorkerSettings(judge="heuristic")
+        settings.shadow = ShadowSettings(
+            judge="anthropic",
+            settings={"anthropic": {"base_url": srv.base_url, "api_key": "test"}},
+            sample=1.0,
+            results_topic=None,
+        )
+        main = Evaluator(TagJudge(), m)
+        sh = build_shadow(settings, main, m)
+        assert sh is not None and sh.evaluator.caller.retry.yield_when_throttled
+        srv.fail(429, times=1, retry_after="1")
+        started = time.monotonic()
+        t1 = _trace(0, "Refunds take 5 days.")
+        sh.offer(t1, main.evaluate(t1))
+        sh_wait_idle(sh)
+        assert time.monotonic() - started < 5.0  # not held in retries for the 60 s retry deadline
+        assert _value(m, "claimwatch_shadow_skipped_total", reason="throttled") == 1
+        assert len(srv.requests) == 1  # the one throttled call, not retried
+        t2 = _trace(1, "Appeals close after 30 days.")
+        sh.offer(t2, main.evaluate(t2))  # inside the retry-after: skipped before any call
+        assert _value(m, "claimwatch_shadow_skipped_total", reason="throttled") == 2 and len(srv.requests) == 1
+        time.sleep(1.1)
+        t3 = _trace(2, "The fee is 3 euros.")
+        sh.offer(t3, main.evaluate(t3))
+        sh.close(timeout_s=20)
+        assert len(srv.requests) > 1  # judged again after the pause
+        judged = sum(s.value for s in m.shadow_answers.collect()[0].samples if s.name.endswith("_total") and s.value)
+        assert judged == 1 and _value(m, "claimwatch_shadow_skipped_total", reason="throttled") == 2
