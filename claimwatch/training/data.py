@@ -557,13 +557,6 @@ def t_other_document(
     return claim, "UNSUPPORTED", "knowledge_insertion"
 
 
-def t_outside_window(
-    rng: random.Random, doc: Document, i: int, others: Sequence[Document]
-) -> tuple[str, str, str] | None:
-    # handled in ``_premise``: the claim is a sentence of the same document, the premise a window without it
-    return None
-
-
 def t_appended(rng: random.Random, doc: Document, i: int, others: Sequence[Document]) -> tuple[str, str, str] | None:
     other = rng.choice(others)
     extra = _strip_end(rng.choice(other.sentences))

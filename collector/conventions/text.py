@@ -122,19 +122,6 @@ def looks_like_messages(obj: Any) -> bool:
     )
 
 
-def system_texts(messages: Any) -> tuple[str, ...]:
-    """Texts of the system/developer messages in ``messages``."""
-    if not isinstance(messages, list):
-        return ()
-    out = []
-    for m in flat_messages(messages):
-        if message_role(m) in SYSTEM_ROLES:
-            text = message_text(m)
-            if text and text.strip():
-                out.append(text)
-    return tuple(out)
-
-
 def _pick(obj: Any, keys: tuple[str, ...], roles: tuple[str, ...], depth: int = 0) -> str | None:
     """Unwrap obvious JSON shapes ({"question": ...}, messages, args/kwargs) to text."""
     if depth > 4 or obj is None:
