@@ -22,7 +22,7 @@ from claimwatch.drift import RATES as DRIFT_RATES
 from claimwatch.drift import DriftMetrics
 from collector.metrics import CONTEXT_SOURCES, NOT_RECORDED_REASONS, RECORD_UNITS, get_metrics
 from contract.failures import LABELS as FAILURE_LABELS
-from contract.record import DEFAULT_SLICE_LABELS
+from contract.slices import DEFAULT_SLICE_LABELS
 from evaluator_worker.metrics import CALLS, WorkerMetrics
 from evaluator_worker.metrics import SHADOW_SKIP_REASONS as SKIP_REASONS
 from evaluator_worker.shape import OFF, REASONING, SOURCES

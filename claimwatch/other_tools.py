@@ -76,7 +76,7 @@ class OtherToolScores:
                 self.conflicts += len(conflicts) if isinstance(conflicts, list) else 0
 
 
-#: (row name, how the value is shown) for :func:`rows`
+#: the table's rows, in the order :func:`cells` fills them
 ROWS = (
     "RagaliQ faithfulness: answers passing",
     "RagaliQ hallucination: answers passing",

@@ -21,7 +21,6 @@ from typing import Any, Callable, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contract.errors import RecordError
-from contract.slices import DEFAULT_SLICE_LABELS as _DEFAULT_SLICE_LABELS
 
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
@@ -37,10 +36,6 @@ AttributeValue = Union[str, int, float, bool]
 _TRUNCATION_MARK = " …[truncated]"
 #: bytes that may decode to a lone surrogate: a \\uD800-\\uDFFF escape, or its surrogatepass UTF-8 form
 _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]|\xed[\xa0-\xbf]")
-
-
-#: the slice labels metrics are broken down by unless configured otherwise (declared in ``contract.slices``)
-DEFAULT_SLICE_LABELS = _DEFAULT_SLICE_LABELS
 
 
 class Context(BaseModel):

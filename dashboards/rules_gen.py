@@ -178,7 +178,8 @@ EVALUATED = 'claimwatch_answers_total{outcome="evaluated"}'
 #: the any-claim rule: what "flagged" falls back to where the workers do not export ``AT_RISK``
 ANY_CLAIM = "claimwatch_answers_with_unsupported_total"
 #: a release is compared with the other releases of its scope (contract.slices: the same environment) and judge
-SCOPE = ", ".join((*RELEASE_SCOPE_LABELS, J))
+SCOPE_LABELS = (*RELEASE_SCOPE_LABELS, J)
+SCOPE = ", ".join(SCOPE_LABELS)
 RE = "_".join(("release", *RELEASE_SCOPE_LABELS, J))
 #: the labels of RE's level
 REL = ", ".join(("release", *RELEASE_SCOPE_LABELS, J))
@@ -465,9 +466,9 @@ _FLAGGED_BASELINE = (
 )
 #: which rule counted the environment's releases (any-claim when a release of the environment lacks the at-risk count)
 _FLAGGED_RELEASES = (
-    f'{{{{ if printf "{RE}:claimwatch_answers_evaluated:count1h{{{", ".join(f"{x}=%q" for x in SCOPE.split(", "))}}}'
+    f'{{{{ if printf "{RE}:claimwatch_answers_evaluated:count1h{{{", ".join(f"{x}=%q" for x in SCOPE_LABELS)}}}'
     f' unless on ({REL}) {RE}:claimwatch_answers_at_risk:count1h" '
-    f"{' '.join(f'$labels.{x}' for x in SCOPE.split(', '))} | query }}}}"
+    f"{' '.join(f'$labels.{x}' for x in SCOPE_LABELS)} | query }}}}"
     + _ANY_CLAIM_SAID.format(f"every release{SCOPE_NAMED}")
     + "{{ else }}"
     + _AT_RISK_SAID

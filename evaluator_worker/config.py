@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from contract.kafka import KafkaConnection
-from contract.record import DEFAULT_SLICE_LABELS
+from contract.slices import DEFAULT_SLICE_LABELS
 from evaluator_worker.judges.base import HedgePolicy
 from evaluator_worker.judges.settings import AnthropicSettings, CascadeSettings, JudgeSettings
 

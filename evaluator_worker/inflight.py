@@ -400,10 +400,10 @@ class InFlight:
         for write in self.writer.collect():
             assert isinstance(write, Job)
             self._durable(write, out)
-        if self.writer.fatal is not None:
-            self.halt.set(self.writer.fatal)
         self.writer.resend_due()
         self.writer.watch_stall()
+        if self.writer.fatal is not None:  # a write the broker keeps refusing (in a send, an ack or a re-send)
+            self.halt.set(self.writer.fatal)
         return out
 
     def _judged(self, job: Job, out: list[Durable]) -> None:

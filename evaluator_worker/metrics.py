@@ -30,7 +30,7 @@ from contract.failures import LABELS as FAILURE_LABELS
 from contract.failures import FailureType
 from contract.families import shared_family
 from contract.judge_ids import judge_models
-from contract.record import DEFAULT_SLICE_LABELS
+from contract.slices import DEFAULT_SLICE_LABELS
 from evaluator_worker.judges.base import Verdict
 from evaluator_worker.shape import label_values
 
@@ -271,7 +271,7 @@ class WorkerMetrics:
             "claimwatch_worker_slice_labels_info",
             "1, labelled with the slice labels this worker puts on its quality metrics (CLAIMWATCH_SLICE_LABELS, "
             "comma-joined): the recording rules, alerts and dashboards group by those they were generated for "
-            "(contract.record.DEFAULT_SLICE_LABELS); ClaimwatchSliceLabelsDiffer fires on any other set.",
+            "(contract.slices); ClaimwatchSliceLabelsDiffer fires on any other set.",
             ["slice_labels"],
             registry=r,
         )

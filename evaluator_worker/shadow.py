@@ -11,12 +11,12 @@ slice, and how each does on your labels (docs/choosing-a-judge.md, "Switching ju
   raises. The shadow judges on its own threads (``max_in_flight``) with a bounded queue for bursts (``max_queued``);
   a sampled answer that finds the queue full, or the hour's budget spent, is skipped, counted by reason
   (``claimwatch_shadow_skipped_total``) and logged at most once a minute per reason; so is one still queued or being
-  judged when the worker stops.
+  judged when the worker stops. Every sampled answer is judged or skipped with a reason. Its failures never touch
+  the record's offset, the main result or the worker.
 - **Yields to the main judge when the provider throttles**: both judges usually share one organisation's rate
   limit, so a shadow call answered 429/529 is not retried (``RetryPolicy.yield_when_throttled``): the answer is
   skipped (``throttled``) and the shadow takes no new answer for the provider's retry-after (else
-  ``THROTTLE_PAUSE_S``), instead of holding its threads in retries and taking requests the main judge needs. Every sampled answer is judged or skipped with a reason. Its failures never touch
-  the record's offset, the main result or the worker.
+  ``THROTTLE_PAUSE_S``), instead of holding its threads in retries and taking requests the main judge needs.
 - **Counted apart**: ``claimwatch_shadow_answers_total{main, shadow, main_judge_id, judge_id, <slices>}`` (each
   judge's call on the same answer: flagged, ok, none (no claims), failed), ``claimwatch_shadow_claims_total`` (the
   verdicts of claims both judges extracted, paired by their text; a claim only one of them extracted pairs with

@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 from contract.group import GroupMember, loop_sleep, off_loop
 from contract.logs import get_logger
-from contract.record import DEFAULT_SLICE_LABELS
+from contract.slices import DEFAULT_SLICE_LABELS
 from evaluator_worker.config import WorkerSettings
 from evaluator_worker.inflight import Durable, InFlight
 from evaluator_worker.metrics import trace_exemplar

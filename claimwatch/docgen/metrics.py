@@ -21,7 +21,7 @@ from claimwatch.docgen import doc_main
 from claimwatch.drift import DriftMetrics
 from claimwatch.metric_catalog import LABEL_VALUES
 from collector.metrics import get_metrics
-from contract.record import DEFAULT_SLICE_LABELS
+from contract.slices import DEFAULT_SLICE_LABELS
 from evaluator_worker.metrics import WorkerMetrics
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"

@@ -889,7 +889,7 @@ def test_deployed_slice_labels_are_the_declared_ones():
     """The k8s ConfigMap's CLAIMWATCH_SLICE_LABELS is the declaration the rules and dashboards are generated from."""
     import json
 
-    from contract.record import DEFAULT_SLICE_LABELS
+    from contract.slices import DEFAULT_SLICE_LABELS
 
     cm = _one("ConfigMap")
     assert tuple(json.loads(cm["data"]["CLAIMWATCH_SLICE_LABELS"])) == DEFAULT_SLICE_LABELS

@@ -102,11 +102,10 @@ def test_every_generated_slice_grouping_and_filter_names_the_new_label(tree):
 
 
 def test_the_cli_filters_by_the_new_label(tree):
-    """``claimwatch claims`` and ``claimwatch label sample`` take --tenant."""
-    out = _run(
-        tree, "import sys; sys.argv = ['claimwatch', 'claims', '--help']\nfrom claimwatch.cli import main\nmain()"
-    )
-    assert "--tenant" in out
+    """``claimwatch claims`` and ``claimwatch label`` take --tenant."""
+    for command in ("claims", "label"):
+        code = f"import sys; sys.argv = ['claimwatch', '{command}', '--help']\nfrom claimwatch.cli import main\nmain()"
+        assert "--tenant" in _run(tree, code), command
 
 
 def test_the_regenerated_rules_are_valid(tree):

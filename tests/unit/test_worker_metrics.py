@@ -116,7 +116,7 @@ def test_custom_judge_missing_capabilities_is_a_config_error_naming_them():
 
 def test_the_worker_exports_its_slice_labels_for_the_rules_to_compare():
     """claimwatch_worker_slice_labels_info names the slice labels this worker uses (ClaimwatchSliceLabelsDiffer reads it)."""
-    from contract.record import DEFAULT_SLICE_LABELS
+    from contract.slices import DEFAULT_SLICE_LABELS
     from evaluator_worker.metrics import SliceGuard
 
     default = WorkerMetrics()
